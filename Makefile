@@ -1,0 +1,50 @@
+# clusterforge — every target creates .venv on its own when it is missing.
+ENV ?= lab
+ENGINE ?= pyinfra
+PY := .venv/bin/python
+CF := .venv/bin/clusterforge
+INV := inventories/$(ENV)
+
+.PHONY: venv test test-fast lint check schema bench deploy plan render validate lab-up lab-down lab-status clean
+
+venv: .venv/.stamp
+.venv/.stamp: pyproject.toml
+	python3 -m venv .venv
+	.venv/bin/pip install -q --upgrade pip
+	.venv/bin/pip install -q -e '.[dev]'
+	touch $@
+
+test: venv
+	$(PY) -m pytest -q
+
+test-fast: venv
+	$(PY) -m pytest -q -m "not lab"
+
+lint: venv
+	.venv/bin/ruff check src tests bench
+	.venv/bin/mypy
+
+check: venv
+	$(CF) check $(INV)
+
+schema: venv
+	$(CF) schema --output schemas/inventory.schema.json
+
+plan: venv
+	$(CF) plan $(INV) --export out/$(ENV)
+
+render: venv
+	$(CF) render $(INV) --output out/$(ENV)
+
+validate: venv
+	$(CF) validate $(INV)
+
+bench: venv
+	$(PY) bench/run.py
+
+deploy: venv
+	$(CF) check $(INV)
+	$(CF) render $(INV) --output out/$(ENV)
+
+clean:
+	rm -rf .venv out .pytest_cache .mypy_cache .ruff_cache

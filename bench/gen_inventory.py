@@ -1,0 +1,282 @@
+"""Generate explicit rail-optimized two-tier inventories (lab, staging, prod, bench scale).
+
+Until the planner writes cabling from the `fabric` spec, the example environments list
+their switches and cables explicitly; this script is how they were produced, and the
+benchmark uses it for synthetic N-node inventories (8 GPUs and 8 HCAs per node).
+
+    python bench/gen_inventory.py lab inventories/lab
+    python bench/gen_inventory.py bench out/bench-2048 --nodes 2048
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from clusterforge.catalog import catalog  # noqa: E402
+from clusterforge.model.site import Rack, Row, Site  # noqa: E402
+from clusterforge.plan.geometry import cable_length  # noqa: E402
+
+HEADER = "# yaml-language-server: $schema=../../schemas/inventory.schema.json\n"
+
+
+@dataclass
+class Spec:
+    name: str
+    nodes: int
+    hcas: int  # single-port HCAs per node = rails
+    rate: str
+    gpu: str
+    gpus: int
+    hca_model: str
+    node_kw: float
+    node_u: int
+    nodes_per_rack: int
+    cooling: str
+    leaf_model: str
+    spine_model: str
+    su_size: int
+    storage: int = 0
+    sm: int = 1
+    mgmt: str = "10.10.0.0/20"
+    bmc: str = "10.11.0.0/20"
+    ipoib: str = "10.100.0.0/16"
+    node_fmt: str = "gpu{n:04d}"
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+SPECS = {
+    "lab": Spec("lab", nodes=8, hcas=2, rate="HDR", gpu="A100-SXM", gpus=8,
+                hca_model="ConnectX-6", node_kw=6.5, node_u=4, nodes_per_rack=4, cooling="air",
+                leaf_model="QM8700", spine_model="QM8700", su_size=4, storage=2, sm=1,
+                mgmt="198.18.10.0/24", bmc="198.18.11.0/24", ipoib="198.18.128.0/20",
+                node_fmt="gpu{n:02d}"),
+    "staging": Spec("staging", nodes=32, hcas=2, rate="HDR", gpu="A100-SXM", gpus=8,
+                    hca_model="ConnectX-6", node_kw=6.5, node_u=4, nodes_per_rack=4, cooling="air",
+                    leaf_model="QM8700", spine_model="QM8700", su_size=16, storage=4, sm=2,
+                    mgmt="10.20.0.0/22", bmc="10.21.0.0/22", ipoib="10.120.0.0/16"),
+    "prod": Spec("prod", nodes=256, hcas=2, rate="HDR", gpu="A100-SXM", gpus=8,
+                 hca_model="ConnectX-6", node_kw=6.5, node_u=4, nodes_per_rack=4, cooling="air",
+                 leaf_model="QM8700", spine_model="QM8700", su_size=20, storage=20, sm=2,
+                 mgmt="10.10.0.0/20", bmc="10.11.0.0/20", ipoib="10.100.0.0/16"),
+}
+
+
+def bench_spec(nodes: int) -> Spec:
+    return Spec(f"bench-{nodes}", nodes=nodes, hcas=8, rate="NDR", gpu="H100-SXM", gpus=8,
+                hca_model="ConnectX-7", node_kw=10.2, node_u=8, nodes_per_rack=4,
+                cooling="cold-plate", leaf_model="QM9700", spine_model="QM9700", su_size=32,
+                storage=0, sm=2, mgmt="10.0.0.0/16", bmc="10.1.0.0/16", ipoib="10.64.0.0/11",
+                node_fmt="gpu{n:05d}")
+
+
+def generate(spec: Spec) -> dict[str, str]:
+    """Return {file name: YAML text} for the environment."""
+    cat = catalog()
+    leaf_radix = cat.switches[spec.leaf_model].ports
+    spine_radix = cat.switches[spec.spine_model].ports
+    down = leaf_radix // 2
+    if spec.su_size > down:
+        raise SystemExit(f"su_size {spec.su_size} exceeds {down} down ports per leaf")
+    n_su = math.ceil(spec.nodes / spec.su_size)
+    infra = spec.storage + spec.sm
+    infra_leaves = math.ceil(infra / down) if infra else 0
+    n_leaves = n_su * spec.hcas + infra_leaves
+    uplinks = spec.su_size  # 1:1 against the down ports a scalable unit uses
+    # the fewest spines (at least 2) that split the uplinks evenly and hold every leaf
+    choices = [s for s in range(2, uplinks + 1) if uplinks % s == 0 and n_leaves * (uplinks // s) <= spine_radix]
+    if not choices:
+        raise SystemExit(f"{n_leaves} leaves need 3 tiers with {spec.spine_model}")
+    spines = choices[0]
+    per = uplinks // spines
+
+    rows = [Row(name="row-a", index=0), Row(name="row-b", index=1)]
+    rowidx = {r.name: r.index for r in rows}
+    site = Site(name=spec.name, rows=rows)
+    racks: list[Rack] = []
+    node_rack: list[tuple[str, int]] = []
+    rack_of_su: list[Rack] = []
+    per_rack = spec.nodes_per_rack
+    racks_per_su = math.ceil(spec.su_size / per_rack)
+    sensors = 2 if spec.cooling != "air" else 0
+    for su in range(n_su):
+        net = Rack(name=f"{_p(spec)}-su{su + 1:02d}-net", row="row-a",
+                   position=su * (racks_per_su + 1), cooling=spec.cooling, leak_sensors=sensors)
+        racks.append(net)
+        rack_of_su.append(net)
+        for k in range(racks_per_su):
+            racks.append(Rack(name=f"{_p(spec)}-su{su + 1:02d}-r{k + 1:02d}", row="row-a",
+                              position=su * (racks_per_su + 1) + k + 1, cooling=spec.cooling,
+                              leak_sensors=sensors))
+    for n in range(spec.nodes):
+        su, k = divmod(n, spec.su_size)
+        rack = racks[su * (racks_per_su + 1) + 1 + k // per_rack]
+        node_rack.append((rack.name, 2 + (k % per_rack) * spec.node_u))
+    core_racks = math.ceil((spines + infra_leaves + infra * 2) / 16) or 1
+    for c in range(core_racks):
+        racks.append(Rack(name=f"{_p(spec)}-core{c + 1:02d}", row="row-b", position=c, cooling="air"))
+    by_name = {r.name: r for r in racks}
+
+    names = [spec.node_fmt.format(n=n + 1) for n in range(spec.nodes)]
+    lines_nodes = []
+    for n, name in enumerate(names):
+        rack, u = node_rack[n]
+        lines_nodes.append(f"  - {{name: {name}, rack: {rack}, u: {u}, profile: gpu-node}}")
+    # infra nodes: SM and storage servers in the core racks, 2U each
+    infra_nodes: list[tuple[str, str, int, str]] = []
+    slot = 0
+    for i in range(spec.sm):
+        infra_nodes.append((f"sm{i + 1:02d}", "subnet-manager", 0, "sm-node"))
+    for i in range(spec.storage):
+        infra_nodes.append((f"lus{i + 1:02d}", "storage", 0, "lustre-server"))
+    placed = []
+    for name, role, _, prof in infra_nodes:
+        rack = racks[-core_racks + (slot // 8)]
+        u = 20 + (slot % 8) * 2
+        slot += 1
+        placed.append((name, role, rack.name, u, prof))
+        lines_nodes.append(f"  - {{name: {name}, rack: {rack.name}, u: {u}, role: {role}, profile: {prof}}}")
+
+    switches = []
+    leaves: list[tuple[str, Rack, int]] = []
+    for su in range(n_su):
+        for r in range(spec.hcas):
+            name = f"leaf-su{su + 1:02d}-r{r}"
+            rack = rack_of_su[su]
+            u = 2 + r
+            leaves.append((name, rack, u))
+            switches.append(f"  - {{name: {name}, model: {spec.leaf_model}, role: leaf, rack: {rack.name}, "
+                            f"u: {u}, group: {su}, rail: {r}}}")
+    for i in range(infra_leaves):
+        rack = racks[-core_racks]
+        name = f"leaf-infra{i + 1:02d}"
+        leaves.append((name, rack, 2 + i))
+        switches.append(f"  - {{name: {name}, model: {spec.leaf_model}, role: leaf, rack: {rack.name}, "
+                        f"u: {2 + i}}}")
+    spine_list = []
+    for s in range(spines):
+        rack = racks[-core_racks + (s // 16)]
+        u = 2 + infra_leaves + (s % 16)
+        name = f"spine{s + 1:02d}"
+        spine_list.append((name, rack, u))
+        switches.append(f"  - {{name: {name}, model: {spec.spine_model}, role: spine, rack: {rack.name}, u: {u}}}")
+
+    cables = []
+    cid = 0
+
+    def cable(a: str, ra: Rack, ua: int, b: str, rb: Rack, ub: int) -> None:
+        nonlocal cid
+        cid += 1
+        length = cable_length(site, rowidx, ra, ua, rb, ub)
+        media = "DAC"
+        reach = cat.reach("DAC", spec.rate) or 0
+        if length > reach:
+            media = "AOC"
+        size = cat.orderable_length(media, length)
+        cables.append(f"  - {{id: C-{cid:05d}, a: {a}, b: {b}, media: {media}, length_m: {size:g}}}")
+
+    for n, name in enumerate(names):
+        su, k = divmod(n, spec.su_size)
+        rack = by_name[node_rack[n][0]]
+        for r in range(spec.hcas):
+            leaf, lrack, lu = leaves[su * spec.hcas + r]
+            cable(f"{name}/mlx5_{r}/1", rack, node_rack[n][1], f"{leaf}/{k + 1}", lrack, lu)
+    for i, (name, _role, rack_name, u, _p2) in enumerate(placed):
+        leaf, lrack, lu = leaves[n_su * spec.hcas + i // down]
+        cable(f"{name}/mlx5_0/1", by_name[rack_name], u, f"{leaf}/{i % down + 1}", lrack, lu)
+    for li, (leaf, lrack, lu) in enumerate(leaves):
+        for s, (spine, srack, su_) in enumerate(spine_list):
+            for j in range(per):
+                cable(f"{leaf}/{down + s * per + j + 1}", lrack, lu, f"{spine}/{li * per + j + 1}", srack, su_)
+
+    files = {
+        "site.yaml": _site_yaml(spec, site, racks),
+        "hardware.yaml": _hardware_yaml(spec),
+        "nodes.yaml": HEADER + "nodes:\n" + "\n".join(lines_nodes) + "\n",
+        "fabric.yaml": HEADER + "switches:\n" + "\n".join(switches) + "\ncables:\n" + "\n".join(cables) + "\n",
+        "services.yaml": _services_yaml(spec, placed),
+    }
+    return files
+
+
+def _p(spec: Spec) -> str:
+    return spec.name.split("-")[0][:4]
+
+
+def _site_yaml(spec: Spec, site: Site, racks: list[Rack]) -> str:
+    out = [HEADER, f"site:\n  name: {site.name}\n  routing_allowance_m: {site.routing_allowance_m:g}\n  rows:\n"]
+    for r in site.rows:
+        out.append(f"    - {{name: {r.name}, index: {r.index}}}\n")
+    out.append("racks:\n")
+    for r in racks:
+        extra = f", leak_sensors: {r.leak_sensors}" if r.leak_sensors else ""
+        out.append(f"  - {{name: {r.name}, row: {r.row}, position: {r.position}, cooling: {r.cooling}{extra}}}\n")
+    return "".join(out)
+
+
+def _hardware_yaml(spec: Spec) -> str:
+    numa = [0] * (spec.gpus // 2) + [1] * (spec.gpus - spec.gpus // 2)
+    hcas = []
+    for r in range(spec.hcas):
+        gpu = r * spec.gpus // spec.hcas
+        hcas.append(f"      - {{name: mlx5_{r}, model: {spec.hca_model}, rail: {r}, gpu: {gpu}, "
+                    f"numa: {numa[gpu]}, netdev: ib{r}, ports: [{{port: 1, rate: {spec.rate}}}]}}")
+    return (HEADER + "profiles:\n"
+            f"  - name: gpu-node\n    u_height: {spec.node_u}\n    power_kw: {spec.node_kw}\n"
+            f"    gpus: {{model: {spec.gpu}, count: {spec.gpus}, nvlink_topology: nvswitch, numa: {numa}}}\n"
+            "    hcas:\n" + "\n".join(hcas) + "\n"
+            "    storage:\n      - {kind: nvme, count: 4, size_tb: 3.84, role: cache}\n"
+            "  - name: sm-node\n    u_height: 1\n    power_kw: 0.4\n    hcas:\n"
+            f"      - {{name: mlx5_0, model: {spec.hca_model}, netdev: ib0, rail: 0, "
+            f"ports: [{{port: 1, rate: {spec.rate}}}]}}\n"
+            "  - name: lustre-server\n    u_height: 2\n    power_kw: 0.9\n    hcas:\n"
+            f"      - {{name: mlx5_0, model: {spec.hca_model}, netdev: ib0, rail: 0, "
+            f"ports: [{{port: 1, rate: {spec.rate}}}]}}\n"
+            "    storage:\n      - {kind: ssd, count: 12, size_tb: 7.68, role: lustre-ost}\n")
+
+
+def _services_yaml(spec: Spec, placed: list[tuple[str, str, str, int, str]]) -> str:
+    sms = [p[0] for p in placed if p[1] == "subnet-manager"]
+    lus = [p[0] for p in placed if p[1] == "storage"]
+    import ipaddress
+
+    ib = ipaddress.ip_network(spec.ipoib)
+    halves = list(ib.subnets(prefixlen_diff=max(1, math.ceil(math.log2(max(spec.hcas, 2))))))
+    out = [HEADER, "addressing:\n"]
+    out.append(f"  management: {{cidr: {spec.mgmt}, gateway: {ipaddress.ip_network(spec.mgmt)[1]}, first: 10}}\n")
+    out.append(f"  bmc: {{cidr: {spec.bmc}, first: 10}}\n  ipoib:\n")
+    for r in range(spec.hcas):
+        out.append(f"    - {{name: ib{r}, rail: {r}, cidr: {halves[r]}, first: 10, mtu: 2044}}\n")
+    out.append("software:\n  nvidia_driver: 550.90.07\n  cuda: 12.4.1\n  doca_ofed: 24.04-0.7.0.0\n"
+               "  nccl: 2.21.5-1\n  nccl_tests: 2.13.9\n  lustre_client: 2.15.5\n")
+    if lus:
+        mgs_ip = halves[0][10 + spec.nodes + spec.sm]
+        out.append(f"lustre:\n  - name: lfs01\n    mgs_nids: ['{mgs_ip}@o2ib0']\n    mount: /lustre/lfs01\n"
+                   f"    lnet: o2ib0\n    interfaces: [ib0]\n    servers: [{', '.join(lus)}]\n")
+    out.append("opensm:\n  routing_engine: ftree\n  sm_nodes:\n")
+    for i, sm in enumerate(sms):
+        out.append(f"    - {{node: {sm}, priority: {15 - i}}}\n")
+    out.append("  partitions:\n    - name: default\n      pkey: 0x7fff\n      ipoib: true\n"
+               "      members: [{device: ALL, membership: full}]\n")
+    return "".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("env", help="lab | staging | prod | bench")
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--nodes", type=int, default=256)
+    args = ap.parse_args()
+    spec = bench_spec(args.nodes) if args.env == "bench" else SPECS[args.env]
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, text in generate(spec).items():
+        (args.out / name).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""Small public verbs over the layers: load + check an environment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .check import run_checks
+from .errors import InventoryInvalid, InventoryIssue
+from .load import Source, load_inventory
+from .model import Inventory
+from .model.index import Index
+
+
+@dataclass
+class Checked:
+    inv: Inventory
+    index: Index
+    source: Source
+
+
+def load_checked(env: Path) -> Checked:
+    """Load and cross-check an environment; raise InventoryInvalid with every issue."""
+    inv, source = load_inventory(env)
+    index = Index(inv)
+    issues = run_checks(index)
+    if issues:
+        located = [i.located(*source.locate(i.path)) for i in issues]
+        raise InventoryInvalid(_sorted(located))
+    return Checked(inv, index, source)
+
+
+def _sorted(issues: list[InventoryIssue]) -> list[InventoryIssue]:
+    return sorted(issues, key=lambda i: (i.file or "", i.line or 0, i.col or 0))
+
+
+def summary(index: Index) -> dict[str, int]:
+    inv = index.inv
+    gpus = sum((hw.gpus.count if hw.gpus else 0) for hw in index.hardware.values())
+    hca_ports = sum(1 for p in index.ports.values() if p.kind != "switch")
+    return {
+        "racks": len(inv.racks),
+        "nodes": len(inv.nodes),
+        "gpus": gpus,
+        "hca_ports": hca_ports,
+        "switches": len(inv.switches),
+        "cables": len(inv.cables),
+        "trunks": len(inv.trunks),
+    }

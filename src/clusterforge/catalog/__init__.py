@@ -1,0 +1,125 @@
+"""Hardware catalog: switch/HCA/GPU models, link rates, cable media, cooling limits.
+
+The figures live in YAML data files beside this module, each with its source noted.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Split(_Entry):
+    ways: int
+    rate: str
+
+
+class SwitchModel(_Entry):
+    family: str
+    ports: int
+    rate: str
+    split: Split | None = None
+    power_w: float
+    ru: int
+    device_id: int
+    source: str
+
+
+class HcaModel(_Entry):
+    kind: str
+    max_rate: str
+    rates: list[str]
+    ports: list[int]
+    ca_type: str
+    source: str
+
+
+class RateInfo(_Entry):
+    gbps: int
+    lanes: int
+    lane_gbps: int
+    width: str
+    ibsim_width: int
+    ibsim_ext: int
+
+
+class MediaInfo(_Entry):
+    description: str
+    max_reach_m: dict[str, Any]
+    orderable_m: list[float]
+    source: str
+    fibers_per_link: dict[str, int] | None = None
+
+
+class GpuModel(_Entry):
+    nvlink_gen: int
+    nvlink_links: int
+    nvlink_class: str | None
+    form: str
+    power_w: float
+    source: str
+
+
+class CoolingInfo(_Entry):
+    max_kw: float
+    pue: float
+    liquid: bool
+
+
+class Catalog(_Entry):
+    switches: dict[str, SwitchModel]
+    hcas: dict[str, HcaModel]
+    rates: dict[str, RateInfo]
+    media: dict[str, MediaInfo]
+    gpus: dict[str, GpuModel]
+    cooling: dict[str, CoolingInfo]
+    leak_sensors_per_m2: float
+
+    def reach(self, media: str, rate: str, fiber_type: str | None = None) -> float | None:
+        """Maximum reach in metres of `media` at `rate`, or None when unsupported."""
+        info = self.media.get(media)
+        if info is None:
+            return None
+        table = info.max_reach_m
+        if media == "fiber":
+            table = table.get(fiber_type or "OM4", {})
+        value = table.get(rate)
+        return float(value) if value is not None else None
+
+    def orderable_length(self, media: str, length_m: float) -> float | None:
+        """The shortest orderable length of `media` that covers `length_m`."""
+        for size in self.media[media].orderable_m:
+            if size >= length_m:
+                return size
+        return None
+
+
+def _read(name: str) -> Any:
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+@cache
+def catalog() -> Catalog:
+    cooling = _read("cooling.yaml")
+    sensors = cooling.pop("leak_sensors_per_m2")
+    return Catalog(
+        switches=_read("switches.yaml"),
+        hcas=_read("hcas.yaml"),
+        rates=_read("rates.yaml"),
+        media=_read("media.yaml"),
+        gpus=_read("gpus.yaml"),
+        cooling=cooling,
+        leak_sensors_per_m2=sensors,
+    )
+
+
+RATES: tuple[str, ...] = ("EDR", "HDR100", "HDR", "NDR200", "NDR", "XDR")

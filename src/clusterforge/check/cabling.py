@@ -1,0 +1,137 @@
+"""Cables: both ends exist and are free, rates match, length within the media's reach."""
+
+from __future__ import annotations
+
+from ..errors import InventoryIssue
+from ..model.cabling import Cable
+from ..model.index import Index, PortInfo
+
+_NVLINK = {"NVLINK"}
+
+
+def check(index: Index) -> list[InventoryIssue]:
+    inv, cat = index.inv, index.cat
+    out: list[InventoryIssue] = []
+    used: dict[tuple[str, str | None, int], str] = {}
+    trunks = {t.id: t for t in inv.trunks}
+    lanes: dict[tuple[str, int], str] = {}
+    for i, cable in enumerate(inv.cables):
+        ends: list[PortInfo] = []
+        for side in ("a", "b"):
+            ref = getattr(cable, side)
+            info, problem = _resolve(index, ref.device, ref.hca, ref.port)
+            if problem:
+                out.append(InventoryIssue(("cables", i, side), problem))
+                continue
+            assert info is not None
+            other = used.setdefault(ref.key, cable.id)
+            if other != cable.id:
+                out.append(InventoryIssue(
+                    ("cables", i, side), f"port {ref} is already used by cable {other}"
+                ))
+            ends.append(info)
+        if cable.a.key == cable.b.key:
+            out.append(InventoryIssue(("cables", i, "b"), "a cable cannot loop back to its own port"))
+        if len(ends) == 2:
+            out += _link(index, i, cable, ends[0], ends[1])
+        out += _fiber(cat.media["fiber"].fibers_per_link or {}, i, cable, trunks, lanes, ends)
+    return out
+
+
+def _resolve(
+    index: Index, device: str, hca: str | None, port: int
+) -> tuple[PortInfo | None, str | None]:
+    info = index.ports.get((device, hca, port))
+    if info is not None:
+        return info, None
+    if device in index.switches:
+        if hca is not None:
+            return None, f"{device} is a switch: write {device}/{port}"
+        count = index.switch_port_count(index.switches[device])
+        if count is None:
+            return None, f"{device} has an unknown switch model"
+        return None, f"{device} has {count} ports; port {port} is beyond its radix"
+    if device in index.nodes:
+        if hca is None:
+            return None, f"{device} is a node: write {device}/<hca>/{port}"
+        hw = index.hardware[device]
+        names = [h.name for h in hw.hcas] + [d.name for d in hw.dpus]
+        if hca not in names:
+            return None, f"node {device} has no HCA {hca} (it has {', '.join(names) or 'none'})"
+        return None, f"{device} {hca} has no port {port}"
+    return None, f"no device named {device!r}"
+
+
+def _link(index: Index, i: int, cable: Cable, a: PortInfo, b: PortInfo) -> list[InventoryIssue]:
+    cat = index.cat
+    out: list[InventoryIssue] = []
+    if a.kind != "switch" and b.kind != "switch" and a.device == b.device:
+        out.append(InventoryIssue(("cables", i), f"{a} and {b} are on the same node"))
+    if a.rate is None or b.rate is None:
+        return out
+    ga, gb = cat.rates[a.rate].gbps, cat.rates[b.rate].gbps
+    if a.rate != b.rate and not _compatible(a.rate, b.rate):
+        out.append(InventoryIssue(
+            ("cables", i), f"{a} runs {a.rate} and {b} runs {b.rate}: the ends cannot link up",
+        ))
+        return out
+    rate = a.rate if ga <= gb else b.rate
+    fiber_type = cable.fiber_type
+    if fiber_type is None and cable.trunk is not None:
+        trunk = next((t for t in index.inv.trunks if t.id == cable.trunk), None)
+        fiber_type = trunk.fiber_type if trunk else None
+    reach = cat.reach(cable.media, rate, fiber_type)
+    if reach is None:
+        out.append(InventoryIssue(("cables", i, "media"), f"{cable.media} does not carry {rate}"))
+    elif cable.length_m > reach:
+        kind = f"{cable.media} ({fiber_type or 'OM4'})" if cable.media == "fiber" else cable.media
+        out.append(InventoryIssue(
+            ("cables", i, "length_m"), f"{cable.length_m:g} m exceeds the {reach:g} m reach of "
+            f"{kind} at {rate}",
+        ))
+    return out
+
+
+def _compatible(r1: str, r2: str) -> bool:
+    """Different rates link up when one is the other's split or a lower generation."""
+    pairs = {frozenset(p) for p in (("HDR", "HDR100"), ("NDR", "NDR200"), ("HDR", "EDR"),
+                                      ("NDR", "HDR"), ("XDR", "NDR"))}
+    return frozenset((r1, r2)) in pairs
+
+
+def _fiber(
+    fibers_per_link: dict[str, int], i: int, cable: Cable, trunks: dict[str, object],
+    lanes: dict[tuple[str, int], str], ends: list[PortInfo],
+) -> list[InventoryIssue]:
+    out: list[InventoryIssue] = []
+    if cable.fiber_type is not None and cable.media != "fiber":
+        out.append(InventoryIssue(("cables", i, "fiber_type"), f"fiber_type set on {cable.media} cable"))
+    if cable.trunk is None:
+        if cable.lane_group is not None:
+            out.append(InventoryIssue(("cables", i, "lane_group"), "lane_group without a trunk"))
+        return out
+    if cable.media != "fiber":
+        out.append(InventoryIssue(
+            ("cables", i, "trunk"), f"{cable.media} cable cannot ride MPO trunk {cable.trunk}"
+        ))
+    if cable.trunk not in trunks:
+        out.append(InventoryIssue(("cables", i, "trunk"), f"no trunk named {cable.trunk!r}"))
+        return out
+    if cable.lane_group is None:
+        out.append(InventoryIssue(("cables", i, "lane_group"), f"rides {cable.trunk} without a lane_group"))
+        return out
+    rate = next((e.rate for e in ends if e.rate), "HDR")
+    per = fibers_per_link.get(rate, 8)
+    groups = 24 // per
+    if cable.lane_group >= groups:
+        out.append(InventoryIssue(
+            ("cables", i, "lane_group"), f"lane group {cable.lane_group} beyond the {groups} groups "
+            f"of {per} fibers in a 24-fiber trunk",
+        ))
+    other = lanes.setdefault((cable.trunk, cable.lane_group), cable.id)
+    if other != cable.id:
+        out.append(InventoryIssue(
+            ("cables", i, "lane_group"),
+            f"lane group {cable.lane_group} of {cable.trunk} is already used by cable {other}",
+        ))
+    return out

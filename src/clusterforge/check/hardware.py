@@ -1,0 +1,90 @@
+"""Hardware against the catalog: known models, supported rates, GPU/HCA NUMA pairing."""
+
+from __future__ import annotations
+
+from ..catalog import Catalog
+from ..errors import InventoryIssue
+from ..errors import Path as ErrPath
+from ..model.hardware import Hardware
+from ..model.index import Index
+
+_OVERRIDES = ("gpus", "hcas", "dpus", "gpu_root_complexes")
+
+
+def check(index: Index) -> list[InventoryIssue]:
+    inv, cat = index.inv, index.cat
+    out: list[InventoryIssue] = []
+    for i, prof in enumerate(inv.profiles):
+        out += _hardware(cat, prof, ("profiles", i), prof.name)
+    for i, node in enumerate(inv.nodes):
+        if any(getattr(node, k, None) is not None for k in _OVERRIDES):
+            out += _hardware(cat, index.hardware[node.name], ("nodes", i), node.name)
+    for i, sw in enumerate(inv.switches):
+        model = cat.switches.get(sw.model)
+        if model is None:
+            out.append(InventoryIssue(
+                ("switches", i, "model"), f"unknown switch model {sw.model!r} "
+                f"(catalog: {', '.join(sorted(cat.switches))})",
+            ))
+        elif sw.split and model.split is None:
+            out.append(InventoryIssue(("switches", i, "split"), f"{sw.model} ports cannot be split"))
+    return out
+
+
+def _hardware(cat: Catalog, hw: Hardware, path: ErrPath, owner: str) -> list[InventoryIssue]:
+    out: list[InventoryIssue] = []
+    gpus = hw.gpus
+    if gpus is not None:
+        if gpus.model not in cat.gpus:
+            out.append(InventoryIssue(
+                (*path, "gpus", "model"),
+                f"unknown GPU model {gpus.model!r} (catalog: {', '.join(sorted(cat.gpus))})",
+            ))
+        if gpus.numa and len(gpus.numa) != gpus.count:
+            out.append(InventoryIssue(
+                (*path, "gpus", "numa"),
+                f"lists {len(gpus.numa)} NUMA nodes for {gpus.count} GPUs",
+            ))
+    for j, hca in enumerate(hw.hcas):
+        hpath = (*path, "hcas", j)
+        model = cat.hcas.get(hca.model)
+        if model is None or model.kind != "hca":
+            known = ", ".join(k for k, v in sorted(cat.hcas.items()) if v.kind == "hca")
+            out.append(InventoryIssue((*hpath, "model"), f"unknown HCA model {hca.model!r} ({known})"))
+        else:
+            if len(hca.ports) > max(model.ports):
+                out.append(InventoryIssue(
+                    (*hpath, "ports"), f"{hca.model} has at most {max(model.ports)} ports, "
+                    f"{len(hca.ports)} declared",
+                ))
+            for k, port in enumerate(hca.ports):
+                if port.port > max(model.ports):
+                    out.append(InventoryIssue(
+                        (*hpath, "ports", k, "port"), f"{hca.model} has no port {port.port}"
+                    ))
+                if port.rate not in model.rates:
+                    out.append(InventoryIssue(
+                        (*hpath, "ports", k, "rate"), f"{hca.model} does not run at {port.rate} "
+                        f"(supports {', '.join(model.rates)})",
+                    ))
+        if hca.gpu is not None:
+            if gpus is None or hca.gpu >= gpus.count:
+                have = gpus.count if gpus else 0
+                out.append(InventoryIssue(
+                    (*hpath, "gpu"), f"{owner} {hca.name} is paired with GPU {hca.gpu}, "
+                    f"but the node has {have} GPU(s)",
+                ))
+            elif gpus.numa and hca.numa is not None and gpus.numa[hca.gpu] != hca.numa:
+                out.append(InventoryIssue(
+                    (*hpath, "numa"), f"{owner} {hca.name} is on NUMA node {hca.numa} but its GPU "
+                    f"{hca.gpu} is on NUMA node {gpus.numa[hca.gpu]}: GPUDirect RDMA would cross "
+                    f"the socket interconnect",
+                ))
+    gpu_rcs = set(hw.gpu_root_complexes)
+    for j, dpu in enumerate(hw.dpus):
+        if dpu.root_complex is not None and dpu.root_complex in gpu_rcs:
+            out.append(InventoryIssue(
+                (*path, "dpus", j, "root_complex"), f"{owner} {dpu.name} shares PCIe root complex "
+                f"{dpu.root_complex} with a GPU: keep the DPU and the GPUs on separate root complexes",
+            ))
+    return out

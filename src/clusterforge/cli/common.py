@@ -1,0 +1,32 @@
+"""Shared CLI helpers: consoles, output formats, turning errors into exit codes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from ..errors import ExitCode, InventoryInvalid
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def fail_inventory(exc: InventoryInvalid) -> NoReturn:
+    for issue in exc.issues:
+        err.print(str(issue), markup=False)
+    err.print(f"{len(exc.issues)} error(s) in the inventory", style="bold red")
+    raise typer.Exit(int(ExitCode.INVALID_INVENTORY))

@@ -1,0 +1,22 @@
+"""The `clusterforge` command: one module per subcommand."""
+
+from __future__ import annotations
+
+import typer
+
+from . import check as check_cmd
+from . import schema as schema_cmd
+
+app = typer.Typer(
+    name="clusterforge",
+    help="Plan, render, deploy and validate GPU clusters with InfiniBand fabrics from one inventory.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("check")(check_cmd.check)
+app.command("schema")(schema_cmd.schema)
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()

@@ -1,0 +1,265 @@
+"""YAML files of an environment -> one Inventory, with every error located at file:line:col.
+
+An environment is a directory of YAML files merged into one document: mapping sections
+(`site`, `fabric`, ...) may appear in one file only; list sections (`nodes`, `cables`, ...)
+are concatenated in file-name order. The happy path is libyaml's fast loader; the YAML
+node tree (with line marks) is composed only when an error has to be located.
+"""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .errors import InventoryInvalid, InventoryIssue
+from .errors import Path as ErrPath
+from .model import Inventory
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _DupKeyError(yaml.MarkedYAMLError):
+    pass
+
+
+class _StrictLoader(_Loader):  # type: ignore[valid-type,misc]
+    """Safe loader that refuses duplicate keys inside one mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise _DupKeyError(
+                    None, None,
+                    f"duplicate key {key!r} (first at line {seen[key].start_mark.line + 1})",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _StrictLoader.construct_mapping
+)
+
+
+@dataclass
+class _Segment:
+    file: Path
+    start: int  # index in the merged list where this file's items begin
+    count: int
+
+
+@dataclass
+class Source:
+    """Where each top-level section came from, to turn error paths into file:line:col."""
+
+    files: list[Path] = field(default_factory=list)
+    mapping_origin: dict[str, Path] = field(default_factory=dict)
+    list_segments: dict[str, list[_Segment]] = field(default_factory=dict)
+    _trees: dict[Path, yaml.Node | None] = field(default_factory=dict)
+
+    def locate(self, path: ErrPath) -> tuple[str | None, int | None, int | None]:
+        if not path or not isinstance(path[0], str):
+            return (str(self.files[0]) if self.files else None, None, None)
+        top = path[0]
+        rest: list[str | int] = list(path[1:])
+        file = self.mapping_origin.get(top)
+        if top in self.list_segments and rest and isinstance(rest[0], int):
+            for seg in self.list_segments[top]:
+                if seg.start <= rest[0] < seg.start + seg.count:
+                    file, rest[0] = seg.file, rest[0] - seg.start
+                    break
+        elif top in self.list_segments:
+            file = self.list_segments[top][0].file
+        if file is None:
+            return (str(self.files[0]) if self.files else None, None, None)
+        node = self._tree(file)
+        mark = _walk(node, [top, *rest]) if node is not None else None
+        if mark is None:
+            return (str(file), None, None)
+        return (str(file), mark.line + 1, mark.column + 1)
+
+    def _tree(self, file: Path) -> yaml.Node | None:
+        if file not in self._trees:
+            try:
+                self._trees[file] = yaml.compose(file.read_text(encoding="utf-8"), Loader=_Loader)
+            except yaml.YAMLError:
+                self._trees[file] = None
+        return self._trees[file]
+
+
+def _walk(node: yaml.Node, path: list[str | int]) -> yaml.Mark | None:
+    """The mark of the deepest node along `path` (a key's mark for mapping keys)."""
+    mark = node.start_mark
+    for part in path:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if key_node.value == str(part):
+                    mark, node = key_node.start_mark, value_node
+                    break
+            else:
+                return mark
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if 0 <= part < len(node.value):
+                node = node.value[part]
+                mark = node.start_mark
+            else:
+                return mark
+        else:
+            return mark
+    return mark if isinstance(node, yaml.MappingNode) else node.start_mark
+
+
+def environment_files(env: Path) -> list[Path]:
+    if env.is_file():
+        return [env]
+    files = sorted(
+        p for p in env.iterdir()
+        if p.suffix in (".yaml", ".yml") and not p.name.startswith(".") and p.is_file()
+    )
+    return files
+
+
+def read_environment(env: Path) -> tuple[dict[str, Any], Source]:
+    """Read and merge the YAML files; raise InventoryInvalid with every file-level error."""
+    if not env.exists():
+        raise InventoryInvalid([InventoryIssue((), f"no such environment: {env}", str(env))])
+    files = environment_files(env)
+    if not files:
+        raise InventoryInvalid([InventoryIssue((), "no *.yaml files in the environment", str(env))])
+    merged: dict[str, Any] = {}
+    source = Source(files=files)
+    issues: list[InventoryIssue] = []
+    for file in files:
+        try:
+            doc = yaml.load(file.read_text(encoding="utf-8"), Loader=_StrictLoader)
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark
+            line = mark.line + 1 if mark else None
+            col = mark.column + 1 if mark else None
+            msg = f"YAML: {exc.problem or exc.context}"
+            issues.append(InventoryIssue((), msg, str(file), line, col, rule="YAML"))
+            continue
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            issues.append(InventoryIssue((), f"YAML: {exc}", str(file), rule="YAML"))
+            continue
+        if doc is None:
+            continue
+        if not isinstance(doc, dict):
+            issues.append(InventoryIssue((), "the file must be a mapping of sections", str(file), 1, 1))
+            continue
+        for key, value in doc.items():
+            _merge_section(merged, source, issues, file, str(key), value)
+    if issues:
+        for i, issue in enumerate(issues):
+            if issue.line is None and issue.path:
+                issues[i] = issue.located(*source.locate(issue.path))
+        raise InventoryInvalid(issues)
+    return merged, source
+
+
+def _merge_section(
+    merged: dict[str, Any], source: Source, issues: list[InventoryIssue],
+    file: Path, key: str, value: Any,
+) -> None:
+    if key not in merged:
+        merged[key] = value
+        if isinstance(value, list):
+            source.list_segments[key] = [_Segment(file, 0, len(value))]
+        else:
+            source.mapping_origin[key] = file
+        return
+    if isinstance(value, list) and isinstance(merged[key], list):
+        source.list_segments[key].append(_Segment(file, len(merged[key]), len(value)))
+        merged[key] = merged[key] + value
+        return
+    first = source.mapping_origin.get(key) or source.list_segments[key][0].file
+    tree = yaml.compose(file.read_text(encoding="utf-8"), Loader=_Loader)
+    mark = _walk(tree, [key]) if tree is not None else None
+    issues.append(InventoryIssue(
+        (key,), f"duplicate section {key!r}: also defined in {first.name}",
+        str(file), mark.line + 1 if mark else None, mark.column + 1 if mark else None,
+    ))
+
+
+def load_inventory(env: Path) -> tuple[Inventory, Source]:
+    """Load an environment into a validated Inventory or raise InventoryInvalid."""
+    data, source = read_environment(env)
+    try:
+        inv = Inventory.model_validate(data)
+    except ValidationError as exc:
+        raise InventoryInvalid(
+            [_issue_from_pydantic(err, source) for err in exc.errors(include_url=False)]
+        ) from None
+    return inv, source
+
+
+def _issue_from_pydantic(err: Any, source: Source) -> InventoryIssue:
+    loc: tuple[str | int, ...] = tuple(
+        p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "[key]")))
+    )
+    msg = str(err["msg"])
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        msg = f"unknown key {loc[-1]!r}"
+        hint = _did_you_mean(loc)
+        if hint:
+            msg += f" (did you mean {hint!r}?)"
+    elif kind == "missing":
+        msg = "required field is missing"
+    elif kind in ("literal_error", "enum"):
+        msg = f"{err.get('input')!r}: {msg}"
+    elif "input" in err and not isinstance(err["input"], dict | list):
+        msg = f"{err['input']!r}: {msg}"
+    issue = InventoryIssue(loc, msg)
+    return issue.located(*source.locate(loc))
+
+
+def _did_you_mean(loc: tuple[str | int, ...]) -> str | None:
+    """Closest field name of the model that holds the unknown key at `loc`."""
+    model: Any = Inventory
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue  # list index: _unwrap already stepped into the item type
+        model = _descend(model, part)
+        if model is None:
+            return None
+    fields = getattr(model, "model_fields", None)
+    if not fields:
+        return None
+    close = difflib.get_close_matches(str(loc[-1]), list(fields), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _descend(tp: Any, part: str | int) -> Any:
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        if isinstance(part, int) or part not in tp.model_fields:
+            return None
+        return _unwrap(tp.model_fields[part].annotation)
+    return None
+
+
+def _unwrap(tp: Any) -> Any:
+    """list[X] / X | None / dict[K, X] -> X."""
+    while True:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated or (origin in (list, tuple, set) and args):
+            tp = args[0]
+        elif origin is dict and len(args) == 2:
+            tp = args[1]
+        elif args and origin is not None and not isinstance(tp, type):
+            models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
+            return models[0] if models else None
+        else:
+            return tp

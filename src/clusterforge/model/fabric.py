@@ -1,0 +1,27 @@
+"""The declared shape of the fabric, from which the planner generates switches and cables."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import Model, Name, Rate
+
+
+class FabricSpec(Model):
+    kind: Literal["fat-tree", "rail-optimized"] = "rail-optimized"
+    tiers: Literal["auto", 2, 3] = "auto"
+    rate: Rate = "HDR"
+    leaf_model: str = "QM8700"
+    spine_model: str | None = None
+    core_model: str | None = None
+    split: bool = Field(default=False, description="use split ports (e.g. NDR -> 2 x NDR200)")
+    oversubscription: Literal["1:1", "2:1", "3:1", "4:1"] = "1:1"
+    rails: int | None = Field(default=None, ge=1, le=16, description="default: HCA ports per node")
+    su_size: int | None = Field(default=None, ge=1, description="nodes per scalable unit")
+    switch_row: Name | None = Field(default=None, description="row that holds spine/core racks")
+    roles: list[Literal["compute", "storage", "login", "management", "subnet-manager"]] = Field(
+        default_factory=lambda: ["compute", "storage", "login", "management", "subnet-manager"],
+        description="node roles attached to the fabric",
+    )

@@ -1,0 +1,122 @@
+"""A resolved, read-only view of an Inventory: effective hardware and every port.
+
+Built once (linear in the inventory's size) and shared by the checks, the planner,
+the renderers and the validator, so none of them re-derives profiles or port tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from ..catalog import Catalog, catalog
+from .cabling import Cable
+from .hardware import Hardware, Hca, Profile
+from .inventory import Inventory
+from .nodes import Node, Switch
+from .site import Rack
+
+PortKey = tuple[str, str | None, int]
+
+
+@dataclass(frozen=True, slots=True)
+class PortInfo:
+    device: str
+    hca: str | None
+    port: int
+    rate: str | None  # None: the switch model is unknown
+    kind: str  # "switch" | "hca" | "dpu"
+
+    def __str__(self) -> str:
+        if self.hca is None:
+            return f"{self.device}/{self.port}"
+        return f"{self.device}/{self.hca}/{self.port}"
+
+
+@dataclass
+class Index:
+    inv: Inventory
+    cat: Catalog = field(default_factory=catalog)
+
+    @cached_property
+    def racks(self) -> dict[str, Rack]:
+        return {r.name: r for r in self.inv.racks}
+
+    @cached_property
+    def profiles(self) -> dict[str, Profile]:
+        return {p.name: p for p in self.inv.profiles}
+
+    @cached_property
+    def nodes(self) -> dict[str, Node]:
+        return {n.name: n for n in self.inv.nodes}
+
+    @cached_property
+    def switches(self) -> dict[str, Switch]:
+        return {s.name: s for s in self.inv.switches}
+
+    @cached_property
+    def hardware(self) -> dict[str, Hardware]:
+        """Effective hardware of every node: the profile, with the node's own fields on top."""
+        out: dict[str, Hardware] = {}
+        empty = Hardware()
+        for node in self.inv.nodes:
+            base: Hardware = self.profiles.get(node.profile or "", empty)
+            update = {
+                k: getattr(node, k)
+                for k in ("u_height", "power_kw", "gpus", "hcas", "dpus", "storage")
+                if getattr(node, k) is not None
+            }
+            hw = base if not update else Hardware.model_construct(
+                **{**{k: getattr(base, k) for k in Hardware.model_fields}, **update}
+            )
+            out[node.name] = hw
+        return out
+
+    def hca(self, node: str, name: str) -> Hca | None:
+        hw = self.hardware.get(node)
+        if hw is None:
+            return None
+        for hca in hw.hcas:
+            if hca.name == name:
+                return hca
+        return None
+
+    @cached_property
+    def ports(self) -> dict[PortKey, PortInfo]:
+        """Every fabric port the inventory declares, keyed by (device, hca, port)."""
+        out: dict[PortKey, PortInfo] = {}
+        for sw in self.inv.switches:
+            model = self.cat.switches.get(sw.model)
+            if model is None:
+                continue
+            if sw.split and model.split is not None:
+                count, rate = model.ports * model.split.ways, model.split.rate
+            else:
+                count, rate = model.ports, model.rate
+            for p in range(1, count + 1):
+                out[(sw.name, None, p)] = PortInfo(sw.name, None, p, rate, "switch")
+        for name, hw in self.hardware.items():
+            for hca in hw.hcas:
+                for hp in hca.ports:
+                    out[(name, hca.name, hp.port)] = PortInfo(name, hca.name, hp.port, hp.rate, "hca")
+            for dpu in hw.dpus:
+                for hp in dpu.ports:
+                    out[(name, dpu.name, hp.port)] = PortInfo(name, dpu.name, hp.port, hp.rate, "dpu")
+        return out
+
+    @cached_property
+    def cable_at(self) -> dict[PortKey, Cable]:
+        """The cable plugged into each port (first one wins; duplicates are a check error)."""
+        out: dict[PortKey, Cable] = {}
+        for cable in self.inv.cables:
+            out.setdefault(cable.a.key, cable)
+            out.setdefault(cable.b.key, cable)
+        return out
+
+    def switch_port_count(self, sw: Switch) -> int | None:
+        model = self.cat.switches.get(sw.model)
+        if model is None:
+            return None
+        if sw.split and model.split is not None:
+            return model.ports * model.split.ways
+        return model.ports

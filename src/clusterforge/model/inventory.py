@@ -1,0 +1,85 @@
+"""The root of the model: one Inventory per environment."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from .addressing import AddressPlan
+from .base import Guid, HcaName, Model, Name, PortRef
+from .cabling import Cable, PatchPanel, Trunk
+from .fabric import FabricSpec
+from .hardware import Profile
+from .nodes import Node, Switch
+from .services import LustreFs, OpenSm, SoftwarePins
+from .site import Rack, Site
+
+
+class HcaRef(Model):
+    """An HCA of a node, written `node/mlx5_0`."""
+
+    device: Name
+    hca: HcaName
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            parts = value.split("/")
+            if len(parts) != 2:
+                raise ValueError(f"{value!r} is not an HCA reference: write 'node/HCA'")
+            return {"device": parts[0], "hca": parts[1]}
+        return value
+
+    def __str__(self) -> str:
+        return f"{self.device}/{self.hca}"
+
+
+class GuidLocks(Model):
+    """GUIDs learned from the fabric (`clusterforge learn`) and locked for later validations."""
+
+    switches: dict[Name, Guid] = Field(default_factory=dict)
+    hcas: dict[HcaRef, Guid] = Field(default_factory=dict, description="HCA node GUIDs")
+    ports: dict[PortRef, Guid] = Field(default_factory=dict, description="HCA port GUIDs")
+
+
+class PriceTable(Model):
+    currency: str = "USD"
+    example: bool = Field(default=True, description="true: illustrative prices, not a quote")
+    items: dict[str, float] = Field(default_factory=dict)
+
+
+class RebootPolicy(Model):
+    mode: Literal["none", "when-needed", "rolling-by-rack"] = "when-needed"
+    drain: list[str] = Field(default_factory=list, description="argv run before a reboot")
+    resume: list[str] = Field(default_factory=list, description="argv run after the host is back")
+    timeout_s: int = Field(default=900, ge=30)
+
+
+class DeploySettings(Model):
+    reboot: RebootPolicy = Field(default_factory=RebootPolicy)
+    ssh_user: str = "root"
+    ssh_port: int = Field(default=22, ge=1, le=65535)
+    known_hosts: str | None = Field(default=None, description="path, relative to the environment")
+    package_mirror: str | None = None
+
+
+class Inventory(Model):
+    schema_version: Literal[1] = 1
+    site: Site
+    racks: list[Rack] = Field(default_factory=list)
+    profiles: list[Profile] = Field(default_factory=list)
+    nodes: list[Node] = Field(default_factory=list)
+    switches: list[Switch] = Field(default_factory=list)
+    cables: list[Cable] = Field(default_factory=list)
+    patch_panels: list[PatchPanel] = Field(default_factory=list)
+    trunks: list[Trunk] = Field(default_factory=list)
+    addressing: AddressPlan = Field(default_factory=AddressPlan)
+    software: SoftwarePins = Field(default_factory=SoftwarePins)
+    lustre: list[LustreFs] = Field(default_factory=list)
+    opensm: OpenSm | None = None
+    fabric: FabricSpec | None = None
+    guid_locks: GuidLocks = Field(default_factory=GuidLocks)
+    prices: PriceTable | None = None
+    deploy: DeploySettings = Field(default_factory=DeploySettings)

@@ -1,0 +1,35 @@
+"""``ibstat -p``: one port GUID per line, CA then port order."""
+
+from __future__ import annotations
+
+import re
+
+from clusterforge.parse._common import empty_error, fail, norm_guid, shorten, split_lines
+
+TOOL = "ibstat-p"
+
+__all__ = ["parse", "to_json"]
+
+_GUID_RE = re.compile(r"0x[0-9a-fA-F]{1,16}")
+
+
+def parse(text: str) -> tuple[str, ...]:
+    """Return the port GUIDs, normalised to ``0x`` + 16 lower-case hex digits."""
+    lines = split_lines(text)
+    guids: list[str] = []
+    for idx, raw in enumerate(lines, start=1):
+        s = raw.strip()
+        if not s:
+            continue
+        if _GUID_RE.fullmatch(s) is None:
+            raise fail(TOOL, idx, raw, f"expected a 0x-prefixed port GUID, got {shorten(raw)}")
+        guid = norm_guid(s)
+        assert guid is not None
+        guids.append(guid)
+    if not guids:
+        raise empty_error(TOOL)
+    return tuple(guids)
+
+
+def to_json(records: tuple[str, ...]) -> list[str]:
+    return list(records)
