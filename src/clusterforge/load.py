@@ -219,7 +219,7 @@ def _issue_from_pydantic(err: Any, source: Source) -> InventoryIssue:
         msg = "required field is missing"
     elif kind in ("literal_error", "enum"):
         msg = f"{err.get('input')!r}: {msg}"
-    elif "input" in err and not isinstance(err["input"], dict | list):
+    elif kind != "value_error" and "input" in err and not isinstance(err["input"], dict | list):
         msg = f"{err['input']!r}: {msg}"
     issue = InventoryIssue(loc, msg)
     return issue.located(*source.locate(loc))

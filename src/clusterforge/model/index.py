@@ -63,7 +63,7 @@ class Index:
             base: Hardware = self.profiles.get(node.profile or "", empty)
             update = {
                 k: getattr(node, k)
-                for k in ("u_height", "power_kw", "gpus", "hcas", "dpus", "storage")
+                for k in ("u_height", "power_kw", "gpus", "hcas", "dpus", "storage", "gpu_root_complexes")
                 if getattr(node, k) is not None
             }
             hw = base if not update else Hardware.model_construct(

@@ -28,6 +28,7 @@ class Node(Model):
     hcas: list[Hca] | None = None
     dpus: list[Dpu] | None = None
     storage: list[LocalDevice] | None = None
+    gpu_root_complexes: list[int] | None = None
 
 
 class Switch(Model):

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from clusterforge.model import Cable, PortRef, normalize_guid
+
+
+def test_portref_parses_switch_and_hca_forms() -> None:
+    sw = PortRef.model_validate("leaf01/17")
+    assert (sw.device, sw.hca, sw.port) == ("leaf01", None, 17)
+    hca = PortRef.model_validate("gpu-r07-n12/mlx5_3/1")
+    assert (hca.device, hca.hca, hca.port) == ("gpu-r07-n12", "mlx5_3", 1)
+    assert str(hca) == "gpu-r07-n12/mlx5_3/1"
+
+
+@pytest.mark.parametrize("text", ["leaf01:17", "leaf01/x", "a/b/c/d", "leaf01/0", "/1"])
+def test_portref_rejects_malformed(text: str) -> None:
+    with pytest.raises(ValidationError):
+        PortRef.model_validate(text)
+
+
+@given(
+    st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True),
+    st.one_of(st.none(), st.from_regex(r"mlx5_[0-9]{1,2}", fullmatch=True)),
+    st.integers(min_value=1, max_value=512),
+)
+def test_portref_string_round_trip(device: str, hca: str | None, port: int) -> None:
+    ref = PortRef(device=device, hca=hca, port=port)
+    assert PortRef.model_validate(str(ref)) == ref
+
+
+@given(st.integers(min_value=0, max_value=2**64 - 1))
+def test_guid_normalizes_every_spelling(value: int) -> None:
+    expected = f"0x{value:016x}"
+    assert normalize_guid(value) == expected
+    assert normalize_guid(f"{value:016X}") == expected
+    assert normalize_guid(f"0x{value:016X}") == expected
+
+
+@pytest.mark.parametrize("bad", ["0x98", "0xZZ00000000000000", "", 2**64, -1, True])
+def test_guid_rejects(bad: object) -> None:
+    with pytest.raises(ValueError):
+        normalize_guid(bad)
+
+
+def test_models_are_frozen_and_strict() -> None:
+    cable = Cable.model_validate(
+        {"id": "C-1", "a": "leaf01/1", "b": "spine01/1", "media": "AOC", "length_m": 5}
+    )
+    with pytest.raises(ValidationError):
+        cable.length_m = 6  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        Cable.model_validate({"id": "C-1", "a": "leaf01/1", "b": "spine01/1", "media": "AOC",
+                              "length_m": 5, "colour": "blue"})
