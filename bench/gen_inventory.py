@@ -89,15 +89,30 @@ def generate(spec: Spec) -> dict[str, str]:
     n_leaves = n_su * spec.hcas + infra_leaves
     uplinks = spec.su_size  # 1:1 against the down ports a scalable unit uses
     # the fewest spines (at least 2) that split the uplinks evenly and hold every leaf
-    choices = [s for s in range(2, uplinks + 1) if uplinks % s == 0 and n_leaves * (uplinks // s) <= spine_radix]
-    if not choices:
-        raise SystemExit(f"{n_leaves} leaves need 3 tiers with {spec.spine_model}")
-    spines = choices[0]
-    per = uplinks // spines
+    choices = [s for s in range(2, uplinks + 1)
+               if uplinks % s == 0 and n_leaves * (uplinks // s) <= spine_radix]
+    three_tier = not choices
+    if three_tier:
+        # pods of `uplinks` leaves, each with `uplinks` spines (one link leaf->spine);
+        # spine j of every pod goes to core group j, `cores` switches per group
+        pod = uplinks
+        n_pods = math.ceil(n_leaves / pod)
+        cores_choices = [c for c in range(1, pod + 1) if pod % c == 0 and n_pods * (pod // c) <= spine_radix]
+        if not cores_choices:
+            raise SystemExit(f"{n_leaves} leaves do not fit 3 tiers of {spec.spine_model}")
+        cores = cores_choices[0]
+        spines, per = n_pods * pod, 1
+    else:
+        spines = choices[0]
+        per = uplinks // spines
+        n_pods, pod, cores = 1, n_leaves, 0
 
-    rows = [Row(name="row-a", index=0), Row(name="row-b", index=1)]
+    # one row per scalable unit; the spine/core row sits in the middle of the hall
+    mid = n_su // 2
+    rows = [Row(name=f"row-{s + 1:02d}", index=s if s < mid else s + 1) for s in range(n_su)]
+    rows.append(Row(name="row-core", index=mid))
     rowidx = {r.name: r.index for r in rows}
-    site = Site(name=spec.name, rows=rows)
+    site = Site(name=spec.name, rows=sorted(rows, key=lambda r: r.index))
     racks: list[Rack] = []
     node_rack: list[tuple[str, int]] = []
     rack_of_su: list[Rack] = []
@@ -105,21 +120,24 @@ def generate(spec: Spec) -> dict[str, str]:
     racks_per_su = math.ceil(spec.su_size / per_rack)
     sensors = 2 if spec.cooling != "air" else 0
     for su in range(n_su):
-        net = Rack(name=f"{_p(spec)}-su{su + 1:02d}-net", row="row-a",
-                   position=su * (racks_per_su + 1), cooling=spec.cooling, leak_sensors=sensors)
+        row = f"row-{su + 1:02d}"
+        half = racks_per_su // 2
+        net = Rack(name=f"{_p(spec)}-su{su + 1:02d}-net", row=row, position=half,
+                   cooling=spec.cooling, leak_sensors=sensors)
         racks.append(net)
         rack_of_su.append(net)
         for k in range(racks_per_su):
-            racks.append(Rack(name=f"{_p(spec)}-su{su + 1:02d}-r{k + 1:02d}", row="row-a",
-                              position=su * (racks_per_su + 1) + k + 1, cooling=spec.cooling,
+            racks.append(Rack(name=f"{_p(spec)}-su{su + 1:02d}-r{k + 1:02d}", row=row,
+                              position=k if k < half else k + 1, cooling=spec.cooling,
                               leak_sensors=sensors))
     for n in range(spec.nodes):
         su, k = divmod(n, spec.su_size)
         rack = racks[su * (racks_per_su + 1) + 1 + k // per_rack]
         node_rack.append((rack.name, 2 + (k % per_rack) * spec.node_u))
-    core_racks = math.ceil((spines + infra_leaves + infra * 2) / 16) or 1
+    n_core = cores * pod if three_tier else 0
+    core_racks = math.ceil((spines + n_core + infra_leaves + infra * 2) / 16) or 1
     for c in range(core_racks):
-        racks.append(Rack(name=f"{_p(spec)}-core{c + 1:02d}", row="row-b", position=c, cooling="air"))
+        racks.append(Rack(name=f"{_p(spec)}-core{c + 1:02d}", row="row-core", position=c, cooling="air"))
     by_name = {r.name: r for r in racks}
 
     names = [spec.node_fmt.format(n=n + 1) for n in range(spec.nodes)]
@@ -159,12 +177,23 @@ def generate(spec: Spec) -> dict[str, str]:
         switches.append(f"  - {{name: {name}, model: {spec.leaf_model}, role: leaf, rack: {rack.name}, "
                         f"u: {2 + i}}}")
     spine_list = []
+    slot_sw = infra_leaves
     for s in range(spines):
-        rack = racks[-core_racks + (s // 16)]
-        u = 2 + infra_leaves + (s % 16)
+        rack = racks[-core_racks + (slot_sw // 16)]
+        u = 2 + (slot_sw % 16)
+        slot_sw += 1
         name = f"spine{s + 1:02d}"
         spine_list.append((name, rack, u))
-        switches.append(f"  - {{name: {name}, model: {spec.spine_model}, role: spine, rack: {rack.name}, u: {u}}}")
+        switches.append(f"  - {{name: {name}, model: {spec.spine_model}, role: spine, rack: {rack.name}, u: {u}, "
+                        f"group: {s // pod}}}")
+    core_list = []
+    for c in range(n_core):
+        rack = racks[-core_racks + (slot_sw // 16)]
+        u = 2 + (slot_sw % 16)
+        slot_sw += 1
+        name = f"core{c + 1:03d}"
+        core_list.append((name, rack, u))
+        switches.append(f"  - {{name: {name}, model: {spec.spine_model}, role: core, rack: {rack.name}, u: {u}}}")
 
     cables = []
     cid = 0
@@ -174,11 +203,14 @@ def generate(spec: Spec) -> dict[str, str]:
         cid += 1
         length = cable_length(site, rowidx, ra, ua, rb, ub)
         media = "DAC"
-        reach = cat.reach("DAC", spec.rate) or 0
-        if length > reach:
+        if length > (cat.reach("DAC", spec.rate) or 0):
             media = "AOC"
         size = cat.orderable_length(media, length)
-        cables.append(f"  - {{id: C-{cid:05d}, a: {a}, b: {b}, media: {media}, length_m: {size:g}}}")
+        extra = ""
+        if size is None or size > (cat.reach(media, spec.rate) or 0):
+            media, extra = "fiber", ", fiber_type: OS2"  # transceivers + single-mode fiber
+            size = cat.orderable_length(media, length)
+        cables.append(f"  - {{id: C-{cid:05d}, a: {a}, b: {b}, media: {media}, length_m: {size:g}{extra}}}")
 
     for n, name in enumerate(names):
         su, k = divmod(n, spec.su_size)
@@ -190,9 +222,21 @@ def generate(spec: Spec) -> dict[str, str]:
         leaf, lrack, lu = leaves[n_su * spec.hcas + i // down]
         cable(f"{name}/mlx5_0/1", by_name[rack_name], u, f"{leaf}/{i % down + 1}", lrack, lu)
     for li, (leaf, lrack, lu) in enumerate(leaves):
-        for s, (spine, srack, su_) in enumerate(spine_list):
+        p0 = (li // pod) * (pod if three_tier else 0)
+        group = spine_list[p0:p0 + pod] if three_tier else spine_list
+        for s, (spine, srack, su_) in enumerate(group):
             for j in range(per):
-                cable(f"{leaf}/{down + s * per + j + 1}", lrack, lu, f"{spine}/{li * per + j + 1}", srack, su_)
+                cable(f"{leaf}/{down + s * per + j + 1}", lrack, lu,
+                      f"{spine}/{(li % pod) * per + j + 1}", srack, su_)
+    if three_tier:
+        links = pod // cores  # spine -> each core of its group
+        for si, (spine, srack, su_) in enumerate(spine_list):
+            p, j = divmod(si, pod)
+            for c in range(cores):
+                core, crack, cu = core_list[j * cores + c]
+                for k in range(links):
+                    cable(f"{spine}/{pod + c * links + k + 1}", srack, su_,
+                          f"{core}/{p * links + k + 1}", crack, cu)
 
     files = {
         "site.yaml": _site_yaml(spec, site, racks),

@@ -37,7 +37,7 @@ def _sorted(issues: list[InventoryIssue]) -> list[InventoryIssue]:
 def summary(index: Index) -> dict[str, int]:
     inv = index.inv
     gpus = sum((hw.gpus.count if hw.gpus else 0) for hw in index.hardware.values())
-    hca_ports = sum(1 for p in index.ports.values() if p.kind != "switch")
+    hca_ports = len(index.host_ports)
     return {
         "racks": len(inv.racks),
         "nodes": len(inv.nodes),

@@ -54,7 +54,7 @@ def _subnet(index: Index, path: ErrPath) -> Subnet | None:
 
 
 def _inside(
-    index: Index, table: dict[str, IPAddress], sub: Subnet | None, attr: str, section: str
+    index: Index, table: dict[str, int], sub: Subnet | None, attr: str, section: str
 ) -> list[InventoryIssue]:
     if sub is None:
         return []
@@ -62,9 +62,9 @@ def _inside(
     out: list[InventoryIssue] = []
     for i, node in enumerate(index.inv.nodes):
         ip = table.get(node.name)
-        if ip is not None and getattr(node, attr) is not None and ip not in net:
+        if ip is not None and getattr(node, attr) is not None and not net.first <= ip <= net.last:
             out.append(InventoryIssue(
-                ("nodes", i, attr), f"{ip} is outside the {section} subnet {net}"
+                ("nodes", i, attr), f"{IPAddress(ip)} is outside the {section} subnet {net}"
             ))
     return out
 
@@ -75,10 +75,12 @@ def _unique(index: Index, addrs: Addresses) -> list[InventoryIssue]:
     out: list[InventoryIssue] = []
     pos = {n.name: i for i, n in enumerate(inv.nodes)}
 
-    def claim(ip: IPAddress, owner: str, path: ErrPath) -> None:
-        other = seen.setdefault(int(ip), owner)
+    def claim(ip: int, owner: str, path: ErrPath) -> None:
+        other = seen.setdefault(ip, owner)
         if other != owner:
-            out.append(InventoryIssue(path, f"address {ip} of {owner} is also assigned to {other}"))
+            out.append(InventoryIssue(
+                path, f"address {addrs.text(ip)} of {owner} is also assigned to {other}"
+            ))
 
     for attr, table in (("mgmt_ip", addrs.mgmt), ("bmc_ip", addrs.bmc)):
         for name, ip in table.items():
@@ -87,7 +89,7 @@ def _unique(index: Index, addrs: Addresses) -> list[InventoryIssue]:
         claim(ip, f"{name} {ifname}", ("nodes", pos[name]))
     for i, sw in enumerate(inv.switches):
         if sw.mgmt_ip is not None:
-            claim(IPAddress(str(sw.mgmt_ip)), f"{sw.name} mgmt_ip", ("switches", i, "mgmt_ip"))
+            claim(int(sw.mgmt_ip), f"{sw.name} mgmt_ip", ("switches", i, "mgmt_ip"))
     for host, ip in inv.addressing.extra_hosts.items():
-        claim(IPAddress(str(ip)), host, ("addressing", "extra_hosts", host))
+        claim(int(ip), host, ("addressing", "extra_hosts", host))
     return out

@@ -15,16 +15,17 @@ def check(index: Index) -> list[InventoryIssue]:
     used: dict[tuple[str, str | None, int], str] = {}
     trunks = {t.id: t for t in inv.trunks}
     lanes: dict[tuple[str, int], str] = {}
+    fibers_per_link = cat.media["fiber"].fibers_per_link or {}
+    reach_cache: dict[tuple[str, str, str | None], float | None] = {}
     for i, cable in enumerate(inv.cables):
         ends: list[PortInfo] = []
-        for side in ("a", "b"):
-            ref = getattr(cable, side)
+        for side, ref in (("a", cable.a), ("b", cable.b)):
             info, problem = _resolve(index, ref.device, ref.hca, ref.port)
-            if problem:
-                out.append(InventoryIssue(("cables", i, side), problem))
+            if info is None:
+                out.append(InventoryIssue(("cables", i, side), problem or "unknown port"))
                 continue
-            assert info is not None
-            other = used.setdefault(ref.key, cable.id)
+            key = (ref.device, ref.hca, ref.port)
+            other = used.setdefault(key, cable.id)
             if other != cable.id:
                 out.append(InventoryIssue(
                     ("cables", i, side), f"port {ref} is already used by cable {other}"
@@ -33,15 +34,16 @@ def check(index: Index) -> list[InventoryIssue]:
         if cable.a.key == cable.b.key:
             out.append(InventoryIssue(("cables", i, "b"), "a cable cannot loop back to its own port"))
         if len(ends) == 2:
-            out += _link(index, i, cable, ends[0], ends[1])
-        out += _fiber(cat.media["fiber"].fibers_per_link or {}, i, cable, trunks, lanes, ends)
+            out += _link(index, i, cable, ends[0], ends[1], reach_cache)
+        if cable.trunk is not None or cable.fiber_type is not None or cable.lane_group is not None:
+            out += _fiber(fibers_per_link, i, cable, trunks, lanes, ends)
     return out
 
 
 def _resolve(
     index: Index, device: str, hca: str | None, port: int
 ) -> tuple[PortInfo | None, str | None]:
-    info = index.ports.get((device, hca, port))
+    info = index.port(device, hca, port)
     if info is not None:
         return info, None
     if device in index.switches:
@@ -62,7 +64,10 @@ def _resolve(
     return None, f"no device named {device!r}"
 
 
-def _link(index: Index, i: int, cable: Cable, a: PortInfo, b: PortInfo) -> list[InventoryIssue]:
+def _link(
+    index: Index, i: int, cable: Cable, a: PortInfo, b: PortInfo,
+    reach_cache: dict[tuple[str, str, str | None], float | None],
+) -> list[InventoryIssue]:
     cat = index.cat
     out: list[InventoryIssue] = []
     if a.kind != "switch" and b.kind != "switch" and a.device == b.device:
@@ -80,7 +85,10 @@ def _link(index: Index, i: int, cable: Cable, a: PortInfo, b: PortInfo) -> list[
     if fiber_type is None and cable.trunk is not None:
         trunk = next((t for t in index.inv.trunks if t.id == cable.trunk), None)
         fiber_type = trunk.fiber_type if trunk else None
-    reach = cat.reach(cable.media, rate, fiber_type)
+    rkey = (cable.media, rate, fiber_type)
+    if rkey not in reach_cache:
+        reach_cache[rkey] = cat.reach(cable.media, rate, fiber_type)
+    reach = reach_cache[rkey]
     if reach is None:
         out.append(InventoryIssue(("cables", i, "media"), f"{cable.media} does not carry {rate}"))
     elif cable.length_m > reach:

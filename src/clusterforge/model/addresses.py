@@ -1,4 +1,7 @@
-"""Address allocation from the plan: explicit addresses win, the rest come from pools."""
+"""Address allocation from the plan: explicit addresses win, the rest come from pools.
+
+Addresses are kept as integers (fast for 16k+ interfaces); `Addresses.text` formats one.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +11,22 @@ from netaddr import IPAddress, IPNetwork
 
 from ..errors import InventoryIssue
 from .addressing import IpoibSubnet, Subnet
-from .base import PortRef
 from .index import Index
 
 
 @dataclass
 class Addresses:
-    mgmt: dict[str, IPAddress] = field(default_factory=dict)
-    bmc: dict[str, IPAddress] = field(default_factory=dict)
-    ipoib: dict[tuple[str, str], IPAddress] = field(default_factory=dict)  # (node, ifname)
+    version: int = 4
+    mgmt: dict[str, int] = field(default_factory=dict)
+    bmc: dict[str, int] = field(default_factory=dict)
+    ipoib: dict[tuple[str, str], int] = field(default_factory=dict)  # (node, ifname)
     issues: list[InventoryIssue] = field(default_factory=list)
 
+    def text(self, value: int) -> str:
+        return str(IPAddress(value, self.version))
 
-def _pick(net: IPNetwork, sub: Subnet, index: int, guid: str | None) -> IPAddress | None:
+
+def _pick(net: IPNetwork, sub: Subnet, index: int, guid: str | None) -> int | None:
     if sub.assign == "guid":
         if guid is None:
             return None
@@ -29,7 +35,7 @@ def _pick(net: IPNetwork, sub: Subnet, index: int, guid: str | None) -> IPAddres
         host = sub.first + index
     if host <= 0 or host >= net.size - (1 if net.version == 4 else 0):
         return None
-    return IPAddress(int(net.network) + host, net.version)
+    return int(net.network) + host
 
 
 def allocate(index: Index) -> Addresses:
@@ -42,7 +48,7 @@ def allocate(index: Index) -> Addresses:
         for i, node in enumerate(inv.nodes):
             explicit = getattr(node, attr)
             if explicit is not None:
-                table[node.name] = IPAddress(str(explicit))
+                table[node.name] = int(explicit)
             elif net is not None and sub is not None:
                 ip = _pick(net, sub, i, None)
                 if ip is None:
@@ -54,12 +60,15 @@ def allocate(index: Index) -> Addresses:
                     ))
                 else:
                     table[node.name] = ip
+    locks = {(ref.device, ref.hca): guid for ref, guid in inv.guid_locks.ports.items() if ref.port == 1}
     for j, ib in enumerate(plan.ipoib):
-        _allocate_ipoib(index, j, ib, out)
+        _allocate_ipoib(index, j, ib, out, locks)
     return out
 
 
-def _allocate_ipoib(index: Index, j: int, ib: IpoibSubnet, out: Addresses) -> None:
+def _allocate_ipoib(
+    index: Index, j: int, ib: IpoibSubnet, out: Addresses, locks: dict[tuple[str, str | None], str]
+) -> None:
     net = IPNetwork(str(ib.cidr))
     for i, node in enumerate(index.inv.nodes):
         hca = next(
@@ -69,9 +78,7 @@ def _allocate_ipoib(index: Index, j: int, ib: IpoibSubnet, out: Addresses) -> No
         )
         if hca is None:
             continue
-        guid = index.inv.guid_locks.ports.get(PortRef(device=node.name, hca=hca.name, port=1))
-        if guid is None:
-            guid = hca.ports[0].guid
+        guid = locks.get((node.name, hca.name)) or hca.ports[0].guid
         ip = _pick(net, ib, i, guid)
         if ip is None:
             why = "its port GUID is not known yet" if ib.assign == "guid" else "the pool is exhausted"
@@ -81,4 +88,3 @@ def _allocate_ipoib(index: Index, j: int, ib: IpoibSubnet, out: Addresses) -> No
             ))
             continue
         out.ipoib[(node.name, ib.name)] = ip
-

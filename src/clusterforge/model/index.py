@@ -82,19 +82,23 @@ class Index:
         return None
 
     @cached_property
-    def ports(self) -> dict[PortKey, PortInfo]:
-        """Every fabric port the inventory declares, keyed by (device, hca, port)."""
-        out: dict[PortKey, PortInfo] = {}
+    def switch_ports(self) -> dict[str, tuple[int, str]]:
+        """Port count and rate of every switch whose model is in the catalog."""
+        out: dict[str, tuple[int, str]] = {}
         for sw in self.inv.switches:
             model = self.cat.switches.get(sw.model)
             if model is None:
                 continue
             if sw.split and model.split is not None:
-                count, rate = model.ports * model.split.ways, model.split.rate
+                out[sw.name] = (model.ports * model.split.ways, model.split.rate)
             else:
-                count, rate = model.ports, model.rate
-            for p in range(1, count + 1):
-                out[(sw.name, None, p)] = PortInfo(sw.name, None, p, rate, "switch")
+                out[sw.name] = (model.ports, model.rate)
+        return out
+
+    @cached_property
+    def host_ports(self) -> dict[PortKey, PortInfo]:
+        """Every HCA and DPU port of every node, keyed by (node, hca, port)."""
+        out: dict[PortKey, PortInfo] = {}
         for name, hw in self.hardware.items():
             for hca in hw.hcas:
                 for hp in hca.ports:
@@ -103,6 +107,15 @@ class Index:
                 for hp in dpu.ports:
                     out[(name, dpu.name, hp.port)] = PortInfo(name, dpu.name, hp.port, hp.rate, "dpu")
         return out
+
+    def port(self, device: str, hca: str | None, port: int) -> PortInfo | None:
+        """The declared port at (device, hca, port), or None when there is no such port."""
+        if hca is not None:
+            return self.host_ports.get((device, hca, port))
+        sw = self.switch_ports.get(device)
+        if sw is None or not 1 <= port <= sw[0]:
+            return None
+        return PortInfo(device, None, port, sw[1], "switch")
 
     @cached_property
     def cable_at(self) -> dict[PortKey, Cable]:
