@@ -81,9 +81,11 @@ def to_jsonable(tool: str, records: object) -> Any:
         kind, element, encode = _ENCODERS[tool]
     except KeyError:
         raise KeyError(f"unknown tool {tool!r}; expected one of {sorted(_ENCODERS)}") from None
-    if not isinstance(records, kind) or (
-        element is not None and not all(isinstance(r, element) for r in records)  # type: ignore[attr-defined]
-    ):
+    ok = isinstance(records, kind)
+    if ok and element is not None:
+        assert isinstance(records, tuple)
+        ok = all(isinstance(r, element) for r in records)
+    if not ok:
         raise TypeError(f"{tool}: expected the result of the {tool} parser, "
                         f"got {type(records).__name__}")
     return encode(records)

@@ -1,7 +1,8 @@
 """``ibdev2netdev`` (MLNX_OFED / rdma-core script): RDMA device port -> netdev.
 
-Plain ``mlx5_0 port 1 ==> ib0 (Up)`` and verbose (``-v``)
-``0000:3b:00.0 mlx5_0 (MT4123 - MCX653105A-HDAT) ConnectX-6 ... fw 20.28.1002 port 1 (ACTIVE) ==> ib0 (Up)``.
+Plain ``mlx5_0 port 1 ==> ib0 (Up)`` and verbose (``-v``) ``0000:3b:00.0 mlx5_0
+(MT4123 - MCX653105A-HDAT) ConnectX-6 ... fw 20.28.1002 port 1 (ACTIVE) ==> ib0 (Up)``
+(one line).
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 ``CA: <desc>:`` / ``Switch: 0x<guid> <desc>:`` / ``Router: <desc>:`` headers, then::
 
-    0x0002c90300002779      4    1[  ] ==( 4X           5.0 Gbps Active/  LinkUp)==>       3    1[  ] "kvm mlx4_0" ( )
+    0x0002c90300002779      4    1[  ] ==( 4X      5.0 Gbps Active/  LinkUp)==>  3  1[  ] "kvm" ( )
                2    5[  ] ==(                Down/ Polling)==>             [  ] "" ( )
+
+(spacing shortened here).
 
 Down ports have no width/speed and an empty peer; ``( Could be ... )`` hints are kept;
 ``"Port not available"`` peers are accepted.  Links are deduplicated by (lid, port) pairs.
@@ -19,8 +21,10 @@ from clusterforge.parse._common import empty_error, fail, shorten, split_lines
 
 TOOL = "iblinkinfo"
 
-__all__ = ["IblinkinfoLink", "IblinkinfoNode", "IblinkinfoPeer", "IblinkinfoPort", "IblinkinfoReport", "parse",
-           "to_json"]
+__all__ = [
+    "IblinkinfoLink", "IblinkinfoNode", "IblinkinfoPeer", "IblinkinfoPort", "IblinkinfoReport",
+    "parse", "to_json",
+]
 
 # Gbps figure (per lane) printed by iblinkinfo -> IB speed name
 SPEED_NAMES = {
@@ -140,7 +144,7 @@ def parse(text: str) -> IblinkinfoReport:
         if pm is not None and cur is not None:
             pguid, lid, port, _ext, inner, remote = pm.groups()
             if (pguid is None) != (cur[0] == "Switch"):
-                raise fail(TOOL, idx, raw, "port GUID column present/absent for the wrong node type")
+                raise fail(TOOL, idx, raw, "port GUID column present/absent for this node type")
             width, speed, gbps, state, phys = _link_state(inner, (idx, raw))
             peer: IblinkinfoPeer | None = None
             hints: tuple[str, ...] = ()
@@ -172,8 +176,8 @@ def parse(text: str) -> IblinkinfoReport:
         nm = _NODE_HDR_RE.fullmatch(s) if sm is None else None
         if sm is None and nm is None:
             if cur is None:
-                raise fail(TOOL, idx, raw,
-                           f"expected 'CA: <desc>:' or 'Switch: 0x<guid> <desc>:', got {shorten(raw)}")
+                raise fail(TOOL, idx, raw, "expected 'CA: <desc>:' or 'Switch: 0x<guid> <desc>:',"
+                           f" got {shorten(raw)}")
             raise fail(TOOL, idx, raw, f"malformed port line {shorten(raw)}")
         close()
         cur_ports = []

@@ -96,7 +96,9 @@ _PORT_RE = re.compile(
     r"(?:\(([0-9a-fA-F]{1,16})\))?[ \t]*#[ \t]?(.*)"
 )
 _LOCAL_LID_RE = re.compile(r"lid (\d+) lmc (\d+) ")
-_TAIL_RE = re.compile(r"[ \t]*lid (\d+) (\d+x|\?\?)(SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR|\?\?\?)\b.*")
+_TAIL_RE = re.compile(
+    r"[ \t]*lid (\d+) (\d+x|\?\?)(SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR|\?\?\?)\b.*"
+)
 _ID_RE = re.compile(
     r"(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=0x([0-9a-fA-F]{1,16})"
     r"(?:\(([0-9a-fA-F]{1,16})\))?(?:[ \t]*#.*)?"

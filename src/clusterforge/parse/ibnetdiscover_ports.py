@@ -1,6 +1,6 @@
 """``ibnetdiscover -p`` (ports report): one line per port, both ends of a link inline.
 
-``CA   134  1 0x7cfe9003003b4bde 4x EDR - SW  1719 10 0x7cfe9003009ce5b0 ( 'o0001 HCA-1' - 'ib-i1l1s01' )``
+``CA   134  1 0x7cfe9003003b4bde 4x EDR - SW  1719 10 0x7cfe9003009ce5b0 ( 'o1 HCA-1' - 'sw1' )``
 or, for a port without a peer, ``SW  2052 37 0x506b4b03005c2740 4x ???   'ib-i4l1s01'``.
 
 The GUID printed is the *port* GUID (for switches all ports share the switch GUID).

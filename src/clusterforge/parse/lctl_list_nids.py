@@ -46,7 +46,8 @@ def parse(text: str) -> tuple[LnetNid, ...]:
             continue
         nid = parse_nid(raw)
         if nid is None:
-            raise fail(TOOL, idx, raw, f"expected an LNet NID like 10.0.0.1@o2ib, got {shorten(raw)}")
+            raise fail(TOOL, idx, raw,
+                       f"expected an LNet NID like 10.0.0.1@o2ib, got {shorten(raw)}")
         out.append(nid)
     if not out:
         raise empty_error(TOOL)

@@ -126,7 +126,8 @@ def parse(text: str) -> LnetNetShow:
         mark = getattr(exc, "problem_mark", None)
         ln = (mark.line + 1) if mark is not None else 1
         ln = min(max(ln, 1), len(lines))
-        raise fail(TOOL, ln, lines[ln - 1], f"not valid YAML: {' '.join(str(exc).split())}") from None
+        detail = " ".join(str(exc).split())
+        raise fail(TOOL, ln, lines[ln - 1], f"not valid YAML: {detail}") from None
     except RecursionError:
         raise fail(TOOL, 1, lines[0], "YAML nested too deeply") from None
     first = next(ln for ln in lines if ln.strip())

@@ -80,7 +80,8 @@ def parse(text: str) -> NvlinkStatus:
         gm = _GPU_RE.fullmatch(s)
         if gm is not None:
             close()
-            cur, links, status, message = (int(gm.group(1)), gm.group(2), gm.group(3)), [], None, None
+            cur = (int(gm.group(1)), gm.group(2), gm.group(3))
+            links, status, message = [], None, None
             continue
         if s == "[...]":
             raise fail(TOOL, idx, raw, "elided output ('[...]'): the link list is incomplete")

@@ -78,7 +78,8 @@ def _header(tokens: list[str], ctx: tuple[int, str]) -> tuple[list[str], list[st
             devices.append(tokens[i])
             i += 1
     if not any(d.startswith("GPU") for d in devices):
-        raise fail(TOOL, ctx[0], ctx[1], f"expected a header row naming GPU0..., got {shorten(ctx[1])}")
+        raise fail(TOOL, ctx[0], ctx[1],
+                   f"expected a header row naming GPU0..., got {shorten(ctx[1])}")
     if len(set(devices)) != len(devices) or len(set(aff)) != len(aff):
         raise fail(TOOL, ctx[0], ctx[1], "duplicate column in header")
     return devices, aff
