@@ -5,7 +5,9 @@ from __future__ import annotations
 import typer
 
 from . import check as check_cmd
+from . import parse as parse_cmd
 from . import schema as schema_cmd
+from . import validate as validate_cmd
 
 app = typer.Typer(
     name="clusterforge",
@@ -16,6 +18,8 @@ app = typer.Typer(
 )
 app.command("check")(check_cmd.check)
 app.command("schema")(schema_cmd.schema)
+app.command("parse")(parse_cmd.parse)
+app.command("validate")(validate_cmd.validate)
 
 
 def main() -> None:  # pragma: no cover - console entry

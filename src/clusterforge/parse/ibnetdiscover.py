@@ -103,6 +103,7 @@ _ID_RE = re.compile(
     r"(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=0x([0-9a-fA-F]{1,16})"
     r"(?:\(([0-9a-fA-F]{1,16})\))?(?:[ \t]*#.*)?"
 )
+_FROM_RE = re.compile(r"# Initiated from node ([0-9a-fA-F]{1,16})\b")
 _SKIP_RE = re.compile(r"(?:Chassis \d+.*|Non-Chassis Nodes|Hostname: .*)")
 _HEX_RE = re.compile(r"[0-9a-fA-F]{1,16}")
 
@@ -135,6 +136,7 @@ def parse(text: str) -> IbTopology:
     # remote nodes referenced by port lines: guid -> (line_no, line)
     referenced: dict[str, tuple[int, str]] = {}
     cur: IbNode | None = None
+    from_node: str | None = None
     node_re_match = _NODE_RE.fullmatch
     port_re_match = _PORT_RE.fullmatch
     tail_match = _TAIL_RE.fullmatch
@@ -148,7 +150,12 @@ def parse(text: str) -> IbTopology:
 
     for idx, raw in enumerate(lines, start=1):
         line = raw.strip()
-        if not line or line[0] == "#":
+        if not line:
+            continue
+        if line[0] == "#":
+            if line.startswith("# Initiated from node "):
+                fm = _FROM_RE.match(line)
+                from_node = g(fm.group(1)) if fm is not None else None
             continue
         c = line[0]
         if c == "[":
@@ -282,6 +289,14 @@ def parse(text: str) -> IbTopology:
             raise fail(TOOL, pl.line_no, pl.line,
                        "link is listed from one end only (truncated or inconsistent output)")
         links.append(IbLink(a=pl.a, b=pl.b, width=pl.width, speed=pl.speed, line_no=pl.line_no))
+    # discovery walks links: every node has one, except a lone node that ran the discovery
+    linked = {lk.a.guid for lk in links} | {lk.b.guid for lk in links}
+    for node in order:
+        if node.guid not in linked and not (
+            len(order) == 1 and from_node in (None, node.guid)
+        ):
+            raise fail(TOOL, node.line_no, lines[node.line_no - 1],
+                       f"node {node.guid} has no links (truncated output?)")
     return IbTopology(
         switches=tuple(n for n in order if n.kind == "switch"),
         cas=tuple(n for n in order if n.kind == "ca"),

@@ -38,8 +38,9 @@ class IbstatPort:
     sm_lid: int
     capability_mask: str
     port_guid: str
-    link_layer: str | None
-    """None only for very old ibstat builds that do not print ``Link layer``."""
+    link_layer: str
+    """``InfiniBand`` or ``Ethernet``.  Required: it is the last port line, so a
+    missing one means the output was cut."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +84,7 @@ _PORT_FIELDS = {
     "Port GUID": "port_guid",
     "Link layer": "link_layer",
 }
-_REQUIRED_PORT = [k for k in _PORT_FIELDS.values() if k != "link_layer"]
+_REQUIRED_PORT = list(_PORT_FIELDS.values())
 
 
 class _Builder:
@@ -126,7 +127,7 @@ def _finish_port(b: _Builder, port_no: int) -> IbstatPort:
         sm_lid=ints["sm_lid"] or 0,
         capability_mask=v["capability_mask"].lower(),
         port_guid=guid,
-        link_layer=v.get("link_layer"),
+        link_layer=v["link_layer"],
     )
 
 
@@ -180,17 +181,11 @@ def parse(text: str) -> tuple[IbstatCa, ...]:
     flat = False
     port: _Builder | None = None
     port_no = 0
-    seen_link_layer = False
 
     def close_port() -> None:
-        nonlocal port, seen_link_layer
+        nonlocal port
         if port is not None and ca is not None:
-            rec = _finish_port(port, port_no)
-            if rec.link_layer is not None:
-                seen_link_layer = True
-            elif seen_link_layer:
-                raise fail(TOOL, port.line_no, port.line, f"port {port_no}: missing Link layer")
-            ca.children.append(rec)
+            ca.children.append(_finish_port(port, port_no))
         port = None
 
     def close_ca() -> None:
@@ -242,6 +237,10 @@ def parse(text: str) -> tuple[IbstatCa, ...]:
             raise fail(TOOL, idx, raw, f"duplicate field {key!r}")
         target.values[attr] = value
     close_ca()
+    if any(c.ports for c in cas) and not all(c.ports for c in cas):
+        bare = next(c for c in cas if not c.ports)
+        raise fail(TOOL, len(lines), lines[-1],
+                   f"CA {bare.ca!r} has no ports while others do (truncated output?)")
     return tuple(cas)
 
 

@@ -5,7 +5,8 @@ brackets: ``memory.total [MiB]``).  Values are kept as strings with the unit
 suffix removed (``24564 MiB`` -> ``"24564"``).  Bracketed placeholders such as
 ``[N/A]``, ``[Not Supported]``, ``[Function Not Found]`` or ``[Requested
 functionality has been deprecated]`` become None, with the text kept in
-``unavailable``.  A row whose field count differs from the header (e.g. an elided
+``unavailable``; so does a bare ``N/A`` (printed by some drivers for ``fabric.*``).
+An empty cell stays ``""``.  A row whose field count differs from the header (e.g. an elided
 ``[...]`` line, a truncated row) is a :class:`ParseError`.
 """
 
@@ -79,9 +80,9 @@ def parse(text: str) -> QueryGpuResult:
         unavailable: dict[str, str] = {}
         for fld, cell in zip(fields, cells, strict=True):
             pm = _PLACEHOLDER_RE.fullmatch(cell)
-            if pm is not None:
+            if pm is not None or cell == "N/A":
                 values[fld.name] = None
-                unavailable[fld.name] = pm.group(1)
+                unavailable[fld.name] = pm.group(1) if pm is not None else cell
                 continue
             if fld.unit is not None and cell.endswith(" " + fld.unit):
                 cell = cell[: -len(fld.unit) - 1]

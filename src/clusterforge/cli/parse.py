@@ -1,0 +1,38 @@
+"""`clusterforge parse TOOL FILE`: print the typed records a tool's saved output parses to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..errors import ExitCode
+from ..parse import PARSERS, ParseError, to_jsonable
+from .common import Format, err, out, print_json
+
+
+def parse(
+    tool: str = typer.Argument(..., help=f"one of: {', '.join(PARSERS)}"),
+    file: Path = typer.Argument(..., help="saved output of the tool ('-' for stdin)"),
+    fmt: Format = typer.Option(Format.json, "--format", help="json (default) or text"),
+) -> None:
+    """Parse saved tool output into typed records (the validator's input)."""
+    if tool not in PARSERS:
+        err.print(f"unknown tool {tool!r}; choose one of: {', '.join(PARSERS)}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    try:
+        text = typer.get_text_stream("stdin").read() if str(file) == "-" else file.read_text(
+            encoding="utf-8", errors="replace")
+    except OSError as exc:
+        err.print(f"{file}: {exc.strerror}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
+    try:
+        records = PARSERS[tool](text)
+    except ParseError as exc:
+        err.print(f"{file}:{exc.line_no}: {exc.message}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
+    data = to_jsonable(tool, records)
+    if fmt is Format.json:
+        print_json(data)
+    else:
+        out.print(data)

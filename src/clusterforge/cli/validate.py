@@ -1,0 +1,62 @@
+"""`clusterforge validate ENV`: compare what the hosts and the fabric show with the inventory."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import typer
+
+from ..api import Checked, load_checked
+from ..collect.live import collect_environment
+from ..collect.store import Observations, load_dir, save_dir
+from ..errors import ExitCode, InventoryInvalid
+from ..fsutil import write_atomic
+from ..validate.findings import Finding
+from ..validate.report import exit_code, print_summary, to_json, to_junit
+from ..validate.run import validate as run_validate
+from .common import Format, err, fail_inventory, out, print_json
+
+
+def validate(
+    env: Path = typer.Argument(..., help="environment directory, e.g. inventories/prod"),
+    from_dir: Path | None = typer.Option(None, "--from", help="validate saved outputs from DIR"),
+    save: Path | None = typer.Option(None, "--save", help="keep the collected raw outputs in DIR"),
+    fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
+    junit: Path | None = typer.Option(None, "--junit", help="also write a JUnit XML report"),
+) -> None:
+    """Validate the built fabric and hosts against the inventory (exit 4 on findings, 5 unreachable)."""
+    try:
+        checked = load_checked(env)
+    except InventoryInvalid as exc:
+        fail_inventory(exc)
+    if from_dir is not None:
+        if not from_dir.is_dir():
+            err.print(f"{from_dir}: not a directory of saved outputs", markup=False)
+            raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+        obs = load_dir(from_dir)
+    else:
+        obs = _collect_live(env, checked)
+        if save is not None:
+            save_dir(save, obs)
+    report = run_validate(checked.index, obs)
+    for i, f in enumerate(report.findings):
+        if f.inventory:
+            file, line, col = checked.source.locate(f.inventory)
+            if file and line:
+                report.findings[i] = _with_where(f, f"{file}:{line}:{col}")
+    if junit is not None:
+        write_atomic(junit, to_junit(report))
+    if fmt is Format.json:
+        print_json(to_json(report))
+    else:
+        print_summary(out, report)
+    raise typer.Exit(int(exit_code(report)))
+
+
+def _with_where(f: Finding, where: str) -> Finding:
+    return dataclasses.replace(f, where=where)
+
+
+def _collect_live(env: Path, checked: Checked) -> Observations:
+    return collect_environment(env, checked.index)

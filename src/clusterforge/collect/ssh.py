@@ -1,0 +1,84 @@
+"""Run collection commands over SSH (OpenSSH client), in parallel with a bound.
+
+Host keys are verified against the environment's known_hosts (StrictHostKeyChecking=yes);
+every call has a connect timeout and keep-alives so a black-holed host fails instead of
+hanging. Commands are argv lists quoted with shlex for the remote shell.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .plan import Target
+from .store import Observations
+
+
+@dataclass(frozen=True)
+class SshConfig:
+    known_hosts: Path
+    user: str = "root"
+    port: int = 22
+    identity: Path | None = None
+    connect_timeout_s: int = 5
+    command_timeout_s: int = 60
+    parallel: int = 16
+
+    def argv(self, address: str, command: tuple[str, ...]) -> list[str]:
+        argv = [
+            "ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+            "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
+            "-o", f"ConnectTimeout={self.connect_timeout_s}",
+            "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=2",
+            "-o", "LogLevel=ERROR", "-p", str(self.port),
+        ]
+        if self.identity is not None:
+            argv += ["-i", str(self.identity), "-o", "IdentitiesOnly=yes"]
+        return [*argv, f"{self.user}@{address}", "--", shlex.join(command)]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    host: str
+    outputs: dict[str, str]
+    unreachable: str | None
+
+
+def _run_target(cfg: SshConfig, target: Target) -> Outcome:
+    outputs: dict[str, str] = {}
+    for stem, command in target.commands.items():
+        try:
+            proc = subprocess.run(
+                cfg.argv(target.address, command), capture_output=True, text=True,
+                timeout=cfg.command_timeout_s, check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return Outcome(target.host, outputs, f"{stem}: timed out after {cfg.command_timeout_s} s")
+        if proc.returncode == 255:  # ssh itself failed: connection, auth or host key
+            reason = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "ssh failed"
+            return Outcome(target.host, outputs, reason)
+        if proc.returncode in (126, 127):
+            continue  # the tool is not installed there: nothing to validate for it
+        outputs[stem] = proc.stdout
+    return Outcome(target.host, outputs, None)
+
+
+def collect(cfg: SshConfig, hosts: list[Target], fabric: Target | None) -> Observations:
+    obs = Observations()
+    jobs = list(hosts) + ([fabric] if fabric else [])
+    with ThreadPoolExecutor(max_workers=max(1, cfg.parallel)) as pool:
+        outcomes = list(pool.map(lambda t: _run_target(cfg, t), jobs))
+    for target, outcome in zip(jobs, outcomes, strict=True):
+        if target is fabric:
+            obs.fabric.update(outcome.outputs)
+            if outcome.unreachable:
+                obs.unreachable.setdefault(outcome.host, outcome.unreachable)
+            continue
+        if outcome.unreachable:
+            obs.unreachable[outcome.host] = outcome.unreachable
+        else:
+            obs.hosts[outcome.host] = outcome.outputs
+    return obs

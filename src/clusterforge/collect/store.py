@@ -1,0 +1,62 @@
+"""Saved observations on disk: the raw text each tool printed, per host and for the fabric.
+
+Layout (what `collect` writes and `validate --from DIR` reads):
+
+    DIR/fabric/ibnetdiscover.txt        from the subnet-manager node
+    DIR/fabric/iblinkinfo.txt           optional
+    DIR/hosts/<host>/<tool>.txt         ibstat, nvidia-smi-topo, nvidia-smi-nvlink,
+                                        nvidia-smi-query-gpu, lctl-list-nids
+    DIR/hosts/<host>/ibstat@<hca>.txt   one CA view per file (the lab: ibsim shows every
+                                        HCA as `ibsim0`; the file name says which it is)
+    DIR/hosts/<host>/UNREACHABLE        why the host could not be reached
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..fsutil import write_atomic
+
+
+@dataclass
+class Observations:
+    fabric: dict[str, str] = field(default_factory=dict)  # tool -> text
+    hosts: dict[str, dict[str, str]] = field(default_factory=dict)  # host -> file stem -> text
+    unreachable: dict[str, str] = field(default_factory=dict)  # host -> reason
+    root: Path | None = None
+
+    def path_of(self, host: str | None, stem: str) -> str:
+        base = self.root or Path(".")
+        if host is None:
+            return str(base / "fabric" / f"{stem}.txt")
+        return str(base / "hosts" / host / f"{stem}.txt")
+
+
+def load_dir(root: Path) -> Observations:
+    obs = Observations(root=root)
+    fabric = root / "fabric"
+    if fabric.is_dir():
+        for f in sorted(fabric.glob("*.txt")):
+            obs.fabric[f.stem] = f.read_text(encoding="utf-8", errors="replace")
+    hosts = root / "hosts"
+    if hosts.is_dir():
+        for hdir in sorted(p for p in hosts.iterdir() if p.is_dir()):
+            marker = hdir / "UNREACHABLE"
+            if marker.exists():
+                obs.unreachable[hdir.name] = marker.read_text(encoding="utf-8", errors="replace").strip()
+                continue
+            obs.hosts[hdir.name] = {
+                f.stem: f.read_text(encoding="utf-8", errors="replace") for f in sorted(hdir.glob("*.txt"))
+            }
+    return obs
+
+
+def save_dir(root: Path, obs: Observations) -> None:
+    for tool, text in obs.fabric.items():
+        write_atomic(root / "fabric" / f"{tool}.txt", text)
+    for host, tools in obs.hosts.items():
+        for stem, text in tools.items():
+            write_atomic(root / "hosts" / host / f"{stem}.txt", text)
+    for host, reason in obs.unreachable.items():
+        write_atomic(root / "hosts" / host / "UNREACHABLE", reason + "\n")

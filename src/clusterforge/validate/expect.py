@@ -1,0 +1,72 @@
+"""The expected fabric, derived from the inventory: which port should meet which."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..catalog import RATES
+from ..model.cabling import Cable
+from ..model.index import Index, PortKey
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedLink:
+    cable: Cable
+    index: int  # position in inventory.cables
+    a: PortKey
+    b: PortKey
+    width: str  # "4x"
+    speed: str  # "HDR"
+    rate: str  # declared rate of the slower end, e.g. "HDR100"
+
+
+def port_text(key: PortKey) -> str:
+    device, hca, port = key
+    return f"{device} {hca}/{port}" if hca else f"{device}/{port}"
+
+
+def link_rate(index: Index, a: PortKey, b: PortKey) -> str | None:
+    ra = index.port(*a)
+    rb = index.port(*b)
+    rates = [p.rate for p in (ra, rb) if p is not None and p.rate is not None]
+    if not rates:
+        return None
+    return min(rates, key=lambda r: (index.cat.rates[r].gbps, RATES.index(r)))
+
+
+def speed_name(rate: str) -> str:
+    """HDR100 -> HDR, NDR200 -> NDR: the per-lane speed that ibnetdiscover prints."""
+    return rate.rstrip("0123456789")
+
+
+def expected_links(index: Index) -> dict[frozenset[PortKey], ExpectedLink]:
+    out: dict[frozenset[PortKey], ExpectedLink] = {}
+    for i, cable in enumerate(index.inv.cables):
+        a, b = cable.a.key, cable.b.key
+        rate = link_rate(index, a, b) or "HDR"
+        info = index.cat.rates[rate]
+        out[frozenset((a, b))] = ExpectedLink(cable, i, a, b, info.width, speed_name(rate), rate)
+    return out
+
+
+def floor_of(index: Index, key: PortKey) -> str:
+    """Rack and unit of the device that owns a port, for the technician."""
+    device = key[0]
+    node = index.nodes.get(device)
+    if node is not None:
+        return f"rack {node.rack} U{node.u}"
+    sw = index.switches.get(device)
+    if sw is not None:
+        return f"rack {sw.rack} U{sw.u}"
+    return "not in the inventory"
+
+
+def cable_text(index: Index, cable: Cable) -> str:
+    label = f" (label {cable.label})" if cable.label else ""
+    text = f"cable {cable.id}{label}, {cable.media} {cable.length_m:g} m"
+    if cable.trunk:
+        trunk = next((t for t in index.inv.trunks if t.id == cable.trunk), None)
+        if trunk is not None:
+            text += (f", on MPO trunk {trunk.id} lane group {cable.lane_group} between patch panels "
+                     f"{trunk.a_panel} and {trunk.b_panel}")
+    return text

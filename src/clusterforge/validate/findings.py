@@ -1,0 +1,60 @@
+"""Findings: what validation reports, each with a stable rule id and a repair instruction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..errors import Path as ErrPath
+
+Severity = Literal["error", "warning", "info"]
+
+# Stable rule ids and what each one means. Ids never change meaning once released.
+RULES: dict[str, str] = {
+    "FAB-MISSING": "a declared link is not seen on the fabric",
+    "FAB-PORT-DOWN": "a declared link's port is down or polling",
+    "FAB-MISWIRED": "a cable lands on a different port than declared (swaps are named as such)",
+    "FAB-UNEXPECTED": "a link is seen that the inventory does not declare",
+    "FAB-DEGRADED": "a link runs at a lower width or speed than declared",
+    "FAB-UNKNOWN-DEVICE": "a device on the fabric matches nothing in the inventory",
+    "FAB-GUID-MISMATCH": "a device answers with another GUID than the locked one (replaced hardware)",
+    "FAB-DUP-DESC": "two devices on the fabric share a node description",
+    "FAB-RAIL": "a node's HCA is cabled to a leaf of another rail",
+    "FAB-NO-DATA": "the fabric could not be discovered",
+    "HOST-UNREACHABLE": "a host could not be reached to collect its state",
+    "HOST-HCA-MISSING": "a declared HCA or port is absent on the host",
+    "HOST-PORT-STATE": "an HCA port is not Active/LinkUp",
+    "HOST-PORT-RATE": "an HCA port runs at another rate than declared",
+    "HOST-LINK-LAYER": "an HCA port runs another link layer than declared",
+    "HOST-GUID": "an HCA port GUID differs from the locked one",
+    "GPU-COUNT": "the host shows another number of GPUs than declared",
+    "GPU-NVLINK": "GPU pairs are not connected with the NVLink class the model has",
+    "GPU-NVLINK-DOWN": "NVLink links are inactive",
+    "GPU-HCA-AFFINITY": "a GPU's paired HCA is not on its PCIe switch (PIX/PXB)",
+    "SW-VERSION": "an installed version differs from the pinned one",
+    "LNET-NID": "a Lustre client lacks a NID on a declared LNet network",
+    "PARSE": "a collected output could not be parsed",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    rule: str
+    severity: Severity
+    subject: str  # the device or port the finding is about, e.g. "gpu01 mlx5_0/1"
+    message: str
+    expected: str | None = None
+    observed: str | None = None
+    action: str = ""
+    floor: str | None = None  # where on the floor: rack/U, cable label, panel, trunk
+    inventory: ErrPath = ()  # model path of the declaration
+    where: str | None = field(default=None, compare=False)  # file:line of the declaration
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise ValueError(f"unknown rule id {self.rule!r}")
+
+
+def sort_key(f: Finding) -> tuple[int, str, str]:
+    order = {"error": 0, "warning": 1, "info": 2}
+    return (order[f.severity], f.rule, f.subject)

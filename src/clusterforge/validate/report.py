@@ -1,0 +1,88 @@
+"""Validation reports: a rich terminal summary, JSON, JUnit XML, and the exit code."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import Counter
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import ExitCode, format_path
+from .findings import RULES
+from .run import Report
+
+
+def exit_code(report: Report) -> ExitCode:
+    if report.unreachable:
+        return ExitCode.UNREACHABLE
+    if report.errors:
+        return ExitCode.FINDINGS
+    return ExitCode.OK
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    return {
+        "ok": report.errors == 0,
+        "fabric_checked": report.fabric_checked,
+        "hosts_checked": report.hosts_checked,
+        "counts": dict(Counter(f"{f.rule}:{f.severity}" for f in report.findings)),
+        "findings": [
+            {
+                "rule": f.rule, "severity": f.severity, "subject": f.subject, "message": f.message,
+                "expected": f.expected, "observed": f.observed, "action": f.action, "floor": f.floor,
+                "inventory": format_path(f.inventory) or None, "where": f.where,
+            }
+            for f in report.findings
+        ],
+    }
+
+
+def print_summary(console: Console, report: Report, top: int = 20) -> None:
+    scope = "fabric" if report.fabric_checked else "no fabric"
+    console.print(f"validated: {scope}, {len(report.hosts_checked)} host(s)")
+    if not report.findings:
+        console.print("[bold green]clean[/]: the fabric and hosts match the inventory")
+        return
+    counts = Counter((f.rule, f.severity) for f in report.findings)
+    table = Table(title="findings by rule", title_justify="left")
+    table.add_column("rule")
+    table.add_column("severity")
+    table.add_column("count", justify="right")
+    table.add_column("meaning")
+    for (rule, sev), n in sorted(counts.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        table.add_row(rule, sev, str(n), RULES[rule])
+    console.print(table)
+    for f in report.findings[:top]:
+        style = "red" if f.severity == "error" else "yellow"
+        console.print(f"[{style}]{f.rule:<18} {f.severity:<7}[/] {f.message}", markup=True, highlight=False)
+        if f.action:
+            console.print(f"    → {f.action}", markup=False)
+        if f.where:
+            console.print(f"    declared at {f.where}", markup=False)
+    if len(report.findings) > top:
+        console.print(f"... and {len(report.findings) - top} more (--format json for all)")
+
+
+def to_junit(report: Report) -> str:
+    """One test case per checked subject; a finding is a failure of its subject's case."""
+    suites = ET.Element("testsuites", name="clusterforge validate")
+    by_suite: dict[str, list[Any]] = {"fabric": [], "hosts": []}
+    for f in report.findings:
+        by_suite["fabric" if f.rule.startswith("FAB") else "hosts"].append(f)
+    for name, findings in by_suite.items():
+        subjects = {f.subject for f in findings}
+        cases = sorted(subjects | (set(report.hosts_checked) if name == "hosts" else set()))
+        if name == "fabric" and report.fabric_checked and not findings:
+            cases = ["fabric"]
+        suite = ET.SubElement(suites, "testsuite", name=name, tests=str(len(cases)),
+                              failures=str(len(subjects)))
+        for subject in cases:
+            case = ET.SubElement(suite, "testcase", classname=f"clusterforge.{name}", name=subject)
+            for f in (x for x in findings if x.subject == subject):
+                fail = ET.SubElement(case, "failure", type=f.rule, message=f.message)
+                fail.text = f"severity: {f.severity}\nexpected: {f.expected}\nobserved: {f.observed}\n" \
+                            f"action: {f.action}\n"
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"

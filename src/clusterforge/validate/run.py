@@ -1,0 +1,121 @@
+"""Run every check over a set of observations: parse (pure) then diff against the model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from ..collect.store import Observations
+from ..model.index import Index
+from ..parse import ParseError, iblinkinfo, ibnetdiscover, ibstat, lctl_list_nids
+from ..parse import nvidia_smi_nvlink, nvidia_smi_query_gpu, nvidia_smi_topo
+from ..parse.ibstat import IbstatCa
+from .fabric import diff_fabric
+from .findings import Finding, sort_key
+from .gpus import check_nvlink, check_topo
+from .hosts import check_host
+from .software import check_driver, check_nids
+
+T = TypeVar("T")
+
+
+@dataclass
+class Report:
+    findings: list[Finding] = field(default_factory=list)
+    hosts_checked: list[str] = field(default_factory=list)
+    fabric_checked: bool = False
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f.severity == "error")
+
+    @property
+    def unreachable(self) -> int:
+        return sum(1 for f in self.findings if f.rule == "HOST-UNREACHABLE")
+
+
+def validate(index: Index, obs: Observations) -> Report:
+    report = Report()
+    _fabric(index, obs, report)
+    for host, reason in sorted(obs.unreachable.items()):
+        report.findings.append(Finding(
+            "HOST-UNREACHABLE", "error", host, f"{host} could not be reached: {reason}",
+            action="check the host is up and reachable over SSH (and its host key is known)",
+        ))
+    for host, texts in sorted(obs.hosts.items()):
+        if host not in index.nodes:
+            continue
+        report.hosts_checked.append(host)
+        _host(index, obs, host, texts, report)
+    report.findings.sort(key=sort_key)
+    return report
+
+
+def _parse(obs: Observations, host: str | None, stem: str, text: str,
+           fn: Callable[[str], T], report: Report) -> T | None:
+    try:
+        return fn(text)
+    except ParseError as exc:
+        report.findings.append(Finding(
+            "PARSE", "error", host or "fabric", f"{obs.path_of(host, stem)}:{exc.line_no}: {exc.message}",
+            observed=exc.line, action="re-collect; if the tool's output format changed, report it",
+        ))
+        return None
+
+
+def _fabric(index: Index, obs: Observations, report: Report) -> None:
+    text = obs.fabric.get("ibnetdiscover")
+    if text is None:
+        if index.inv.cables:
+            report.findings.append(Finding(
+                "FAB-NO-DATA", "warning", "fabric", "no ibnetdiscover output: the fabric was not checked",
+                action="collect from the subnet-manager node (`clusterforge validate` does) or pass --from",
+            ))
+        return
+    topo = _parse(obs, None, "ibnetdiscover", text, ibnetdiscover.parse, report)
+    if topo is None:
+        return
+    links = None
+    if "iblinkinfo" in obs.fabric:
+        links = _parse(obs, None, "iblinkinfo", obs.fabric["iblinkinfo"], iblinkinfo.parse, report)
+    report.findings += diff_fabric(index, topo, links)
+    report.fabric_checked = True
+
+
+def _host(index: Index, obs: Observations, host: str, texts: dict[str, str], report: Report) -> None:
+    cas: list[IbstatCa] = []
+    for stem, text in texts.items():
+        if stem == "ibstat" or stem.startswith("ibstat@"):
+            parsed = _parse(obs, host, stem, text, ibstat.parse, report)
+            if parsed is None:
+                continue
+            if stem.startswith("ibstat@"):
+                name = stem.split("@", 1)[1]
+                parsed = tuple(_renamed(ca, name) for ca in parsed)
+            cas.extend(parsed)
+    if any(s == "ibstat" or s.startswith("ibstat@") for s in texts):
+        report.findings += check_host(index, host, cas)
+    if "nvidia-smi-topo" in texts:
+        topo = _parse(obs, host, "nvidia-smi-topo", texts["nvidia-smi-topo"], nvidia_smi_topo.parse, report)
+        if topo is not None:
+            report.findings += check_topo(index, host, topo)
+    if "nvidia-smi-nvlink" in texts:
+        nv = _parse(obs, host, "nvidia-smi-nvlink", texts["nvidia-smi-nvlink"], nvidia_smi_nvlink.parse, report)
+        if nv is not None:
+            report.findings += check_nvlink(index, host, nv)
+    if "nvidia-smi-query-gpu" in texts:
+        q = _parse(obs, host, "nvidia-smi-query-gpu", texts["nvidia-smi-query-gpu"],
+                   nvidia_smi_query_gpu.parse, report)
+        if q is not None:
+            report.findings += check_driver(index, host, q)
+    if "lctl-list-nids" in texts:
+        nids = _parse(obs, host, "lctl-list-nids", texts["lctl-list-nids"], lctl_list_nids.parse, report)
+        if nids is not None:
+            report.findings += check_nids(index, host, nids)
+
+
+def _renamed(ca: IbstatCa, name: str) -> IbstatCa:
+    import dataclasses
+
+    return dataclasses.replace(ca, ca=name)

@@ -1,0 +1,43 @@
+"""Software checks: pinned versions and LNet NIDs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..model.index import Index
+from ..parse.lctl_list_nids import LnetNid
+from ..parse.nvidia_smi_query_gpu import QueryGpuResult
+from .findings import Finding
+
+
+def check_driver(index: Index, host: str, query: QueryGpuResult) -> list[Finding]:
+    pin = index.inv.software.nvidia_driver
+    if pin is None:
+        return []
+    seen = {row.values.get("driver_version") for row in query.rows} - {None}
+    if not seen or seen == {pin}:
+        return []
+    return [Finding(
+        "SW-VERSION", "error", host, f"{host} runs NVIDIA driver {', '.join(sorted(s for s in seen if s))}, "
+        f"pinned {pin}", expected=pin, observed=", ".join(sorted(s for s in seen if s)),
+        action="re-run the deploy for this host (`make deploy ENV=... LIMIT=<host>`)",
+    )]
+
+
+def check_nids(index: Index, host: str, nids: Sequence[LnetNid]) -> list[Finding]:
+    out: list[Finding] = []
+    node = index.nodes[host]
+    nets = {n.net for n in nids}
+    for fs in index.inv.lustre:
+        client = node.role == "compute" or fs.clients == "all"
+        if not client or host in fs.servers:
+            continue
+        if fs.lnet not in nets and not (fs.lnet.endswith("0") and fs.lnet[:-1] in nets):
+            out.append(Finding(
+                "LNET-NID", "error", host,
+                f"{host} has no NID on {fs.lnet} for Lustre {fs.name} (has {', '.join(sorted(nets)) or 'none'})",
+                expected=f"<ip>@{fs.lnet}", observed=", ".join(n.nid for n in nids) or "none",
+                action=f"check lnet.conf / `options lnet networks=` for {fs.lnet}({','.join(fs.interfaces)}) "
+                       "and that the IPoIB interface is up; `lnetctl net show`",
+            ))
+    return out
