@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from . import check as check_cmd
+from . import learn as learn_cmd
 from . import parse as parse_cmd
 from . import schema as schema_cmd
 from . import validate as validate_cmd
@@ -20,6 +21,7 @@ app.command("check")(check_cmd.check)
 app.command("schema")(schema_cmd.schema)
 app.command("parse")(parse_cmd.parse)
 app.command("validate")(validate_cmd.validate)
+app.command("learn")(learn_cmd.learn)
 
 
 def main() -> None:  # pragma: no cover - console entry
