@@ -68,7 +68,35 @@ def print_table(rows: list[dict[str, object]]) -> None:
         print("  ".join(str(row.get(k, "")).rjust(widths[k]) for k in keys))
 
 
-BENCHES = {"load": bench_load}
+def bench_validate(tmp: Path) -> list[dict[str, object]]:
+    """Parse + diff an ibnetdiscover text of the whole fabric against its declaration."""
+    from clusterforge.parse import ibnetdiscover
+    from clusterforge.sim.ibnetdiscover import from_index, render
+    from clusterforge.validate.fabric import diff_fabric
+
+    rows = []
+    for n in (256, 512, 1024, 2048):
+        env = tmp / f"validate-{n}"
+        env.mkdir()
+        for name, text in generate(bench_spec(n)).items():
+            (env / name).write_text(text, encoding="utf-8")
+        index = load_checked(env).index
+        text = render(index, from_index(index))
+        parse_s = best_of(lambda text=text: ibnetdiscover.parse(text))
+        topo = ibnetdiscover.parse(text)
+        diff_s = best_of(lambda index=index, topo=topo: diff_fabric(index, topo))
+        assert diff_fabric(index, topo) == [], "the simulated fabric must validate clean"
+        rows.append({
+            "bench": "parse+diff", "nodes": n, "endpoints": len(index.host_ports),
+            "links": len(topo.links), "text_mb": round(len(text) / 1e6, 2),
+            "parse_s": round(parse_s, 3), "diff_s": round(diff_s, 3),
+            "total_s": round(parse_s + diff_s, 3),
+            "ibsim_ibnetdiscover_s (reference)": 2.6 if n == 1024 else "",
+        })
+    return rows
+
+
+BENCHES = {"load": bench_load, "validate": bench_validate}
 
 
 def main() -> None:
