@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from clusterforge.catalog import catalog  # noqa: E402
-from clusterforge.model.site import Rack, Row, Site  # noqa: E402
-from clusterforge.plan.geometry import cable_length  # noqa: E402
+from clusterforge.catalog import catalog
+from clusterforge.model.site import Rack, Row, Site
+from clusterforge.plan.geometry import cable_length
 
 HEADER = "# yaml-language-server: $schema=../../schemas/inventory.schema.json\n"
 
@@ -51,28 +51,96 @@ class Spec:
 
 
 SPECS = {
-    "lab": Spec("lab", nodes=8, hcas=2, rate="HDR", gpu="A100-SXM", gpus=8,
-                hca_model="ConnectX-6", node_kw=6.5, node_u=4, nodes_per_rack=4, cooling="air",
-                leaf_model="QM8700", spine_model="QM8700", su_size=4, storage=2, sm=1,
-                mgmt="198.18.10.0/24", bmc="198.18.11.0/24", ipoib="198.18.128.0/20",
-                node_fmt="gpu{n:02d}"),
-    "staging": Spec("staging", nodes=32, hcas=2, rate="HDR", gpu="A100-SXM", gpus=8,
-                    hca_model="ConnectX-6", node_kw=6.5, node_u=4, nodes_per_rack=4, cooling="air",
-                    leaf_model="QM8700", spine_model="QM8700", su_size=16, storage=4, sm=2,
-                    mgmt="10.20.0.0/22", bmc="10.21.0.0/22", ipoib="10.120.0.0/16"),
-    "prod": Spec("prod", nodes=256, hcas=2, rate="HDR", gpu="A100-SXM", gpus=8,
-                 hca_model="ConnectX-6", node_kw=6.5, node_u=4, nodes_per_rack=4, cooling="air",
-                 leaf_model="QM8700", spine_model="QM8700", su_size=20, storage=20, sm=2,
-                 mgmt="10.10.0.0/20", bmc="10.11.0.0/20", ipoib="10.100.0.0/16"),
+    "lab": Spec(
+        "lab",
+        nodes=8,
+        hcas=2,
+        rate="HDR",
+        gpu="A100-SXM",
+        gpus=8,
+        hca_model="ConnectX-6",
+        node_kw=6.5,
+        node_u=4,
+        nodes_per_rack=4,
+        cooling="air",
+        leaf_model="QM8700",
+        spine_model="QM8700",
+        su_size=4,
+        storage=2,
+        sm=1,
+        mgmt="198.18.10.0/24",
+        bmc="198.18.11.0/24",
+        ipoib="198.18.128.0/20",
+        node_fmt="gpu{n:02d}",
+    ),
+    "staging": Spec(
+        "staging",
+        nodes=32,
+        hcas=2,
+        rate="HDR",
+        gpu="A100-SXM",
+        gpus=8,
+        hca_model="ConnectX-6",
+        node_kw=6.5,
+        node_u=4,
+        nodes_per_rack=4,
+        cooling="air",
+        leaf_model="QM8700",
+        spine_model="QM8700",
+        su_size=16,
+        storage=4,
+        sm=2,
+        mgmt="10.20.0.0/22",
+        bmc="10.21.0.0/22",
+        ipoib="10.120.0.0/16",
+    ),
+    "prod": Spec(
+        "prod",
+        nodes=256,
+        hcas=2,
+        rate="HDR",
+        gpu="A100-SXM",
+        gpus=8,
+        hca_model="ConnectX-6",
+        node_kw=6.5,
+        node_u=4,
+        nodes_per_rack=4,
+        cooling="air",
+        leaf_model="QM8700",
+        spine_model="QM8700",
+        su_size=20,
+        storage=20,
+        sm=2,
+        mgmt="10.10.0.0/20",
+        bmc="10.11.0.0/20",
+        ipoib="10.100.0.0/16",
+    ),
 }
 
 
 def bench_spec(nodes: int) -> Spec:
-    return Spec(f"bench-{nodes}", nodes=nodes, hcas=8, rate="NDR", gpu="H100-SXM", gpus=8,
-                hca_model="ConnectX-7", node_kw=10.2, node_u=8, nodes_per_rack=4,
-                cooling="cold-plate", leaf_model="QM9700", spine_model="QM9700", su_size=32,
-                storage=0, sm=2, mgmt="10.0.0.0/16", bmc="10.1.0.0/16", ipoib="10.64.0.0/11",
-                node_fmt="gpu{n:05d}")
+    return Spec(
+        f"bench-{nodes}",
+        nodes=nodes,
+        hcas=8,
+        rate="NDR",
+        gpu="H100-SXM",
+        gpus=8,
+        hca_model="ConnectX-7",
+        node_kw=10.2,
+        node_u=8,
+        nodes_per_rack=4,
+        cooling="cold-plate",
+        leaf_model="QM9700",
+        spine_model="QM9700",
+        su_size=32,
+        storage=0,
+        sm=2,
+        mgmt="10.0.0.0/16",
+        bmc="10.1.0.0/16",
+        ipoib="10.64.0.0/11",
+        node_fmt="gpu{n:05d}",
+    )
 
 
 def generate(spec: Spec) -> dict[str, str]:
@@ -89,8 +157,9 @@ def generate(spec: Spec) -> dict[str, str]:
     n_leaves = n_su * spec.hcas + infra_leaves
     uplinks = spec.su_size  # 1:1 against the down ports a scalable unit uses
     # the fewest spines (at least 2) that split the uplinks evenly and hold every leaf
-    choices = [s for s in range(2, uplinks + 1)
-               if uplinks % s == 0 and n_leaves * (uplinks // s) <= spine_radix]
+    choices = [
+        s for s in range(2, uplinks + 1) if uplinks % s == 0 and n_leaves * (uplinks // s) <= spine_radix
+    ]
     three_tier = not choices
     if three_tier:
         # pods of `uplinks` leaves, each with `uplinks` spines (one link leaf->spine);
@@ -122,14 +191,25 @@ def generate(spec: Spec) -> dict[str, str]:
     for su in range(n_su):
         row = f"row-{su + 1:02d}"
         half = racks_per_su // 2
-        net = Rack(name=f"{_p(spec)}-su{su + 1:02d}-net", row=row, position=half,
-                   cooling=spec.cooling, leak_sensors=sensors)
+        net = Rack(
+            name=f"{_p(spec)}-su{su + 1:02d}-net",
+            row=row,
+            position=half,
+            cooling=spec.cooling,
+            leak_sensors=sensors,
+        )
         racks.append(net)
         rack_of_su.append(net)
         for k in range(racks_per_su):
-            racks.append(Rack(name=f"{_p(spec)}-su{su + 1:02d}-r{k + 1:02d}", row=row,
-                              position=k if k < half else k + 1, cooling=spec.cooling,
-                              leak_sensors=sensors))
+            racks.append(
+                Rack(
+                    name=f"{_p(spec)}-su{su + 1:02d}-r{k + 1:02d}",
+                    row=row,
+                    position=k if k < half else k + 1,
+                    cooling=spec.cooling,
+                    leak_sensors=sensors,
+                )
+            )
     for n in range(spec.nodes):
         su, k = divmod(n, spec.su_size)
         rack = racks[su * (racks_per_su + 1) + 1 + k // per_rack]
@@ -147,16 +227,14 @@ def generate(spec: Spec) -> dict[str, str]:
         lines_nodes.append(f"  - {{name: {name}, rack: {rack}, u: {u}, profile: gpu-node}}")
     # infra nodes: SM and storage servers in the core racks, 2U each
     infra_nodes: list[tuple[str, str, int, str]] = []
-    slot = 0
     for i in range(spec.sm):
         infra_nodes.append((f"sm{i + 1:02d}", "subnet-manager", 0, "sm-node"))
     for i in range(spec.storage):
         infra_nodes.append((f"lus{i + 1:02d}", "storage", 0, "lustre-server"))
     placed = []
-    for name, role, _, prof in infra_nodes:
+    for slot, (name, role, _, prof) in enumerate(infra_nodes):
         rack = racks[-core_racks + (slot // 8)]
         u = 20 + (slot % 8) * 2
-        slot += 1
         placed.append((name, role, rack.name, u, prof))
         lines_nodes.append(f"  - {{name: {name}, rack: {rack.name}, u: {u}, role: {role}, profile: {prof}}}")
 
@@ -168,14 +246,17 @@ def generate(spec: Spec) -> dict[str, str]:
             rack = rack_of_su[su]
             u = 2 + r
             leaves.append((name, rack, u))
-            switches.append(f"  - {{name: {name}, model: {spec.leaf_model}, role: leaf, rack: {rack.name}, "
-                            f"u: {u}, group: {su}, rail: {r}}}")
+            switches.append(
+                f"  - {{name: {name}, model: {spec.leaf_model}, role: leaf, rack: {rack.name}, "
+                f"u: {u}, group: {su}, rail: {r}}}"
+            )
     for i in range(infra_leaves):
         rack = racks[-core_racks]
         name = f"leaf-infra{i + 1:02d}"
         leaves.append((name, rack, 2 + i))
-        switches.append(f"  - {{name: {name}, model: {spec.leaf_model}, role: leaf, rack: {rack.name}, "
-                        f"u: {2 + i}}}")
+        switches.append(
+            f"  - {{name: {name}, model: {spec.leaf_model}, role: leaf, rack: {rack.name}, u: {2 + i}}}"
+        )
     spine_list = []
     slot_sw = infra_leaves
     for s in range(spines):
@@ -184,8 +265,10 @@ def generate(spec: Spec) -> dict[str, str]:
         slot_sw += 1
         name = f"spine{s + 1:02d}"
         spine_list.append((name, rack, u))
-        switches.append(f"  - {{name: {name}, model: {spec.spine_model}, role: spine, rack: {rack.name}, u: {u}, "
-                        f"group: {s // pod}}}")
+        switches.append(
+            f"  - {{name: {name}, model: {spec.spine_model}, role: spine, rack: {rack.name}, u: {u}, "
+            f"group: {s // pod}}}"
+        )
     core_list = []
     for c in range(n_core):
         rack = racks[-core_racks + (slot_sw // 16)]
@@ -193,7 +276,9 @@ def generate(spec: Spec) -> dict[str, str]:
         slot_sw += 1
         name = f"core{c + 1:03d}"
         core_list.append((name, rack, u))
-        switches.append(f"  - {{name: {name}, model: {spec.spine_model}, role: core, rack: {rack.name}, u: {u}}}")
+        switches.append(
+            f"  - {{name: {name}, model: {spec.spine_model}, role: core, rack: {rack.name}, u: {u}}}"
+        )
 
     cables = []
     cid = 0
@@ -223,11 +308,17 @@ def generate(spec: Spec) -> dict[str, str]:
         cable(f"{name}/mlx5_0/1", by_name[rack_name], u, f"{leaf}/{i % down + 1}", lrack, lu)
     for li, (leaf, lrack, lu) in enumerate(leaves):
         p0 = (li // pod) * (pod if three_tier else 0)
-        group = spine_list[p0:p0 + pod] if three_tier else spine_list
+        group = spine_list[p0 : p0 + pod] if three_tier else spine_list
         for s, (spine, srack, su_) in enumerate(group):
             for j in range(per):
-                cable(f"{leaf}/{down + s * per + j + 1}", lrack, lu,
-                      f"{spine}/{(li % pod) * per + j + 1}", srack, su_)
+                cable(
+                    f"{leaf}/{down + s * per + j + 1}",
+                    lrack,
+                    lu,
+                    f"{spine}/{(li % pod) * per + j + 1}",
+                    srack,
+                    su_,
+                )
     if three_tier:
         links = pod // cores  # spine -> each core of its group
         for si, (spine, srack, su_) in enumerate(spine_list):
@@ -235,14 +326,25 @@ def generate(spec: Spec) -> dict[str, str]:
             for c in range(cores):
                 core, crack, cu = core_list[j * cores + c]
                 for k in range(links):
-                    cable(f"{spine}/{pod + c * links + k + 1}", srack, su_,
-                          f"{core}/{p * links + k + 1}", crack, cu)
+                    cable(
+                        f"{spine}/{pod + c * links + k + 1}",
+                        srack,
+                        su_,
+                        f"{core}/{p * links + k + 1}",
+                        crack,
+                        cu,
+                    )
 
     files = {
         "site.yaml": _site_yaml(spec, site, racks),
         "hardware.yaml": _hardware_yaml(spec),
         "nodes.yaml": HEADER + "nodes:\n" + "\n".join(lines_nodes) + "\n",
-        "fabric.yaml": HEADER + "switches:\n" + "\n".join(switches) + "\ncables:\n" + "\n".join(cables) + "\n",
+        "fabric.yaml": HEADER
+        + "switches:\n"
+        + "\n".join(switches)
+        + "\ncables:\n"
+        + "\n".join(cables)
+        + "\n",
         "services.yaml": _services_yaml(spec, placed),
     }
     return files
@@ -253,13 +355,18 @@ def _p(spec: Spec) -> str:
 
 
 def _site_yaml(spec: Spec, site: Site, racks: list[Rack]) -> str:
-    out = [HEADER, f"site:\n  name: {site.name}\n  routing_allowance_m: {site.routing_allowance_m:g}\n  rows:\n"]
+    out = [
+        HEADER,
+        f"site:\n  name: {site.name}\n  routing_allowance_m: {site.routing_allowance_m:g}\n  rows:\n",
+    ]
     for r in site.rows:
         out.append(f"    - {{name: {r.name}, index: {r.index}}}\n")
     out.append("racks:\n")
     for r in racks:
         extra = f", leak_sensors: {r.leak_sensors}" if r.leak_sensors else ""
-        out.append(f"  - {{name: {r.name}, row: {r.row}, position: {r.position}, cooling: {r.cooling}{extra}}}\n")
+        out.append(
+            f"  - {{name: {r.name}, row: {r.row}, position: {r.position}, cooling: {r.cooling}{extra}}}\n"
+        )
     return "".join(out)
 
 
@@ -268,20 +375,24 @@ def _hardware_yaml(spec: Spec) -> str:
     hcas = []
     for r in range(spec.hcas):
         gpu = r * spec.gpus // spec.hcas
-        hcas.append(f"      - {{name: mlx5_{r}, model: {spec.hca_model}, rail: {r}, gpu: {gpu}, "
-                    f"numa: {numa[gpu]}, netdev: ib{r}, ports: [{{port: 1, rate: {spec.rate}}}]}}")
-    return (HEADER + "profiles:\n"
-            f"  - name: gpu-node\n    u_height: {spec.node_u}\n    power_kw: {spec.node_kw}\n"
-            f"    gpus: {{model: {spec.gpu}, count: {spec.gpus}, nvlink_topology: nvswitch, numa: {numa}}}\n"
-            "    hcas:\n" + "\n".join(hcas) + "\n"
-            "    storage:\n      - {kind: nvme, count: 4, size_tb: 3.84, role: cache}\n"
-            "  - name: sm-node\n    u_height: 1\n    power_kw: 0.4\n    hcas:\n"
-            f"      - {{name: mlx5_0, model: {spec.hca_model}, netdev: ib0, rail: 0, "
-            f"ports: [{{port: 1, rate: {spec.rate}}}]}}\n"
-            "  - name: lustre-server\n    u_height: 2\n    power_kw: 0.9\n    hcas:\n"
-            f"      - {{name: mlx5_0, model: {spec.hca_model}, netdev: ib0, rail: 0, "
-            f"ports: [{{port: 1, rate: {spec.rate}}}]}}\n"
-            "    storage:\n      - {kind: ssd, count: 12, size_tb: 7.68, role: lustre-ost}\n")
+        hcas.append(
+            f"      - {{name: mlx5_{r}, model: {spec.hca_model}, rail: {r}, gpu: {gpu}, "
+            f"numa: {numa[gpu]}, netdev: ib{r}, ports: [{{port: 1, rate: {spec.rate}}}]}}"
+        )
+    return (
+        HEADER + "profiles:\n"
+        f"  - name: gpu-node\n    u_height: {spec.node_u}\n    power_kw: {spec.node_kw}\n"
+        f"    gpus: {{model: {spec.gpu}, count: {spec.gpus}, nvlink_topology: nvswitch, numa: {numa}}}\n"
+        "    hcas:\n" + "\n".join(hcas) + "\n"
+        "    storage:\n      - {kind: nvme, count: 4, size_tb: 3.84, role: cache}\n"
+        "  - name: sm-node\n    u_height: 1\n    power_kw: 0.4\n    hcas:\n"
+        f"      - {{name: mlx5_0, model: {spec.hca_model}, netdev: ib0, rail: 0, "
+        f"ports: [{{port: 1, rate: {spec.rate}}}]}}\n"
+        "  - name: lustre-server\n    u_height: 2\n    power_kw: 0.9\n    hcas:\n"
+        f"      - {{name: mlx5_0, model: {spec.hca_model}, netdev: ib0, rail: 0, "
+        f"ports: [{{port: 1, rate: {spec.rate}}}]}}\n"
+        "    storage:\n      - {kind: ssd, count: 12, size_tb: 7.68, role: lustre-ost}\n"
+    )
 
 
 def _services_yaml(spec: Spec, placed: list[tuple[str, str, str, int, str]]) -> str:
@@ -292,21 +403,29 @@ def _services_yaml(spec: Spec, placed: list[tuple[str, str, str, int, str]]) -> 
     ib = ipaddress.ip_network(spec.ipoib)
     halves = list(ib.subnets(prefixlen_diff=max(1, math.ceil(math.log2(max(spec.hcas, 2))))))
     out = [HEADER, "addressing:\n"]
-    out.append(f"  management: {{cidr: {spec.mgmt}, gateway: {ipaddress.ip_network(spec.mgmt)[1]}, first: 10}}\n")
+    out.append(
+        f"  management: {{cidr: {spec.mgmt}, gateway: {ipaddress.ip_network(spec.mgmt)[1]}, first: 10}}\n"
+    )
     out.append(f"  bmc: {{cidr: {spec.bmc}, first: 10}}\n  ipoib:\n")
     for r in range(spec.hcas):
         out.append(f"    - {{name: ib{r}, rail: {r}, cidr: {halves[r]}, first: 10, mtu: 2044}}\n")
-    out.append("software:\n  nvidia_driver: 550.90.07\n  cuda: 12.4.1\n  doca_ofed: 24.04-0.7.0.0\n"
-               "  nccl: 2.21.5-1\n  nccl_tests: 2.13.9\n  lustre_client: 2.15.5\n")
+    out.append(
+        "software:\n  nvidia_driver: 550.90.07\n  cuda: 12.4.1\n  doca_ofed: 24.04-0.7.0.0\n"
+        "  nccl: 2.21.5-1\n  nccl_tests: 2.13.9\n  lustre_client: 2.15.5\n"
+    )
     if lus:
         mgs_ip = halves[0][10 + spec.nodes + spec.sm]
-        out.append(f"lustre:\n  - name: lfs01\n    mgs_nids: ['{mgs_ip}@o2ib0']\n    mount: /lustre/lfs01\n"
-                   f"    lnet: o2ib0\n    interfaces: [ib0]\n    servers: [{', '.join(lus)}]\n")
+        out.append(
+            f"lustre:\n  - name: lfs01\n    mgs_nids: ['{mgs_ip}@o2ib0']\n    mount: /lustre/lfs01\n"
+            f"    lnet: o2ib0\n    interfaces: [ib0]\n    servers: [{', '.join(lus)}]\n"
+        )
     out.append("opensm:\n  routing_engine: ftree\n  sm_nodes:\n")
     for i, sm in enumerate(sms):
         out.append(f"    - {{node: {sm}, priority: {15 - i}}}\n")
-    out.append("  partitions:\n    - name: default\n      pkey: 0x7fff\n      ipoib: true\n"
-               "      members: [{device: ALL, membership: full}]\n")
+    out.append(
+        "  partitions:\n    - name: default\n      pkey: 0x7fff\n      ipoib: true\n"
+        "      members: [{device: ALL, membership: full}]\n"
+    )
     return "".join(out)
 
 

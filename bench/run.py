@@ -23,9 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from gen_inventory import bench_spec, generate  # noqa: E402
-
 from clusterforge.api import load_checked, summary  # noqa: E402
+from gen_inventory import bench_spec, generate  # noqa: E402
 
 SIZES = (256, 512, 1024, 2048)
 
@@ -49,12 +48,18 @@ def bench_load(tmp: Path) -> list[dict[str, object]]:
         size = sum(f.stat().st_size for f in env.iterdir())
         counts = summary(load_checked(env).index)
         seconds = best_of(lambda env=env: load_checked(env))
-        rows.append({
-            "bench": "load+check", "nodes": n, "hca_ports": counts["hca_ports"],
-            "switches": counts["switches"], "cables": counts["cables"], "yaml_mb": round(size / 1e6, 2),
-            "seconds": round(seconds, 3),
-            "us_per_cable": round(seconds / counts["cables"] * 1e6, 2),
-        })
+        rows.append(
+            {
+                "bench": "load+check",
+                "nodes": n,
+                "hca_ports": counts["hca_ports"],
+                "switches": counts["switches"],
+                "cables": counts["cables"],
+                "yaml_mb": round(size / 1e6, 2),
+                "seconds": round(seconds, 3),
+                "us_per_cable": round(seconds / counts["cables"] * 1e6, 2),
+            }
+        )
     return rows
 
 
@@ -86,13 +91,19 @@ def bench_validate(tmp: Path) -> list[dict[str, object]]:
         topo = ibnetdiscover.parse(text)
         diff_s = best_of(lambda index=index, topo=topo: diff_fabric(index, topo))
         assert diff_fabric(index, topo) == [], "the simulated fabric must validate clean"
-        rows.append({
-            "bench": "parse+diff", "nodes": n, "endpoints": len(index.host_ports),
-            "links": len(topo.links), "text_mb": round(len(text) / 1e6, 2),
-            "parse_s": round(parse_s, 3), "diff_s": round(diff_s, 3),
-            "total_s": round(parse_s + diff_s, 3),
-            "ibsim_ibnetdiscover_s (reference)": 2.6 if n == 1024 else "",
-        })
+        rows.append(
+            {
+                "bench": "parse+diff",
+                "nodes": n,
+                "endpoints": len(index.host_ports),
+                "links": len(topo.links),
+                "text_mb": round(len(text) / 1e6, 2),
+                "parse_s": round(parse_s, 3),
+                "diff_s": round(diff_s, 3),
+                "total_s": round(parse_s + diff_s, 3),
+                "ibsim_ibnetdiscover_s (reference)": 2.6 if n == 1024 else "",
+            }
+        )
     return rows
 
 
@@ -105,8 +116,11 @@ def main() -> None:
     ap.add_argument("--output", type=Path, default=ROOT / "bench" / "results" / "latest.json")
     args = ap.parse_args()
     results: dict[str, object] = {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     with tempfile.TemporaryDirectory(prefix="cf-bench-") as tmp:

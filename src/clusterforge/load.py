@@ -40,7 +40,8 @@ class _StrictLoader(_Loader):  # type: ignore[valid-type,misc]
             key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise _DupKeyError(
-                    None, None,
+                    None,
+                    None,
                     f"duplicate key {key!r} (first at line {seen[key].start_mark.line + 1})",
                     key_node.start_mark,
                 )
@@ -48,9 +49,7 @@ class _StrictLoader(_Loader):  # type: ignore[valid-type,misc]
         return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
 
-_StrictLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _StrictLoader.construct_mapping
-)
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _StrictLoader.construct_mapping)
 
 
 @dataclass
@@ -125,7 +124,8 @@ def environment_files(env: Path) -> list[Path]:
     if env.is_file():
         return [env]
     files = sorted(
-        p for p in env.iterdir()
+        p
+        for p in env.iterdir()
         if p.suffix in (".yaml", ".yml") and not p.name.startswith(".") and p.is_file()
     )
     return files
@@ -170,8 +170,12 @@ def _syntax_issue(file: Path, text: str, exc: Exception) -> InventoryIssue:
     except yaml.MarkedYAMLError as located:
         mark = located.problem_mark
         return InventoryIssue(
-            (), f"YAML: {located.problem or located.context}", str(file),
-            mark.line + 1 if mark else None, mark.column + 1 if mark else None, rule="YAML",
+            (),
+            f"YAML: {located.problem or located.context}",
+            str(file),
+            mark.line + 1 if mark else None,
+            mark.column + 1 if mark else None,
+            rule="YAML",
         )
     except yaml.YAMLError as other:
         return InventoryIssue((), f"YAML: {other}", str(file), rule="YAML")
@@ -182,8 +186,12 @@ def _syntax_issue(file: Path, text: str, exc: Exception) -> InventoryIssue:
 
 
 def _merge_section(
-    merged: dict[str, Any], source: Source, issues: list[InventoryIssue],
-    file: Path, key: str, value: Any,
+    merged: dict[str, Any],
+    source: Source,
+    issues: list[InventoryIssue],
+    file: Path,
+    key: str,
+    value: Any,
 ) -> None:
     if key not in merged:
         merged[key] = value
@@ -199,10 +207,15 @@ def _merge_section(
     first = source.mapping_origin.get(key) or source.list_segments[key][0].file
     tree = yaml.compose(file.read_text(encoding="utf-8"), Loader=_Loader)
     mark = _walk(tree, [key]) if tree is not None else None
-    issues.append(InventoryIssue(
-        (key,), f"duplicate section {key!r}: also defined in {first.name}",
-        str(file), mark.line + 1 if mark else None, mark.column + 1 if mark else None,
-    ))
+    issues.append(
+        InventoryIssue(
+            (key,),
+            f"duplicate section {key!r}: also defined in {first.name}",
+            str(file),
+            mark.line + 1 if mark else None,
+            mark.column + 1 if mark else None,
+        )
+    )
 
 
 def load_inventory(env: Path) -> tuple[Inventory, Source]:
@@ -223,7 +236,7 @@ def _issue_from_pydantic(err: Any, source: Source) -> InventoryIssue:
     )
     msg = str(err["msg"])
     if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
+        msg = msg[len("Value error, ") :]
     kind = err["type"]
     if kind == "extra_forbidden":
         msg = f"unknown key {loc[-1]!r}"

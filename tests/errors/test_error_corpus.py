@@ -46,9 +46,7 @@ def test_corpus_is_large_enough() -> None:
 @pytest.mark.parametrize("case", CASES)
 def test_error_case(case: str, tmp_path: Path) -> None:
     env = _assemble(case, tmp_path)
-    expected = [
-        line for line in (HERE / case / "expected.txt").read_text().splitlines() if line.strip()
-    ]
+    expected = [line for line in (HERE / case / "expected.txt").read_text().splitlines() if line.strip()]
     assert expected, f"{case}/expected.txt is empty"
     result = CliRunner().invoke(app, ["check", str(env)])
     assert result.exit_code == 3, result.output

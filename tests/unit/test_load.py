@@ -36,7 +36,9 @@ def test_prod_is_the_design_brief_cluster() -> None:
 
 def test_list_sections_merge_across_files_and_keep_locations(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text("site: {name: s}\nracks:\n  - {name: r1, row: x, position: 0}\n")
-    (tmp_path / "b.yaml").write_text("racks:\n  - {name: r2, row: x, position: 1}\n  - {name: r3, row: x, position: 2, u_height: 0}\n")
+    (tmp_path / "b.yaml").write_text(
+        "racks:\n  - {name: r2, row: x, position: 1}\n  - {name: r3, row: x, position: 2, u_height: 0}\n"
+    )
     with pytest.raises(InventoryInvalid) as exc:
         load_inventory(tmp_path)
     (issue,) = exc.value.issues

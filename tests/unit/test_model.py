@@ -53,5 +53,6 @@ def test_models_are_frozen_and_strict() -> None:
     with pytest.raises(ValidationError):
         cable.length_m = 6  # type: ignore[misc]
     with pytest.raises(ValidationError):
-        Cable.model_validate({"id": "C-1", "a": "leaf01/1", "b": "spine01/1", "media": "AOC",
-                              "length_m": 5, "colour": "blue"})
+        Cable.model_validate(
+            {"id": "C-1", "a": "leaf01/1", "b": "spine01/1", "media": "AOC", "length_m": 5, "colour": "blue"}
+        )

@@ -27,9 +27,9 @@ def check(index: Index) -> list[InventoryIssue]:
         for b in range(a + 1, len(nets)):
             (na, neta, _), (nb, netb, pathb) = nets[a], nets[b]
             if neta.first <= netb.last and netb.first <= neta.last:
-                out.append(InventoryIssue(
-                    (*pathb, "cidr"), f"{nb} subnet {netb} overlaps {na} subnet {neta}"
-                ))
+                out.append(
+                    InventoryIssue((*pathb, "cidr"), f"{nb} subnet {netb} overlaps {na} subnet {neta}")
+                )
     for _name, net, path in nets:
         sub = _subnet(index, path)
         if sub is not None and sub.gateway is not None and IPAddress(str(sub.gateway)) not in net:
@@ -63,9 +63,9 @@ def _inside(
     for i, node in enumerate(index.inv.nodes):
         ip = table.get(node.name)
         if ip is not None and getattr(node, attr) is not None and not net.first <= ip <= net.last:
-            out.append(InventoryIssue(
-                ("nodes", i, attr), f"{IPAddress(ip)} is outside the {section} subnet {net}"
-            ))
+            out.append(
+                InventoryIssue(("nodes", i, attr), f"{IPAddress(ip)} is outside the {section} subnet {net}")
+            )
     return out
 
 
@@ -78,9 +78,9 @@ def _unique(index: Index, addrs: Addresses) -> list[InventoryIssue]:
     def claim(ip: int, owner: str, path: ErrPath) -> None:
         other = seen.setdefault(ip, owner)
         if other != owner:
-            out.append(InventoryIssue(
-                path, f"address {addrs.text(ip)} of {owner} is also assigned to {other}"
-            ))
+            out.append(
+                InventoryIssue(path, f"address {addrs.text(ip)} of {owner} is also assigned to {other}")
+            )
 
     for attr, table in (("mgmt_ip", addrs.mgmt), ("bmc_ip", addrs.bmc)):
         for name, ip in table.items():
@@ -90,6 +90,6 @@ def _unique(index: Index, addrs: Addresses) -> list[InventoryIssue]:
     for i, sw in enumerate(inv.switches):
         if sw.mgmt_ip is not None:
             claim(int(sw.mgmt_ip), f"{sw.name} mgmt_ip", ("switches", i, "mgmt_ip"))
-    for host, ip in inv.addressing.extra_hosts.items():
-        claim(int(ip), host, ("addressing", "extra_hosts", host))
+    for host, extra in inv.addressing.extra_hosts.items():
+        claim(int(extra), host, ("addressing", "extra_hosts", host))
     return out

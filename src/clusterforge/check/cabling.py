@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..errors import InventoryIssue
 from ..model.cabling import Cable
 from ..model.index import Index, PortInfo
@@ -27,9 +29,9 @@ def check(index: Index) -> list[InventoryIssue]:
             key = (ref.device, ref.hca, ref.port)
             other = used.setdefault(key, cable.id)
             if other != cable.id:
-                out.append(InventoryIssue(
-                    ("cables", i, side), f"port {ref} is already used by cable {other}"
-                ))
+                out.append(
+                    InventoryIssue(("cables", i, side), f"port {ref} is already used by cable {other}")
+                )
             ends.append(info)
         if cable.a.key == cable.b.key:
             out.append(InventoryIssue(("cables", i, "b"), "a cable cannot loop back to its own port"))
@@ -40,9 +42,7 @@ def check(index: Index) -> list[InventoryIssue]:
     return out
 
 
-def _resolve(
-    index: Index, device: str, hca: str | None, port: int
-) -> tuple[PortInfo | None, str | None]:
+def _resolve(index: Index, device: str, hca: str | None, port: int) -> tuple[PortInfo | None, str | None]:
     info = index.port(device, hca, port)
     if info is not None:
         return info, None
@@ -65,7 +65,11 @@ def _resolve(
 
 
 def _link(
-    index: Index, i: int, cable: Cable, a: PortInfo, b: PortInfo,
+    index: Index,
+    i: int,
+    cable: Cable,
+    a: PortInfo,
+    b: PortInfo,
     reach_cache: dict[tuple[str, str, str | None], float | None],
 ) -> list[InventoryIssue]:
     cat = index.cat
@@ -76,9 +80,12 @@ def _link(
         return out
     ga, gb = cat.rates[a.rate].gbps, cat.rates[b.rate].gbps
     if a.rate != b.rate and not _compatible(a.rate, b.rate):
-        out.append(InventoryIssue(
-            ("cables", i), f"{a} runs {a.rate} and {b} runs {b.rate}: the ends cannot link up",
-        ))
+        out.append(
+            InventoryIssue(
+                ("cables", i),
+                f"{a} runs {a.rate} and {b} runs {b.rate}: the ends cannot link up",
+            )
+        )
         return out
     rate = a.rate if ga <= gb else b.rate
     fiber_type = cable.fiber_type
@@ -93,23 +100,31 @@ def _link(
         out.append(InventoryIssue(("cables", i, "media"), f"{cable.media} does not carry {rate}"))
     elif cable.length_m > reach:
         kind = f"{cable.media} ({fiber_type or 'OM4'})" if cable.media == "fiber" else cable.media
-        out.append(InventoryIssue(
-            ("cables", i, "length_m"), f"{cable.length_m:g} m exceeds the {reach:g} m reach of "
-            f"{kind} at {rate}",
-        ))
+        out.append(
+            InventoryIssue(
+                ("cables", i, "length_m"),
+                f"{cable.length_m:g} m exceeds the {reach:g} m reach of {kind} at {rate}",
+            )
+        )
     return out
 
 
 def _compatible(r1: str, r2: str) -> bool:
     """Different rates link up when one is the other's split or a lower generation."""
-    pairs = {frozenset(p) for p in (("HDR", "HDR100"), ("NDR", "NDR200"), ("HDR", "EDR"),
-                                      ("NDR", "HDR"), ("XDR", "NDR"))}
+    pairs = {
+        frozenset(p)
+        for p in (("HDR", "HDR100"), ("NDR", "NDR200"), ("HDR", "EDR"), ("NDR", "HDR"), ("XDR", "NDR"))
+    }
     return frozenset((r1, r2)) in pairs
 
 
 def _fiber(
-    fibers_per_link: dict[str, int], i: int, cable: Cable, trunks: dict[str, object],
-    lanes: dict[tuple[str, int], str], ends: list[PortInfo],
+    fibers_per_link: dict[str, int],
+    i: int,
+    cable: Cable,
+    trunks: Mapping[str, object],
+    lanes: dict[tuple[str, int], str],
+    ends: list[PortInfo],
 ) -> list[InventoryIssue]:
     out: list[InventoryIssue] = []
     if cable.fiber_type is not None and cable.media != "fiber":
@@ -119,9 +134,9 @@ def _fiber(
             out.append(InventoryIssue(("cables", i, "lane_group"), "lane_group without a trunk"))
         return out
     if cable.media != "fiber":
-        out.append(InventoryIssue(
-            ("cables", i, "trunk"), f"{cable.media} cable cannot ride MPO trunk {cable.trunk}"
-        ))
+        out.append(
+            InventoryIssue(("cables", i, "trunk"), f"{cable.media} cable cannot ride MPO trunk {cable.trunk}")
+        )
     if cable.trunk not in trunks:
         out.append(InventoryIssue(("cables", i, "trunk"), f"no trunk named {cable.trunk!r}"))
         return out
@@ -132,14 +147,19 @@ def _fiber(
     per = fibers_per_link.get(rate, 8)
     groups = 24 // per
     if cable.lane_group >= groups:
-        out.append(InventoryIssue(
-            ("cables", i, "lane_group"), f"lane group {cable.lane_group} beyond the {groups} groups "
-            f"of {per} fibers in a 24-fiber trunk",
-        ))
+        out.append(
+            InventoryIssue(
+                ("cables", i, "lane_group"),
+                f"lane group {cable.lane_group} beyond the {groups} groups "
+                f"of {per} fibers in a 24-fiber trunk",
+            )
+        )
     other = lanes.setdefault((cable.trunk, cable.lane_group), cable.id)
     if other != cable.id:
-        out.append(InventoryIssue(
-            ("cables", i, "lane_group"),
-            f"lane group {cable.lane_group} of {cable.trunk} is already used by cable {other}",
-        ))
+        out.append(
+            InventoryIssue(
+                ("cables", i, "lane_group"),
+                f"lane group {cable.lane_group} of {cable.trunk} is already used by cable {other}",
+            )
+        )
     return out

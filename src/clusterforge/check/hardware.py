@@ -22,10 +22,12 @@ def check(index: Index) -> list[InventoryIssue]:
     for i, sw in enumerate(inv.switches):
         model = cat.switches.get(sw.model)
         if model is None:
-            out.append(InventoryIssue(
-                ("switches", i, "model"), f"unknown switch model {sw.model!r} "
-                f"(catalog: {', '.join(sorted(cat.switches))})",
-            ))
+            out.append(
+                InventoryIssue(
+                    ("switches", i, "model"),
+                    f"unknown switch model {sw.model!r} (catalog: {', '.join(sorted(cat.switches))})",
+                )
+            )
         elif sw.split and model.split is None:
             out.append(InventoryIssue(("switches", i, "split"), f"{sw.model} ports cannot be split"))
     return out
@@ -36,15 +38,19 @@ def _hardware(cat: Catalog, hw: Hardware, path: ErrPath, owner: str) -> list[Inv
     gpus = hw.gpus
     if gpus is not None:
         if gpus.model not in cat.gpus:
-            out.append(InventoryIssue(
-                (*path, "gpus", "model"),
-                f"unknown GPU model {gpus.model!r} (catalog: {', '.join(sorted(cat.gpus))})",
-            ))
+            out.append(
+                InventoryIssue(
+                    (*path, "gpus", "model"),
+                    f"unknown GPU model {gpus.model!r} (catalog: {', '.join(sorted(cat.gpus))})",
+                )
+            )
         if gpus.numa and len(gpus.numa) != gpus.count:
-            out.append(InventoryIssue(
-                (*path, "gpus", "numa"),
-                f"lists {len(gpus.numa)} NUMA nodes for {gpus.count} GPUs",
-            ))
+            out.append(
+                InventoryIssue(
+                    (*path, "gpus", "numa"),
+                    f"lists {len(gpus.numa)} NUMA nodes for {gpus.count} GPUs",
+                )
+            )
     for j, hca in enumerate(hw.hcas):
         hpath = (*path, "hcas", j)
         model = cat.hcas.get(hca.model)
@@ -53,38 +59,50 @@ def _hardware(cat: Catalog, hw: Hardware, path: ErrPath, owner: str) -> list[Inv
             out.append(InventoryIssue((*hpath, "model"), f"unknown HCA model {hca.model!r} ({known})"))
         else:
             if len(hca.ports) > max(model.ports):
-                out.append(InventoryIssue(
-                    (*hpath, "ports"), f"{hca.model} has at most {max(model.ports)} ports, "
-                    f"{len(hca.ports)} declared",
-                ))
+                out.append(
+                    InventoryIssue(
+                        (*hpath, "ports"),
+                        f"{hca.model} has at most {max(model.ports)} ports, {len(hca.ports)} declared",
+                    )
+                )
             for k, port in enumerate(hca.ports):
                 if port.port > max(model.ports):
-                    out.append(InventoryIssue(
-                        (*hpath, "ports", k, "port"), f"{hca.model} has no port {port.port}"
-                    ))
+                    out.append(
+                        InventoryIssue((*hpath, "ports", k, "port"), f"{hca.model} has no port {port.port}")
+                    )
                 if port.rate not in model.rates:
-                    out.append(InventoryIssue(
-                        (*hpath, "ports", k, "rate"), f"{hca.model} does not run at {port.rate} "
-                        f"(supports {', '.join(model.rates)})",
-                    ))
+                    out.append(
+                        InventoryIssue(
+                            (*hpath, "ports", k, "rate"),
+                            f"{hca.model} does not run at {port.rate} (supports {', '.join(model.rates)})",
+                        )
+                    )
         if hca.gpu is not None:
             if gpus is None or hca.gpu >= gpus.count:
                 have = gpus.count if gpus else 0
-                out.append(InventoryIssue(
-                    (*hpath, "gpu"), f"{owner} {hca.name} is paired with GPU {hca.gpu}, "
-                    f"but the node has {have} GPU(s)",
-                ))
+                out.append(
+                    InventoryIssue(
+                        (*hpath, "gpu"),
+                        f"{owner} {hca.name} is paired with GPU {hca.gpu}, but the node has {have} GPU(s)",
+                    )
+                )
             elif gpus.numa and hca.numa is not None and gpus.numa[hca.gpu] != hca.numa:
-                out.append(InventoryIssue(
-                    (*hpath, "numa"), f"{owner} {hca.name} is on NUMA node {hca.numa} but its GPU "
-                    f"{hca.gpu} is on NUMA node {gpus.numa[hca.gpu]}: GPUDirect RDMA would cross "
-                    f"the socket interconnect",
-                ))
+                out.append(
+                    InventoryIssue(
+                        (*hpath, "numa"),
+                        f"{owner} {hca.name} is on NUMA node {hca.numa} but its GPU "
+                        f"{hca.gpu} is on NUMA node {gpus.numa[hca.gpu]}: GPUDirect RDMA would cross "
+                        f"the socket interconnect",
+                    )
+                )
     gpu_rcs = set(hw.gpu_root_complexes)
     for j, dpu in enumerate(hw.dpus):
         if dpu.root_complex is not None and dpu.root_complex in gpu_rcs:
-            out.append(InventoryIssue(
-                (*path, "dpus", j, "root_complex"), f"{owner} {dpu.name} shares PCIe root complex "
-                f"{dpu.root_complex} with a GPU: keep the DPU and the GPUs on separate root complexes",
-            ))
+            out.append(
+                InventoryIssue(
+                    (*path, "dpus", j, "root_complex"),
+                    f"{owner} {dpu.name} shares PCIe root complex "
+                    f"{dpu.root_complex} with a GPU: keep the DPU and the GPUs on separate root complexes",
+                )
+            )
     return out

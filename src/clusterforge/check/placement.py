@@ -21,9 +21,11 @@ def check(index: Index) -> list[InventoryIssue]:
     load_kw: dict[str, float] = {}
     for i, node in enumerate(inv.nodes):
         if node.profile is not None and node.profile not in index.profiles:
-            out.append(InventoryIssue(
-                ("nodes", i, "profile"), f"unknown profile {node.profile!r}{_known(index.profiles)}"
-            ))
+            out.append(
+                InventoryIssue(
+                    ("nodes", i, "profile"), f"unknown profile {node.profile!r}{_known(index.profiles)}"
+                )
+            )
         hw = index.hardware[node.name]
         occupants.append((node.rack, node.u, hw.u_height, node.name, ("nodes", i)))
         load_kw[node.rack] = load_kw.get(node.rack, 0.0) + hw.power_kw
@@ -37,52 +39,64 @@ def check(index: Index) -> list[InventoryIssue]:
         occupants.append((pp.rack, pp.u, 1, pp.name, ("patch_panels", i)))
     taken: dict[tuple[str, int], str] = {}
     for rack_name, u, height, label, path in occupants:
-        rack = index.racks.get(rack_name)
-        if rack is None:
+        found = index.racks.get(rack_name)
+        if found is None:
             out.append(InventoryIssue((*path, "rack"), f"unknown rack {rack_name!r}{_known(index.racks)}"))
             continue
-        if u + height - 1 > rack.u_height:
-            out.append(InventoryIssue(
-                (*path, "u"), f"U{u}-U{u + height - 1} does not fit rack {rack_name} "
-                f"({rack.u_height}U)",
-            ))
+        if u + height - 1 > found.u_height:
+            out.append(
+                InventoryIssue(
+                    (*path, "u"),
+                    f"U{u}-U{u + height - 1} does not fit rack {rack_name} ({found.u_height}U)",
+                )
+            )
         for unit in range(u, u + height):
             other = taken.setdefault((rack_name, unit), label)
             if other != label:
-                out.append(InventoryIssue(
-                    (*path, "u"), f"U{unit} of rack {rack_name} is already taken by {other}"
-                ))
+                out.append(
+                    InventoryIssue((*path, "u"), f"U{unit} of rack {rack_name} is already taken by {other}")
+                )
                 break
     for i, rack in enumerate(inv.racks):
         cool = cat.cooling[rack.cooling]
         limit = rack.max_density_kw or cool.max_kw
         load = load_kw.get(rack.name, 0.0)
         if load > limit + 1e-9:
-            out.append(InventoryIssue(
-                ("racks", i), f"rack {rack.name} draws {load:.1f} kW, over the {limit:g} kW "
-                f"limit for {rack.cooling} cooling",
-            ))
+            out.append(
+                InventoryIssue(
+                    ("racks", i),
+                    f"rack {rack.name} draws {load:.1f} kW, over the {limit:g} kW "
+                    f"limit for {rack.cooling} cooling",
+                )
+            )
         if rack.power_budget_kw is not None:
             if rack.power_budget_kw > limit:
-                out.append(InventoryIssue(
-                    ("racks", i, "power_budget_kw"), f"{rack.power_budget_kw:g} kW exceeds the "
-                    f"{limit:g} kW density limit for {rack.cooling} cooling (set max_density_kw "
-                    f"to override)",
-                ))
+                out.append(
+                    InventoryIssue(
+                        ("racks", i, "power_budget_kw"),
+                        f"{rack.power_budget_kw:g} kW exceeds the "
+                        f"{limit:g} kW density limit for {rack.cooling} cooling (set max_density_kw "
+                        f"to override)",
+                    )
+                )
             if load > rack.power_budget_kw + 1e-9:
-                out.append(InventoryIssue(
-                    ("racks", i, "power_budget_kw"),
-                    f"rack {rack.name} draws {load:.1f} kW, over its {rack.power_budget_kw:g} kW budget",
-                ))
+                out.append(
+                    InventoryIssue(
+                        ("racks", i, "power_budget_kw"),
+                        f"rack {rack.name} draws {load:.1f} kW, over its {rack.power_budget_kw:g} kW budget",
+                    )
+                )
         if cool.liquid:
             need = math.ceil(cat.leak_sensors_per_m2 * rack.floor_area_m2 - 1e-9)
             if rack.leak_sensors < need:
-                out.append(InventoryIssue(
-                    ("racks", i, "leak_sensors"),
-                    f"{rack.cooling}-cooled rack {rack.name} has {rack.leak_sensors} leak sensor(s); "
-                    f"needs at least {need} ({cat.leak_sensors_per_m2:g} per m² of "
-                    f"{rack.floor_area_m2:g} m²)",
-                ))
+                out.append(
+                    InventoryIssue(
+                        ("racks", i, "leak_sensors"),
+                        f"{rack.cooling}-cooled rack {rack.name} has {rack.leak_sensors} leak sensor(s); "
+                        f"needs at least {need} ({cat.leak_sensors_per_m2:g} per m² of "
+                        f"{rack.floor_area_m2:g} m²)",
+                    )
+                )
     return out
 
 

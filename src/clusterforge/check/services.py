@@ -24,32 +24,44 @@ def _opensm(index: Index) -> list[InventoryIssue]:
             continue
         cabled = any(key[0] == smn.node for key in index.cable_at)
         if not cabled and index.inv.fabric is None:
-            out.append(InventoryIssue(
-                path, f"SM node {smn.node} has no cabled fabric port: OpenSM could not reach the fabric"
-            ))
+            out.append(
+                InventoryIssue(
+                    path, f"SM node {smn.node} has no cabled fabric port: OpenSM could not reach the fabric"
+                )
+            )
         elif not index.hardware[smn.node].hcas:
             out.append(InventoryIssue(path, f"SM node {smn.node} has no HCA"))
     top = max((s.priority for s in sm.sm_nodes), default=0)
     masters = [s.node for s in sm.sm_nodes if s.priority == top]
     if len(masters) > 1:
-        out.append(InventoryIssue(
-            ("opensm", "sm_nodes"), f"{' and '.join(masters)} share the top priority {top}: "
-            f"give the intended master a higher sm_priority",
-        ))
+        out.append(
+            InventoryIssue(
+                ("opensm", "sm_nodes"),
+                f"{' and '.join(masters)} share the top priority {top}: "
+                f"give the intended master a higher sm_priority",
+            )
+        )
     pkeys: dict[int, str] = {}
     for i, part in enumerate(sm.partitions):
         other = pkeys.setdefault(part.pkey, part.name)
         if other != part.name:
-            out.append(InventoryIssue(
-                ("opensm", "partitions", i, "pkey"), f"P_Key {part.pkey:#06x} is also used by {other}"
-            ))
+            out.append(
+                InventoryIssue(
+                    ("opensm", "partitions", i, "pkey"), f"P_Key {part.pkey:#06x} is also used by {other}"
+                )
+            )
         for j, member in enumerate(part.members):
-            if member.device not in _SPECIAL and member.device not in index.nodes \
-                    and member.device not in index.switches:
-                out.append(InventoryIssue(
-                    ("opensm", "partitions", i, "members", j, "device"),
-                    f"partition member {member.device!r} is not a declared node or switch",
-                ))
+            if (
+                member.device not in _SPECIAL
+                and member.device not in index.nodes
+                and member.device not in index.switches
+            ):
+                out.append(
+                    InventoryIssue(
+                        ("opensm", "partitions", i, "members", j, "device"),
+                        f"partition member {member.device!r} is not a declared node or switch",
+                    )
+                )
     return out
 
 
@@ -59,23 +71,29 @@ def _lustre(index: Index) -> list[InventoryIssue]:
     for i, fs in enumerate(index.inv.lustre):
         for j, server in enumerate(fs.servers):
             if server not in index.nodes:
-                out.append(InventoryIssue(
-                    ("lustre", i, "servers", j), f"Lustre server {server!r} is not a declared node"
-                ))
+                out.append(
+                    InventoryIssue(
+                        ("lustre", i, "servers", j), f"Lustre server {server!r} is not a declared node"
+                    )
+                )
         if fs.lnet.startswith("o2ib"):
             for j, ifname in enumerate(fs.interfaces):
                 if ifname not in ifnames:
-                    out.append(InventoryIssue(
-                        ("lustre", i, "interfaces", j),
-                        f"{ifname} is not an IPoIB interface of the address plan "
-                        f"({', '.join(sorted(ifnames)) or 'none declared'})",
-                    ))
+                    out.append(
+                        InventoryIssue(
+                            ("lustre", i, "interfaces", j),
+                            f"{ifname} is not an IPoIB interface of the address plan "
+                            f"({', '.join(sorted(ifnames)) or 'none declared'})",
+                        )
+                    )
             for j, nid in enumerate(fs.mgs_nids):
                 net = nid.split("@", 1)[1]
                 if net.rstrip("0123456789") != "o2ib":
-                    out.append(InventoryIssue(
-                        ("lustre", i, "mgs_nids", j), f"MGS NID {nid} is not on LNet network {fs.lnet}"
-                    ))
+                    out.append(
+                        InventoryIssue(
+                            ("lustre", i, "mgs_nids", j), f"MGS NID {nid} is not on LNet network {fs.lnet}"
+                        )
+                    )
     return out
 
 
@@ -87,10 +105,12 @@ def _fabric(index: Index) -> list[InventoryIssue]:
     for field in ("leaf_model", "spine_model", "core_model"):
         model = getattr(spec, field)
         if model is not None and model not in index.cat.switches:
-            out.append(InventoryIssue(
-                ("fabric", field), f"unknown switch model {model!r} "
-                f"(catalog: {', '.join(sorted(index.cat.switches))})",
-            ))
+            out.append(
+                InventoryIssue(
+                    ("fabric", field),
+                    f"unknown switch model {model!r} (catalog: {', '.join(sorted(index.cat.switches))})",
+                )
+            )
     if spec.switch_row is not None and spec.switch_row not in {r.name for r in index.inv.site.rows}:
         out.append(InventoryIssue(("fabric", "switch_row"), f"unknown row {spec.switch_row!r}"))
     return out

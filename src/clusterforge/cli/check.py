@@ -21,10 +21,21 @@ def check(
         checked = load_checked(env)
     except InventoryInvalid as exc:
         if fmt is Format.json:
-            print_json({"ok": False, "errors": [
-                {"file": i.file, "line": i.line, "col": i.col, "path": list(i.path), "message": i.message}
-                for i in exc.issues
-            ]})
+            print_json(
+                {
+                    "ok": False,
+                    "errors": [
+                        {
+                            "file": i.file,
+                            "line": i.line,
+                            "col": i.col,
+                            "path": list(i.path),
+                            "message": i.message,
+                        }
+                        for i in exc.issues
+                    ],
+                }
+            )
         fail_inventory(exc)
     counts = summary(checked.index)
     if fmt is Format.json:

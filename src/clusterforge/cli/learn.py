@@ -11,7 +11,8 @@ from ..api import load_checked
 from ..errors import ExitCode, InventoryInvalid
 from ..fsutil import write_atomic
 from ..parse import ParseError, ibnetdiscover
-from ..validate.learn import HEADER, learn as run_learn
+from ..validate.learn import HEADER
+from ..validate.learn import learn as run_learn
 from .common import Format, err, fail_inventory, out, print_json
 
 GENERATED = "guids.generated.yaml"
@@ -42,19 +43,26 @@ def learn(
         text = HEADER + yaml.safe_dump(learned.as_yaml_data(), sort_keys=False, default_flow_style=False)
         write_atomic(target, text)
     if fmt is Format.json:
-        print_json({
-            "written": None if dry_run else str(target),
-            "switches": len(learned.switches), "hcas": len(learned.hcas), "ports": len(learned.ports),
-            "how": learned.how, "unbound": [{"guid": n.guid, "name": n.name} for n in learned.unbound],
-            "not_seen": learned.not_seen,
-        })
+        print_json(
+            {
+                "written": None if dry_run else str(target),
+                "switches": len(learned.switches),
+                "hcas": len(learned.hcas),
+                "ports": len(learned.ports),
+                "how": learned.how,
+                "unbound": [{"guid": n.guid, "name": n.name} for n in learned.unbound],
+                "not_seen": learned.not_seen,
+            }
+        )
         return
     by_how: dict[str, int] = {}
     for how in learned.how.values():
         by_how[how] = by_how.get(how, 0) + 1
-    out.print(f"locked {len(learned.switches)} switch(es), {len(learned.hcas)} HCA(s), "
-              f"{len(learned.ports)} port GUID(s) ({', '.join(f'{v} by {k}' for k, v in sorted(by_how.items()))})"
-              + ("" if dry_run else f" -> {target}"))
+    out.print(
+        f"locked {len(learned.switches)} switch(es), {len(learned.hcas)} HCA(s), "
+        f"{len(learned.ports)} port GUID(s) ({', '.join(f'{v} by {k}' for k, v in sorted(by_how.items()))})"
+        + ("" if dry_run else f" -> {target}")
+    )
     for node in learned.unbound:
         out.print(f"  could not bind {node.kind} {node.guid} {node.name!r}", markup=False)
     for name in learned.not_seen:

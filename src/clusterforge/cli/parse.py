@@ -21,8 +21,11 @@ def parse(
         err.print(f"unknown tool {tool!r}; choose one of: {', '.join(PARSERS)}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     try:
-        text = typer.get_text_stream("stdin").read() if str(file) == "-" else file.read_text(
-            encoding="utf-8", errors="replace")
+        text = (
+            typer.get_text_stream("stdin").read()
+            if str(file) == "-"
+            else file.read_text(encoding="utf-8", errors="replace")
+        )
     except OSError as exc:
         err.print(f"{file}: {exc.strerror}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None

@@ -11,7 +11,9 @@ HOST_TOOLS: dict[str, tuple[str, ...]] = {
     "nvidia-smi-topo": ("nvidia-smi", "topo", "-m"),
     "nvidia-smi-nvlink": ("nvidia-smi", "nvlink", "--status"),
     "nvidia-smi-query-gpu": (
-        "nvidia-smi", "--query-gpu=index,name,pci.bus_id,driver_version", "--format=csv",
+        "nvidia-smi",
+        "--query-gpu=index,name,pci.bus_id,driver_version",
+        "--format=csv",
     ),
     "lctl-list-nids": ("lctl", "list_nids"),
 }

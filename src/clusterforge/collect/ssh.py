@@ -29,11 +29,25 @@ class SshConfig:
 
     def argv(self, address: str, command: tuple[str, ...]) -> list[str]:
         argv = [
-            "ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
-            "-o", f"UserKnownHostsFile={self.known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
-            "-o", f"ConnectTimeout={self.connect_timeout_s}",
-            "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=2",
-            "-o", "LogLevel=ERROR", "-p", str(self.port),
+            "ssh",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            f"UserKnownHostsFile={self.known_hosts}",
+            "-o",
+            "GlobalKnownHostsFile=/dev/null",
+            "-o",
+            f"ConnectTimeout={self.connect_timeout_s}",
+            "-o",
+            "ServerAliveInterval=5",
+            "-o",
+            "ServerAliveCountMax=2",
+            "-o",
+            "LogLevel=ERROR",
+            "-p",
+            str(self.port),
         ]
         if self.identity is not None:
             argv += ["-i", str(self.identity), "-o", "IdentitiesOnly=yes"]
@@ -52,8 +66,11 @@ def _run_target(cfg: SshConfig, target: Target) -> Outcome:
     for stem, command in target.commands.items():
         try:
             proc = subprocess.run(
-                cfg.argv(target.address, command), capture_output=True, text=True,
-                timeout=cfg.command_timeout_s, check=False,
+                cfg.argv(target.address, command),
+                capture_output=True,
+                text=True,
+                timeout=cfg.command_timeout_s,
+                check=False,
             )
         except subprocess.TimeoutExpired:
             return Outcome(target.host, outputs, f"{stem}: timed out after {cfg.command_timeout_s} s")

@@ -53,11 +53,13 @@ def allocate(index: Index) -> Addresses:
                 ip = _pick(net, sub, i, None)
                 if ip is None:
                     section = "management" if attr == "mgmt_ip" else "bmc"
-                    out.issues.append(InventoryIssue(
-                        ("nodes", i, attr),
-                        f"no address left in addressing.{section} {net} for node #{i} "
-                        f"(first={sub.first})",
-                    ))
+                    out.issues.append(
+                        InventoryIssue(
+                            ("nodes", i, attr),
+                            f"no address left in addressing.{section} {net} for node #{i} "
+                            f"(first={sub.first})",
+                        )
+                    )
                 else:
                     table[node.name] = ip
     locks = {(ref.device, ref.hca): guid for ref, guid in inv.guid_locks.ports.items() if ref.port == 1}
@@ -72,8 +74,11 @@ def _allocate_ipoib(
     net = IPNetwork(str(ib.cidr))
     for i, node in enumerate(index.inv.nodes):
         hca = next(
-            (h for h in index.hardware[node.name].hcas
-             if h.netdev == ib.name or (h.netdev is None and h.rail == ib.rail)),
+            (
+                h
+                for h in index.hardware[node.name].hcas
+                if h.netdev == ib.name or (h.netdev is None and h.rail == ib.rail)
+            ),
             None,
         )
         if hca is None:
@@ -82,9 +87,11 @@ def _allocate_ipoib(
         ip = _pick(net, ib, i, guid)
         if ip is None:
             why = "its port GUID is not known yet" if ib.assign == "guid" else "the pool is exhausted"
-            out.issues.append(InventoryIssue(
-                ("addressing", "ipoib", j),
-                f"cannot assign {ib.name} of {node.name} from {net}: {why}",
-            ))
+            out.issues.append(
+                InventoryIssue(
+                    ("addressing", "ipoib", j),
+                    f"cannot assign {ib.name} of {node.name} from {net}: {why}",
+                )
+            )
             continue
         out.ipoib[(node.name, ib.name)] = ip

@@ -15,9 +15,7 @@ class Subnet(Model):
     cidr: IPvAnyNetwork
     gateway: IPvAnyAddress | None = None
     first: int = Field(default=10, ge=1, description="host offset of the first allocated address")
-    assign: Assign = Field(
-        default="index", description="index: node order; guid: low bits of the port GUID"
-    )
+    assign: Assign = Field(default="index", description="index: node order; guid: low bits of the port GUID")
     vlan: int | None = Field(default=None, ge=1, le=4094)
 
 

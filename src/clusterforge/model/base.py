@@ -58,9 +58,7 @@ class PortRef(Model):
             if len(parts) == 3:
                 device, hca, port = parts
                 return {"device": device, "hca": hca, "port": _port_number(port, value)}
-            raise ValueError(
-                f"{value!r} is not a port reference: write 'switch/PORT' or 'node/HCA/PORT'"
-            )
+            raise ValueError(f"{value!r} is not a port reference: write 'switch/PORT' or 'node/HCA/PORT'")
         return value
 
     def __str__(self) -> str:

@@ -7,6 +7,9 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Model, Name, Rate
+from .nodes import NodeRole
+
+_ALL_ROLES: tuple[NodeRole, ...] = ("compute", "storage", "login", "management", "subnet-manager")
 
 
 class FabricSpec(Model):
@@ -21,7 +24,7 @@ class FabricSpec(Model):
     rails: int | None = Field(default=None, ge=1, le=16, description="default: HCA ports per node")
     su_size: int | None = Field(default=None, ge=1, description="nodes per scalable unit")
     switch_row: Name | None = Field(default=None, description="row that holds spine/core racks")
-    roles: list[Literal["compute", "storage", "login", "management", "subnet-manager"]] = Field(
-        default_factory=lambda: ["compute", "storage", "login", "management", "subnet-manager"],
+    roles: list[NodeRole] = Field(
+        default_factory=lambda: list(_ALL_ROLES),
         description="node roles attached to the fabric",
     )

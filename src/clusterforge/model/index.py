@@ -66,8 +66,12 @@ class Index:
                 for k in ("u_height", "power_kw", "gpus", "hcas", "dpus", "storage", "gpu_root_complexes")
                 if getattr(node, k) is not None
             }
-            hw = base if not update else Hardware.model_construct(
-                **{**{k: getattr(base, k) for k in Hardware.model_fields}, **update}
+            hw = (
+                base
+                if not update
+                else Hardware.model_construct(
+                    **{**{k: getattr(base, k) for k in Hardware.model_fields}, **update}
+                )
             )
             out[node.name] = hw
         return out

@@ -23,9 +23,7 @@ class SoftwarePins(Model):
 
 class LustreFs(Model):
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,7}$")]
-    mgs_nids: list[Annotated[str, Field(pattern=r"^[0-9.]+@(o2ib|tcp)[0-9]*$")]] = Field(
-        min_length=1
-    )
+    mgs_nids: list[Annotated[str, Field(pattern=r"^[0-9.]+@(o2ib|tcp)[0-9]*$")]] = Field(min_length=1)
     mount: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*$")]
     lnet: Annotated[str, Field(pattern=r"^(o2ib|tcp)[0-9]*$")] = "o2ib0"
     interfaces: list[Name] = Field(default_factory=lambda: ["ib0"])
@@ -54,9 +52,7 @@ class Partition(Model):
 
 class OpenSm(Model):
     sm_nodes: list[SmNode] = Field(min_length=1)
-    routing_engine: Literal["ftree", "updn", "minhop", "dor", "lash", "dfsssp", "ar_ftree"] = (
-        "ftree"
-    )
+    routing_engine: Literal["ftree", "updn", "minhop", "dor", "lash", "dfsssp", "ar_ftree"] = "ftree"
     partitions: list[Partition] = Field(default_factory=list)
     node_name_map: bool = True
     sweep_interval_s: int = Field(default=10, ge=0)

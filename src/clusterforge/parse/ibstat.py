@@ -64,6 +64,8 @@ _PORT_RE = re.compile(r"Port (\d+):")
 _FIELD_RE = re.compile(r"([A-Za-z][A-Za-z ]*?):(?: (.*))?")
 _RATE_RE = re.compile(r"(\d+(?:\.\d+)?)( \(FDR10\))?")
 _HEX32_RE = re.compile(r"0x[0-9a-fA-F]{1,8}")
+# what the kernel's link_layer sysfs attribute can say
+_LINK_LAYERS = frozenset({"InfiniBand", "Ethernet", "Unknown"})
 
 _CA_FIELDS = {
     "type": "ca_type",
@@ -114,6 +116,9 @@ def _finish_port(b: _Builder, port_no: int) -> IbstatPort:
     guid = norm_guid(v["port_guid"])
     if guid is None or not v["port_guid"].startswith("0x"):
         raise fail(TOOL, b.line_no, b.line, f"port {port_no}: bad Port GUID {v['port_guid']!r}")
+    if v["link_layer"] not in _LINK_LAYERS:
+        raise fail(TOOL, b.line_no, b.line,
+                   f"port {port_no}: unknown Link layer {v['link_layer']!r}")
     if _HEX32_RE.fullmatch(v["capability_mask"]) is None:
         raise fail(TOOL, b.line_no, b.line, f"port {port_no}: bad Capability mask")
     return IbstatPort(

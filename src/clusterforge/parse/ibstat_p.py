@@ -10,7 +10,8 @@ TOOL = "ibstat-p"
 
 __all__ = ["parse", "to_json"]
 
-_GUID_RE = re.compile(r"0x[0-9a-fA-F]{1,16}")
+# ibstat prints "0x%016" PRIx64: exactly 16 digits (fewer means a cut line)
+_GUID_RE = re.compile(r"0x[0-9a-fA-F]{16}")
 
 
 def parse(text: str) -> tuple[str, ...]:
@@ -22,7 +23,8 @@ def parse(text: str) -> tuple[str, ...]:
         if not s:
             continue
         if _GUID_RE.fullmatch(s) is None:
-            raise fail(TOOL, idx, raw, f"expected a 0x-prefixed port GUID, got {shorten(raw)}")
+            raise fail(TOOL, idx, raw,
+                       f"expected a 0x + 16 hex digit port GUID, got {shorten(raw)}")
         guid = norm_guid(s)
         assert guid is not None
         guids.append(guid)

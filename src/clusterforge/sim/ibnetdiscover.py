@@ -61,8 +61,8 @@ def placeholder_guid(device: str, hca: str | None) -> str:
 
 
 def from_index(index: Index) -> SimFabric:
-    from ..validate.identify import locked_guids
     from ..validate.expect import expected_links
+    from ..validate.identify import locked_guids
 
     locked = locked_guids(index)
     guid: dict[tuple[str, str | None], str] = {}
@@ -92,27 +92,43 @@ def render(index: Index, fab: SimFabric) -> str:
     for key in (k for k in present if k[1] is None):
         g = fab.guid[key][2:]
         count = index.switch_ports.get(key[0], (64, ""))[0] + 1
-        out += ["vendid=0x2c9", "devid=0xcf08", f"sysimgguid=0x{g}", f"switchguid=0x{g}({g})",
-                f'Switch\t{count} "S-{g}"\t\t# "{fab.desc[key]}" enhanced port 0 lid {lid[key]} lmc 0']
+        out += [
+            "vendid=0x2c9",
+            "devid=0xcf08",
+            f"sysimgguid=0x{g}",
+            f"switchguid=0x{g}({g})",
+            f'Switch\t{count} "S-{g}"\t\t# "{fab.desc[key]}" enhanced port 0 lid {lid[key]} lmc 0',
+        ]
         for port, peer, link in sorted(ports[key], key=lambda t: t[0]):
             pk = (peer[0], peer[1])
             pg = fab.guid[pk][2:]
             if peer[1] is None:
-                out.append(f'[{port}]\t"S-{pg}"[{peer[2]}]\t\t# "{fab.desc[pk]}" lid {lid[pk]} '
-                           f"{link.width}{link.speed}")
+                out.append(
+                    f'[{port}]\t"S-{pg}"[{peer[2]}]\t\t# "{fab.desc[pk]}" lid {lid[pk]} '
+                    f"{link.width}{link.speed}"
+                )
             else:
-                out.append(f'[{port}]\t"H-{pg}"[{peer[2]}]({pg}) \t\t# "{fab.desc[pk]}" lid {lid[pk]} '
-                           f"{link.width}{link.speed}")
+                out.append(
+                    f'[{port}]\t"H-{pg}"[{peer[2]}]({pg}) \t\t# "{fab.desc[pk]}" lid {lid[pk]} '
+                    f"{link.width}{link.speed}"
+                )
         out.append("")
     for key in (k for k in present if k[1] is not None):
         g = fab.guid[key][2:]
-        out += ["vendid=0x2c9", "devid=0x101b", f"sysimgguid=0x{g}", f"caguid=0x{g}",
-                f'Ca\t1 "H-{g}"\t\t# "{fab.desc[key]}"']
+        out += [
+            "vendid=0x2c9",
+            "devid=0x101b",
+            f"sysimgguid=0x{g}",
+            f"caguid=0x{g}",
+            f'Ca\t1 "H-{g}"\t\t# "{fab.desc[key]}"',
+        ]
         for port, peer, link in sorted(ports[key], key=lambda t: t[0]):
             pk = (peer[0], peer[1])
             pg = fab.guid[pk][2:]
             kind = "S" if peer[1] is None else "H"
-            out.append(f'[{port}]({g}) \t"{kind}-{pg}"[{peer[2]}]\t\t# lid {lid[key]} lmc 0 '
-                       f'"{fab.desc[pk]}" lid {lid[pk]} {link.width}{link.speed}')
+            out.append(
+                f'[{port}]({g}) \t"{kind}-{pg}"[{peer[2]}]\t\t# lid {lid[key]} lmc 0 '
+                f'"{fab.desc[pk]}" lid {lid[pk]} {link.width}{link.speed}'
+            )
         out.append("")
     return "\n".join(out)

@@ -67,6 +67,8 @@ def cable_text(index: Index, cable: Cable) -> str:
     if cable.trunk:
         trunk = next((t for t in index.inv.trunks if t.id == cable.trunk), None)
         if trunk is not None:
-            text += (f", on MPO trunk {trunk.id} lane group {cable.lane_group} between patch panels "
-                     f"{trunk.a_panel} and {trunk.b_panel}")
+            text += (
+                f", on MPO trunk {trunk.id} lane group {cable.lane_group} between patch panels "
+                f"{trunk.a_panel} and {trunk.b_panel}"
+            )
     return text

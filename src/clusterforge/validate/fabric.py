@@ -23,9 +23,7 @@ class Seen:
     speed: str
 
 
-def diff_fabric(
-    index: Index, topo: IbTopology, linkinfo: IblinkinfoReport | None = None
-) -> list[Finding]:
+def diff_fabric(index: Index, topo: IbTopology, linkinfo: IblinkinfoReport | None = None) -> list[Finding]:
     binding = bind(index, topo)
     out = _identity_findings(index, binding)
     expected = expected_links(index)
@@ -60,7 +58,9 @@ def _observed(binding: Binding, topo: IbTopology) -> list[Seen]:
         ka = binding.by_guid.get(link.a.guid)
         kb = binding.by_guid.get(link.b.guid)
         if ka is not None and kb is not None:
-            seen.append(Seen((ka[0], ka[1], link.a.port), (kb[0], kb[1], link.b.port), link.width, link.speed))
+            seen.append(
+                Seen((ka[0], ka[1], link.a.port), (kb[0], kb[1], link.b.port), link.width, link.speed)
+            )
     return seen
 
 
@@ -68,29 +68,44 @@ def _identity_findings(index: Index, binding: Binding) -> list[Finding]:
     out: list[Finding] = []
     for node, key, locked in binding.guid_mismatch:
         name = f"{key[0]} {key[1]}" if key[1] else key[0]
-        out.append(Finding(
-            "FAB-GUID-MISMATCH", "error", name,
-            f"{name} answers with GUID {node.guid}, the locked GUID is {locked}: the hardware was replaced",
-            expected=locked, observed=node.guid,
-            action=(f"confirm the replacement of {name} ({floor_of(index, (key[0], key[1], 1))}), then run "
-                    "`clusterforge learn` to lock the new GUID and re-render the OpenSM GUID files"),
-            floor=floor_of(index, (key[0], key[1], 1)),
-        ))
+        out.append(
+            Finding(
+                "FAB-GUID-MISMATCH",
+                "error",
+                name,
+                f"{name} answers with GUID {node.guid}, the locked GUID is {locked}: the hardware was replaced",
+                expected=locked,
+                observed=node.guid,
+                action=(
+                    f"confirm the replacement of {name} ({floor_of(index, (key[0], key[1], 1))}), then run "
+                    "`clusterforge learn` to lock the new GUID and re-render the OpenSM GUID files"
+                ),
+                floor=floor_of(index, (key[0], key[1], 1)),
+            )
+        )
     for node in binding.unknown:
-        out.append(Finding(
-            "FAB-UNKNOWN-DEVICE", "warning", f"{node.kind} {node.guid}",
-            f"{node.kind} {node.guid} {node.name!r} matches no declared device",
-            observed=node.name,
-            action="declare it in the inventory, or find and remove it; check its node description",
-        ))
+        out.append(
+            Finding(
+                "FAB-UNKNOWN-DEVICE",
+                "warning",
+                f"{node.kind} {node.guid}",
+                f"{node.kind} {node.guid} {node.name!r} matches no declared device",
+                observed=node.name,
+                action="declare it in the inventory, or find and remove it; check its node description",
+            )
+        )
     for desc, nodes in binding.duplicate_desc:
-        out.append(Finding(
-            "FAB-DUP-DESC", "warning", desc,
-            f"{len(nodes)} devices share the node description {desc!r}: "
-            f"{', '.join(n.guid for n in nodes)}",
-            action="give each device a unique node description (OpenSM node-name-map or the host's "
-                   "/sys/class/infiniband/*/node_desc)",
-        ))
+        out.append(
+            Finding(
+                "FAB-DUP-DESC",
+                "warning",
+                desc,
+                f"{len(nodes)} devices share the node description {desc!r}: "
+                f"{', '.join(n.guid for n in nodes)}",
+                action="give each device a unique node description (OpenSM node-name-map or the host's "
+                "/sys/class/infiniband/*/node_desc)",
+            )
+        )
     return out
 
 
@@ -101,21 +116,30 @@ def _degraded(index: Index, exp: ExpectedLink, s: Seen) -> list[Finding]:
     if lanes >= want_lanes and not slow and s.speed != "???" and s.width != "??":
         return []
     subject = f"{port_text(exp.a)} - {port_text(exp.b)}"
-    return [Finding(
-        "FAB-DEGRADED", "error", subject,
-        f"{subject} runs {s.width} {s.speed}, declared {exp.width} {exp.speed}",
-        expected=f"{exp.width} {exp.speed}", observed=f"{s.width} {s.speed}",
-        action=(f"reseat or replace {cable_text(index, exp.cable)}; a lower width usually means a "
-                "damaged lane or a dirty connector. Check both ends' transceivers"),
-        floor=f"{floor_of(index, exp.a)} to {floor_of(index, exp.b)}",
-        inventory=("cables", exp.index),
-    )]
+    return [
+        Finding(
+            "FAB-DEGRADED",
+            "error",
+            subject,
+            f"{subject} runs {s.width} {s.speed}, declared {exp.width} {exp.speed}",
+            expected=f"{exp.width} {exp.speed}",
+            observed=f"{s.width} {s.speed}",
+            action=(
+                f"reseat or replace {cable_text(index, exp.cable)}; a lower width usually means a "
+                "damaged lane or a dirty connector. Check both ends' transceivers"
+            ),
+            floor=f"{floor_of(index, exp.a)} to {floor_of(index, exp.b)}",
+            inventory=("cables", exp.index),
+        )
+    ]
 
 
 def _unexpected(index: Index, s: Seen) -> Finding:
     subject = f"{port_text(s.a)} - {port_text(s.b)}"
     return Finding(
-        "FAB-UNEXPECTED", "warning", subject,
+        "FAB-UNEXPECTED",
+        "warning",
+        subject,
         f"a link {subject} is up but no cable is declared on either port",
         observed=subject,
         action="declare the cable in the inventory if it is intended, otherwise remove it",
@@ -147,6 +171,7 @@ def _miswired(
 
 def _as_swap(index: Index, s1: Seen, s2: Seen) -> Finding | None:
     """Two seen links that are two declared cables with one pair of ends exchanged."""
+
     # prefer naming the hosts (x) and the switch ports they landed on (y)
     def ends(s: Seen) -> list[tuple[PortKey, PortKey]]:
         return sorted(((s.a, s.b), (s.b, s.a)), key=lambda xy: xy[1][1] is not None)
@@ -161,14 +186,17 @@ def _as_swap(index: Index, s1: Seen, s2: Seen) -> Finding | None:
             if {c1.a.key, c1.b.key} == {x1, y2} and {c2.a.key, c2.b.key} == {x2, y1}:
                 where = _swap_place(y1, y2)
                 return Finding(
-                    "FAB-MISWIRED", "error", f"{port_text(x1)} / {port_text(x2)}",
+                    "FAB-MISWIRED",
+                    "error",
+                    f"{port_text(x1)} / {port_text(x2)}",
                     f"{x1[0]} and {x2[0]} are swapped on {where}: {port_text(x1)} reaches "
                     f"{port_text(y1)} (declared {port_text(y2)}), {port_text(x2)} reaches "
                     f"{port_text(y2)} (declared {port_text(y1)})",
                     expected=f"{port_text(x1)} - {port_text(y2)}, {port_text(x2)} - {port_text(y1)}",
                     observed=f"{port_text(x1)} - {port_text(y1)}, {port_text(x2)} - {port_text(y2)}",
-                    action=(f"swap cables {c1.id} and {c2.id} at {where}"
-                            + _trunk_hint(index, c1.trunk, c2.trunk)),
+                    action=(
+                        f"swap cables {c1.id} and {c2.id} at {where}" + _trunk_hint(index, c1.trunk, c2.trunk)
+                    ),
                     floor=floor_of(index, y1),
                     inventory=("cables", index.inv.cables.index(c1)),
                 )
@@ -201,12 +229,17 @@ def _one_miswire(index: Index, s: Seen) -> Finding:
             continue
         want = cable.b.key if cable.a.key == x else cable.a.key
         return Finding(
-            "FAB-MISWIRED", "error", port_text(x),
+            "FAB-MISWIRED",
+            "error",
+            port_text(x),
             f"{port_text(x)} reaches {port_text(y)}, declared {port_text(want)} ({cable.id})"
             + _rail_note(index, x, y),
-            expected=port_text(want), observed=port_text(y),
-            action=(f"move {cable_text(index, cable)} from {port_text(y)} to {port_text(want)}"
-                    + _trunk_hint(index, cable.trunk)),
+            expected=port_text(want),
+            observed=port_text(y),
+            action=(
+                f"move {cable_text(index, cable)} from {port_text(y)} to {port_text(want)}"
+                + _trunk_hint(index, cable.trunk)
+            ),
             floor=floor_of(index, y),
             inventory=("cables", index.inv.cables.index(cable)),
         )
@@ -233,22 +266,32 @@ def _missing(index: Index, exp: ExpectedLink, down: dict[PortKey, str]) -> Findi
     state = down.get(exp.a) or down.get(exp.b)
     if state is not None:
         return Finding(
-            "FAB-PORT-DOWN", "error", subject,
+            "FAB-PORT-DOWN",
+            "error",
+            subject,
             f"{subject}: port is {state}",
-            expected="Active/LinkUp", observed=state,
-            action=(f"check {cable_text(index, exp.cable)}: Polling means no peer answers (cable "
-                    "unplugged or the far end down); Disabled means the port was shut: `ibportstate "
-                    "<lid> <port> enable`"),
+            expected="Active/LinkUp",
+            observed=state,
+            action=(
+                f"check {cable_text(index, exp.cable)}: Polling means no peer answers (cable "
+                "unplugged or the far end down); Disabled means the port was shut: `ibportstate "
+                "<lid> <port> enable`"
+            ),
             floor=f"{floor_of(index, exp.a)} to {floor_of(index, exp.b)}",
             inventory=("cables", exp.index),
         )
     return Finding(
-        "FAB-MISSING", "error", subject,
+        "FAB-MISSING",
+        "error",
+        subject,
         f"{subject} is not seen on the fabric",
-        expected=f"{exp.width} {exp.speed} link", observed="no link",
-        action=(f"check {cable_text(index, exp.cable)}: plugged at both ends, "
-                f"{floor_of(index, exp.a)} and {floor_of(index, exp.b)}; is the host powered?"
-                + _trunk_hint(index, exp.cable.trunk)),
+        expected=f"{exp.width} {exp.speed} link",
+        observed="no link",
+        action=(
+            f"check {cable_text(index, exp.cable)}: plugged at both ends, "
+            f"{floor_of(index, exp.a)} and {floor_of(index, exp.b)}; is the host powered?"
+            + _trunk_hint(index, exp.cable.trunk)
+        ),
         floor=f"{floor_of(index, exp.a)} to {floor_of(index, exp.b)}",
         inventory=("cables", exp.index),
     )
@@ -269,14 +312,19 @@ def _rail_findings(
             if hca is None or sw is None or hca.rail is None or sw.rail is None or sw.role != "leaf":
                 continue
             if hca.rail != sw.rail:
-                out.append(Finding(
-                    "FAB-RAIL", "error", port_text(x),
-                    f"{port_text(x)} (rail {hca.rail}) is cabled to {y[0]}, a rail-{sw.rail} leaf",
-                    expected=f"a rail-{hca.rail} leaf", observed=f"{y[0]} (rail {sw.rail})",
-                    action="move the cable to the node's rail leaf; rail-optimized NCCL traffic "
-                           "would otherwise cross the spine",
-                    floor=floor_of(index, y),
-                ))
+                out.append(
+                    Finding(
+                        "FAB-RAIL",
+                        "error",
+                        port_text(x),
+                        f"{port_text(x)} (rail {hca.rail}) is cabled to {y[0]}, a rail-{sw.rail} leaf",
+                        expected=f"a rail-{hca.rail} leaf",
+                        observed=f"{y[0]} (rail {sw.rail})",
+                        action="move the cable to the node's rail leaf; rail-optimized NCCL traffic "
+                        "would otherwise cross the spine",
+                        floor=floor_of(index, y),
+                    )
+                )
     return out
 
 

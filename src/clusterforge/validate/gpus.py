@@ -17,34 +17,45 @@ def check_topo(index: Index, host: str, topo: NvidiaSmiTopo) -> list[Finding]:
     out: list[Finding] = []
     want = hw.gpus.count if hw.gpus else 0
     if len(topo.gpus) != want:
-        out.append(Finding(
-            "GPU-COUNT", "error", host, f"{host} shows {len(topo.gpus)} GPUs, declared {want}",
-            expected=str(want), observed=str(len(topo.gpus)),
-            action="check `nvidia-smi -L` and dmesg for fallen-off-the-bus GPUs (Xid 79); reseat or RMA",
-            floor=floor,
-        ))
+        out.append(
+            Finding(
+                "GPU-COUNT",
+                "error",
+                host,
+                f"{host} shows {len(topo.gpus)} GPUs, declared {want}",
+                expected=str(want),
+                observed=str(len(topo.gpus)),
+                action="check `nvidia-smi -L` and dmesg for fallen-off-the-bus GPUs (Xid 79); reseat or RMA",
+                floor=floor,
+            )
+        )
     if hw.gpus is not None and hw.gpus.nvlink_topology != "none":
         cls = index.cat.gpus.get(hw.gpus.model)
         expected_class = cls.nvlink_class if cls else None
         if expected_class:
             bad = []
             for i, g in enumerate(topo.gpus):
-                for h in topo.gpus[i + 1:]:
+                for h in topo.gpus[i + 1 :]:
                     if hw.gpus.nvlink_topology == "bridged-pairs" and (int(g[3:]) // 2 != int(h[3:]) // 2):
                         continue
                     cell = topo.matrix.get(g, {}).get(h)
                     if cell != expected_class:
                         bad.append(f"{g}-{h}: {cell}")
             if bad:
-                out.append(Finding(
-                    "GPU-NVLINK", "error", host,
-                    f"{host}: {len(bad)} GPU pair(s) not at {expected_class}: {', '.join(bad[:4])}"
-                    + (" ..." if len(bad) > 4 else ""),
-                    expected=expected_class, observed=", ".join(bad[:8]),
-                    action="check nvidia-fabricmanager is running (NVSwitch systems) and `nvidia-smi nvlink "
-                           "--status`; a GPU with missing links needs a reseat or RMA",
-                    floor=floor,
-                ))
+                out.append(
+                    Finding(
+                        "GPU-NVLINK",
+                        "error",
+                        host,
+                        f"{host}: {len(bad)} GPU pair(s) not at {expected_class}: {', '.join(bad[:4])}"
+                        + (" ..." if len(bad) > 4 else ""),
+                        expected=expected_class,
+                        observed=", ".join(bad[:8]),
+                        action="check nvidia-fabricmanager is running (NVSwitch systems) and `nvidia-smi nvlink "
+                        "--status`; a GPU with missing links needs a reseat or RMA",
+                        floor=floor,
+                    )
+                )
     legend = {dev: nic for nic, dev in topo.nic_legend.items()}
     for hca in hw.hcas:
         if hca.gpu is None:
@@ -55,14 +66,19 @@ def check_topo(index: Index, host: str, topo: NvidiaSmiTopo) -> list[Finding]:
             continue
         cell = topo.matrix[gpu].get(nic)
         if cell not in _NEAR:
-            out.append(Finding(
-                "GPU-HCA-AFFINITY", "error", f"{host} {hca.name}",
-                f"{host} {hca.name} is {cell} from its paired {gpu}: GPUDirect RDMA will cross "
-                f"{'the CPU' if cell in ('PHB', 'NODE') else 'sockets'}",
-                expected="PIX or PXB", observed=str(cell),
-                action="move the HCA to the PCIe switch of its GPU, or fix the pairing (gpu:) in the inventory",
-                floor=floor,
-            ))
+            out.append(
+                Finding(
+                    "GPU-HCA-AFFINITY",
+                    "error",
+                    f"{host} {hca.name}",
+                    f"{host} {hca.name} is {cell} from its paired {gpu}: GPUDirect RDMA will cross "
+                    f"{'the CPU' if cell in ('PHB', 'NODE') else 'sockets'}",
+                    expected="PIX or PXB",
+                    observed=str(cell),
+                    action="move the HCA to the PCIe switch of its GPU, or fix the pairing (gpu:) in the inventory",
+                    floor=floor,
+                )
+            )
     return out
 
 
@@ -71,9 +87,15 @@ def check_nvlink(index: Index, host: str, status: NvlinkStatus) -> list[Finding]
     down = [f"GPU{g.index} link {ln.link}" for g in status.gpus for ln in g.links if not ln.active]
     if not down:
         return []
-    return [Finding(
-        "GPU-NVLINK-DOWN", "error", host, f"{host}: {len(down)} NVLink link(s) inactive: {', '.join(down[:6])}",
-        expected="all links active", observed=", ".join(down[:12]),
-        action="check nvidia-fabricmanager and `nvidia-smi nvlink -e` error counters; reseat or RMA the GPU",
-        floor=f"rack {node.rack} U{node.u}",
-    )]
+    return [
+        Finding(
+            "GPU-NVLINK-DOWN",
+            "error",
+            host,
+            f"{host}: {len(down)} NVLink link(s) inactive: {', '.join(down[:6])}",
+            expected="all links active",
+            observed=", ".join(down[:12]),
+            action="check nvidia-fabricmanager and `nvidia-smi nvlink -e` error counters; reseat or RMA the GPU",
+            floor=f"rack {node.rack} U{node.u}",
+        )
+    ]

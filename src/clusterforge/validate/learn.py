@@ -29,11 +29,13 @@ class Learned:
     not_seen: list[str] = field(default_factory=list)  # declared devices absent from the fabric
 
     def as_yaml_data(self) -> dict[str, object]:
-        return {"guid_locks": {
-            "switches": dict(sorted(self.switches.items())),
-            "hcas": dict(sorted(self.hcas.items())),
-            "ports": dict(sorted(self.ports.items())),
-        }}
+        return {
+            "guid_locks": {
+                "switches": dict(sorted(self.switches.items())),
+                "hcas": dict(sorted(self.hcas.items())),
+                "ports": dict(sorted(self.ports.items())),
+            }
+        }
 
 
 def learn(index: Index, topo: IbTopology) -> Learned:
@@ -57,7 +59,7 @@ def learn(index: Index, topo: IbTopology) -> Learned:
         if (sw.name, None) not in bound:
             out.not_seen.append(sw.name)
     for node in index.inv.nodes:
-        for hca in index.hardware[node.name].hcas:
-            if (node.name, hca.name) not in bound:
-                out.not_seen.append(f"{node.name}/{hca.name}")
+        for card in index.hardware[node.name].hcas:
+            if (node.name, card.name) not in bound:
+                out.not_seen.append(f"{node.name}/{card.name}")
     return out

@@ -30,9 +30,16 @@ def to_json(report: Report) -> dict[str, Any]:
         "counts": dict(Counter(f"{f.rule}:{f.severity}" for f in report.findings)),
         "findings": [
             {
-                "rule": f.rule, "severity": f.severity, "subject": f.subject, "message": f.message,
-                "expected": f.expected, "observed": f.observed, "action": f.action, "floor": f.floor,
-                "inventory": format_path(f.inventory) or None, "where": f.where,
+                "rule": f.rule,
+                "severity": f.severity,
+                "subject": f.subject,
+                "message": f.message,
+                "expected": f.expected,
+                "observed": f.observed,
+                "action": f.action,
+                "floor": f.floor,
+                "inventory": format_path(f.inventory) or None,
+                "where": f.where,
             }
             for f in report.findings
         ],
@@ -76,13 +83,16 @@ def to_junit(report: Report) -> str:
         cases = sorted(subjects | (set(report.hosts_checked) if name == "hosts" else set()))
         if name == "fabric" and report.fabric_checked and not findings:
             cases = ["fabric"]
-        suite = ET.SubElement(suites, "testsuite", name=name, tests=str(len(cases)),
-                              failures=str(len(subjects)))
+        suite = ET.SubElement(
+            suites, "testsuite", name=name, tests=str(len(cases)), failures=str(len(subjects))
+        )
         for subject in cases:
             case = ET.SubElement(suite, "testcase", classname=f"clusterforge.{name}", name=subject)
             for f in (x for x in findings if x.subject == subject):
                 fail = ET.SubElement(case, "failure", type=f.rule, message=f.message)
-                fail.text = f"severity: {f.severity}\nexpected: {f.expected}\nobserved: {f.observed}\n" \
-                            f"action: {f.action}\n"
+                fail.text = (
+                    f"severity: {f.severity}\nexpected: {f.expected}\nobserved: {f.observed}\n"
+                    f"action: {f.action}\n"
+                )
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"

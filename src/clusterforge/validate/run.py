@@ -8,8 +8,16 @@ from typing import TypeVar
 
 from ..collect.store import Observations
 from ..model.index import Index
-from ..parse import ParseError, iblinkinfo, ibnetdiscover, ibstat, lctl_list_nids
-from ..parse import nvidia_smi_nvlink, nvidia_smi_query_gpu, nvidia_smi_topo
+from ..parse import (
+    ParseError,
+    iblinkinfo,
+    ibnetdiscover,
+    ibstat,
+    lctl_list_nids,
+    nvidia_smi_nvlink,
+    nvidia_smi_query_gpu,
+    nvidia_smi_topo,
+)
 from ..parse.ibstat import IbstatCa
 from .fabric import diff_fabric
 from .findings import Finding, sort_key
@@ -39,10 +47,15 @@ def validate(index: Index, obs: Observations) -> Report:
     report = Report()
     _fabric(index, obs, report)
     for host, reason in sorted(obs.unreachable.items()):
-        report.findings.append(Finding(
-            "HOST-UNREACHABLE", "error", host, f"{host} could not be reached: {reason}",
-            action="check the host is up and reachable over SSH (and its host key is known)",
-        ))
+        report.findings.append(
+            Finding(
+                "HOST-UNREACHABLE",
+                "error",
+                host,
+                f"{host} could not be reached: {reason}",
+                action="check the host is up and reachable over SSH (and its host key is known)",
+            )
+        )
     for host, texts in sorted(obs.hosts.items()):
         if host not in index.nodes:
             continue
@@ -52,15 +65,22 @@ def validate(index: Index, obs: Observations) -> Report:
     return report
 
 
-def _parse(obs: Observations, host: str | None, stem: str, text: str,
-           fn: Callable[[str], T], report: Report) -> T | None:
+def _parse(
+    obs: Observations, host: str | None, stem: str, text: str, fn: Callable[[str], T], report: Report
+) -> T | None:
     try:
         return fn(text)
     except ParseError as exc:
-        report.findings.append(Finding(
-            "PARSE", "error", host or "fabric", f"{obs.path_of(host, stem)}:{exc.line_no}: {exc.message}",
-            observed=exc.line, action="re-collect; if the tool's output format changed, report it",
-        ))
+        report.findings.append(
+            Finding(
+                "PARSE",
+                "error",
+                host or "fabric",
+                f"{obs.path_of(host, stem)}:{exc.line_no}: {exc.message}",
+                observed=exc.line,
+                action="re-collect; if the tool's output format changed, report it",
+            )
+        )
         return None
 
 
@@ -68,10 +88,15 @@ def _fabric(index: Index, obs: Observations, report: Report) -> None:
     text = obs.fabric.get("ibnetdiscover")
     if text is None:
         if index.inv.cables:
-            report.findings.append(Finding(
-                "FAB-NO-DATA", "warning", "fabric", "no ibnetdiscover output: the fabric was not checked",
-                action="collect from the subnet-manager node (`clusterforge validate` does) or pass --from",
-            ))
+            report.findings.append(
+                Finding(
+                    "FAB-NO-DATA",
+                    "warning",
+                    "fabric",
+                    "no ibnetdiscover output: the fabric was not checked",
+                    action="collect from the subnet-manager node (`clusterforge validate` does) or pass --from",
+                )
+            )
         return
     topo = _parse(obs, None, "ibnetdiscover", text, ibnetdiscover.parse, report)
     if topo is None:
@@ -101,12 +126,20 @@ def _host(index: Index, obs: Observations, host: str, texts: dict[str, str], rep
         if topo is not None:
             report.findings += check_topo(index, host, topo)
     if "nvidia-smi-nvlink" in texts:
-        nv = _parse(obs, host, "nvidia-smi-nvlink", texts["nvidia-smi-nvlink"], nvidia_smi_nvlink.parse, report)
+        nv = _parse(
+            obs, host, "nvidia-smi-nvlink", texts["nvidia-smi-nvlink"], nvidia_smi_nvlink.parse, report
+        )
         if nv is not None:
             report.findings += check_nvlink(index, host, nv)
     if "nvidia-smi-query-gpu" in texts:
-        q = _parse(obs, host, "nvidia-smi-query-gpu", texts["nvidia-smi-query-gpu"],
-                   nvidia_smi_query_gpu.parse, report)
+        q = _parse(
+            obs,
+            host,
+            "nvidia-smi-query-gpu",
+            texts["nvidia-smi-query-gpu"],
+            nvidia_smi_query_gpu.parse,
+            report,
+        )
         if q is not None:
             report.findings += check_driver(index, host, q)
     if "lctl-list-nids" in texts:

@@ -17,11 +17,17 @@ def check_driver(index: Index, host: str, query: QueryGpuResult) -> list[Finding
     seen = {row.values.get("driver_version") for row in query.rows} - {None}
     if not seen or seen == {pin}:
         return []
-    return [Finding(
-        "SW-VERSION", "error", host, f"{host} runs NVIDIA driver {', '.join(sorted(s for s in seen if s))}, "
-        f"pinned {pin}", expected=pin, observed=", ".join(sorted(s for s in seen if s)),
-        action="re-run the deploy for this host (`make deploy ENV=... LIMIT=<host>`)",
-    )]
+    return [
+        Finding(
+            "SW-VERSION",
+            "error",
+            host,
+            f"{host} runs NVIDIA driver {', '.join(sorted(s for s in seen if s))}, pinned {pin}",
+            expected=pin,
+            observed=", ".join(sorted(s for s in seen if s)),
+            action="re-run the deploy for this host (`make deploy ENV=... LIMIT=<host>`)",
+        )
+    ]
 
 
 def check_nids(index: Index, host: str, nids: Sequence[LnetNid]) -> list[Finding]:
@@ -33,11 +39,16 @@ def check_nids(index: Index, host: str, nids: Sequence[LnetNid]) -> list[Finding
         if not client or host in fs.servers:
             continue
         if fs.lnet not in nets and not (fs.lnet.endswith("0") and fs.lnet[:-1] in nets):
-            out.append(Finding(
-                "LNET-NID", "error", host,
-                f"{host} has no NID on {fs.lnet} for Lustre {fs.name} (has {', '.join(sorted(nets)) or 'none'})",
-                expected=f"<ip>@{fs.lnet}", observed=", ".join(n.nid for n in nids) or "none",
-                action=f"check lnet.conf / `options lnet networks=` for {fs.lnet}({','.join(fs.interfaces)}) "
-                       "and that the IPoIB interface is up; `lnetctl net show`",
-            ))
+            out.append(
+                Finding(
+                    "LNET-NID",
+                    "error",
+                    host,
+                    f"{host} has no NID on {fs.lnet} for Lustre {fs.name} (has {', '.join(sorted(nets)) or 'none'})",
+                    expected=f"<ip>@{fs.lnet}",
+                    observed=", ".join(n.nid for n in nids) or "none",
+                    action=f"check lnet.conf / `options lnet networks=` for {fs.lnet}({','.join(fs.interfaces)}) "
+                    "and that the IPoIB interface is up; `lnetctl net show`",
+                )
+            )
     return out

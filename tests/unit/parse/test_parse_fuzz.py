@@ -52,7 +52,8 @@ def check(tool: str, text: str) -> None:
     assert json.loads(json.dumps(out)) == out
 
 
-TOKENS = list("\n\t \"'[]()#:=,-./0123456789abcdefxX@<>|\ré\x00") + [
+TOKENS = [
+    *"\n\t \"'[]()#:=,-./0123456789abcdefxX@<>|\ré\x00",
     "GPU", "NIC", "Port", "CA", "Switch", "lid", "NV12", "\x1b[4m", "0x", "Link", "N/A",
 ]
 NOISE = st.one_of(

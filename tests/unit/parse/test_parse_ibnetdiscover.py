@@ -6,7 +6,7 @@ import pytest
 from _parse_helpers import fixture, raises_at
 from _parse_synth import synth_ibnetdiscover
 
-from clusterforge.parse import ParseError, ibnetdiscover, ibnetdiscover_ports, iblinkinfo
+from clusterforge.parse import ParseError, iblinkinfo, ibnetdiscover, ibnetdiscover_ports
 
 TOPOGRAPH = "ibnetdiscover/topograph-dgx-h100-superpod-ndr-40sw-582ca"
 PSMN = "ibnetdiscover/psmn-x5-qdr-11switch-89ca"
@@ -100,10 +100,11 @@ def test_every_truncation_of_a_small_fabric_raises() -> None:
 
 def test_one_sided_link_and_missing_node_raise() -> None:
     text = fixture("ibnetdiscover/topograph-gb200-isolated-single-ca")
-    dangling = text + '[1](b8e92403009ca838) \t"S-0000000000000001"[3]\t\t# lid 1 lmc 0 "sw" lid 2 4xNDR\n'
+    dangling = text + (
+        '[1](b8e92403009ca838) \t"S-0000000000000001"[3]\t\t# lid 1 lmc 0 "sw" lid 2 4xNDR\n')
     err = raises_at(ibnetdiscover.parse, dangling)
     assert "no record" in err.message
-    sw = ('\nswitchguid=0x1(1)\nSwitch\t36 "S-0000000000000001"\t\t# "sw" base port 0 lid 2 lmc 0\n')
+    sw = '\nswitchguid=0x1(1)\nSwitch\t36 "S-0000000000000001"\t\t# "sw" base port 0 lid 2 lmc 0\n'
     err = raises_at(ibnetdiscover.parse, dangling + sw)
     assert "one end only" in err.message
 

@@ -91,6 +91,7 @@ def test_garbage_lines_raise() -> None:
     raises_at(ibstat.parse, GOOD.format(rate="200") + "xyz\n", 18)
     raises_at(ibstat.parse, GOOD.format(rate="200").replace("Rate: 200", "Rate: fast"))
     raises_at(ibstat.parse, GOOD.format(rate="200").replace("0x2651e848", "zz"))
+    raises_at(ibstat.parse, GOOD.format(rate="200").replace("InfiniBand", "Infini"))
 
 
 def test_port_field_before_port_header() -> None:
@@ -114,8 +115,9 @@ def test_ibstat_p() -> None:
     guids = ibstat_p.parse(fixture("ibstat-p/cn-tutorial-2x-cx3-fdr-4-port-guids"))
     assert guids == ("0xec0d9a03000c8981", "0xec0d9a03000c8982",
                      "0xf45214030033b851", "0xf45214030033b852")
-    assert ibstat_p.parse("0xABC\n") == ("0x0000000000000abc",)
+    assert ibstat_p.parse("0x00000000000ABCDE\n") == ("0x00000000000abcde",)
     raises_at(ibstat_p.parse, "0xec0d9a03000c8981\nmlx5_0\n", 2)
+    raises_at(ibstat_p.parse, "0xec0d9a03000c8981\n0xec0d9a03000c89\n", 2)  # cut line
     raises_at(ibstat_p.parse, "0x00000000000000001\n", 1)
 
 

@@ -47,7 +47,8 @@ def test_topo_ansi_header_tabs_and_stripped_rows() -> None:
     t = nvidia_smi_topo.parse(fixture(TOPO + "nvutil-1xh100-80gb-590.48.01-single-gpu"))
     assert t.gpus == ("GPU0",) and t.matrix == {"GPU0": {}}
     assert t.affinity["GPU0"].cpu == "0-19"
-    t = nvidia_smi_topo.parse(fixture(TOPO + "vllm-collect-env-2xl40s-2nic-container-cpuset-stripped"))
+    t = nvidia_smi_topo.parse(
+        fixture(TOPO + "vllm-collect-env-2xl40s-2nic-container-cpuset-stripped"))
     assert t.matrix["NIC1"] == {"GPU0": "SYS", "GPU1": "SYS", "NIC0": "PIX"}
     assert t.affinity["GPU1"].cpu == "0,2,4,6,8,10"
     t = nvidia_smi_topo.parse(fixture(TOPO + "gpuallocator-issue17-8x4090-tabs"))
@@ -89,7 +90,8 @@ def test_nvlink_empty_inactive_links_and_errors() -> None:
     text = "GPU 0: NVIDIA A100 (UUID: GPU-1)\n\t Link 0: 25 GB/s\n\t Link 1: <inactive>\n"
     (gpu,) = nvidia_smi_nvlink.parse(text).gpus
     assert [(lk.active, lk.speed_gbs) for lk in gpu.links] == [(True, 25.0), (False, None)]
-    err = raises_at(nvidia_smi_nvlink.parse, fixture(NVLINK + "mlengineering-h100-26.562-elided"), 3)
+    elided = fixture(NVLINK + "mlengineering-h100-26.562-elided")
+    err = raises_at(nvidia_smi_nvlink.parse, elided, 3)
     assert "elided" in err.message
     raises_at(nvidia_smi_nvlink.parse, "GPU 0: X (UUID: GPU-1)\n", 1)  # no links, no message
     raises_at(nvidia_smi_nvlink.parse, "Link 0: 25 GB/s\n", 1)

@@ -148,12 +148,15 @@ def test_validate_cli_exit_codes_and_junit(lab: Checked, tmp_path: Path, fmt: st
     fab.remove("C-00010")
     (saved / "fabric" / "ibnetdiscover.txt").write_text(render(lab.index, fab))
     junit = tmp_path / "report.xml"
-    bad = CliRunner().invoke(app, ["validate", env, "--from", str(saved), "--format", fmt,
-                                   "--junit", str(junit)])
+    bad = CliRunner().invoke(
+        app, ["validate", env, "--from", str(saved), "--format", fmt, "--junit", str(junit)]
+    )
     assert bad.exit_code == 4, bad.output
     assert "FAB-MISSING" in bad.output
     assert 'failures="1"' in junit.read_text() and "C-00010" in junit.read_text()
     (saved / "hosts" / "gpu01").mkdir(parents=True)
-    (saved / "hosts" / "gpu01" / "UNREACHABLE").write_text("ssh: connect to host 198.18.10.10 port 22: No route")
+    (saved / "hosts" / "gpu01" / "UNREACHABLE").write_text(
+        "ssh: connect to host 198.18.10.10 port 22: No route"
+    )
     unreachable = CliRunner().invoke(app, ["validate", env, "--from", str(saved), "--format", fmt])
     assert unreachable.exit_code == 5
