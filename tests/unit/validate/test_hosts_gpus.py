@@ -1,0 +1,103 @@
+"""Host and GPU checks on real captured outputs (tests/fixtures), against small inventories."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clusterforge.api import Checked, load_checked
+from clusterforge.parse import ibstat, nvidia_smi_topo
+from clusterforge.validate.gpus import check_topo
+from clusterforge.validate.hosts import check_host
+
+ROOT = Path(__file__).resolve().parents[3]
+FIX = ROOT / "tests" / "fixtures"
+
+DGX = """
+nodes:
+  - name: dgx01
+    rack: r02
+    u: 10
+    gpus: {{model: {gpu}, count: 8, numa: [0, 0, 0, 0, 1, 1, 1, 1]}}
+    hcas:
+      - {{name: mlx5_0, model: ConnectX-6, gpu: {gpu0}, numa: 0, ports: [{{port: 1, rate: HDR}}]}}
+      - {{name: mlx5_6, model: ConnectX-6, gpu: 7, numa: 1, ports: [{{port: 1, rate: HDR}}]}}
+"""
+
+
+def env_with(tmp_path: Path, extra: str) -> Checked:
+    env = tmp_path / "env"
+    shutil.copytree(ROOT / "tests" / "errors" / "_base", env)
+    (env / "zz-extra.yaml").write_text(extra)
+    return load_checked(env)
+
+
+def topo_dgx_a100() -> nvidia_smi_topo.NvidiaSmiTopo:
+    return nvidia_smi_topo.parse((FIX / "nvidia-smi-topo" / "litgpt-dgx-a100-nv12-10nic-tabs.txt").read_text())
+
+
+def test_dgx_a100_topology_matches_its_declaration(tmp_path: Path) -> None:
+    # mlx5_0 (NIC0) is PXB to GPU2/GPU3 in this capture: pairing it with GPU2 is right.
+    checked = env_with(tmp_path, DGX.format(gpu="A100-SXM", gpu0=2).replace("gpu: 7", "gpu: 4"))
+    findings = check_topo(checked.index, "dgx01", topo_dgx_a100())
+    # mlx5_6 (NIC6) is SYS to every GPU in the capture: its pairing with GPU4 is wrong.
+    assert [(f.rule, f.subject) for f in findings] == [("GPU-HCA-AFFINITY", "dgx01 mlx5_6")]
+    assert findings[0].observed == "SYS"
+
+
+def test_wrong_pairing_and_wrong_gpu_model(tmp_path: Path) -> None:
+    checked = env_with(tmp_path, DGX.format(gpu="H100-SXM", gpu0=0))
+    rules = sorted((f.rule, f.subject) for f in check_topo(checked.index, "dgx01", topo_dgx_a100()))
+    assert rules == [
+        ("GPU-HCA-AFFINITY", "dgx01 mlx5_0"),  # NIC0 is SYS from GPU0
+        ("GPU-HCA-AFFINITY", "dgx01 mlx5_6"),
+        ("GPU-NVLINK", "dgx01"),  # an H100 SXM node must show NV18, the capture shows NV12
+    ]
+
+
+def test_gpu_count(tmp_path: Path) -> None:
+    checked = env_with(tmp_path, DGX.format(gpu="A100-SXM", gpu0=2).replace("count: 8", "count: 16")
+                       .replace("numa: [0, 0, 0, 0, 1, 1, 1, 1]", "numa: []").replace("gpu: 7", "gpu: 2"))
+    findings = check_topo(checked.index, "dgx01", topo_dgx_a100())
+    assert [f.rule for f in findings if f.rule == "GPU-COUNT"] == ["GPU-COUNT"]
+
+
+HOST = """
+nodes:
+  - name: h1
+    rack: r02
+    u: 10
+    hcas:
+      - {{name: mlx5_0, model: ConnectX-6, ports: [{{port: 1, rate: {rate}, guid: '{guid}'}}]}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("rate", "guid", "rules"),
+    [
+        ("HDR", "0xb8cef60300025b90", []),
+        ("HDR100", "0xb8cef60300025b90", ["HOST-PORT-RATE"]),
+        ("HDR", "0xb8cef60300025b91", ["HOST-GUID"]),
+    ],
+)
+def test_ibstat_of_a_connectx6(tmp_path: Path, rate: str, guid: str, rules: list[str]) -> None:
+    checked = env_with(tmp_path, HOST.format(rate=rate, guid=guid))
+    cas = ibstat.parse((FIX / "ibstat" / "sharp-blog-cx6-hdr-mt4123.txt").read_text())
+    assert [f.rule for f in check_host(checked.index, "h1", cas)] == rules
+
+
+def test_ibstat_ethernet_port_and_missing_hca(tmp_path: Path) -> None:
+    extra = HOST.format(rate="HDR", guid="0x1c918efffe7a03a0").replace(
+        "ports: [{port: 1, rate: HDR, guid: '0x1c918efffe7a03a0'}]}",
+        "ports: [{port: 1, rate: HDR, guid: '0x1c918efffe7a03a0'}]}\n"
+        "      - {name: mlx5_12, model: ConnectX-6, ports: [{port: 1, rate: HDR}]}",
+    )
+    checked = env_with(tmp_path, extra)
+    cas = ibstat.parse((FIX / "ibstat" / "gpud-a100-hdr-200g.txt").read_text())
+    findings = check_host(checked.index, "h1", cas)
+    assert sorted((f.rule, f.subject) for f in findings) == [
+        ("HOST-HCA-MISSING", "h1 mlx5_12"),
+        ("HOST-LINK-LAYER", "h1 mlx5_0/1"),  # the capture's mlx5_0 is an Ethernet port
+    ]
