@@ -1,7 +1,7 @@
 """``ibnetdiscover`` topology output (plain format, also the ``ibdiagnet2.ibnetdiscover`` file).
 
-Linear, single pass; one precompiled regex per line kind, no backtracking-prone
-patterns.  Handles tab or space separation, blank lines present or stripped,
+Linear, single pass; one precompiled regex per line kind (backtracking bounded by
+the line length).  Handles tab or space separation, blank lines present or stripped,
 ``vendid=``/``devid=``/``sysimgguid=``/``switchguid=``/``caguid=``/``rtguid=``
 id lines, ``[port](portguid)`` and ibdiagnet's ``[port](label)(portguid)`` forms,
 ``[ext N]`` (``-g``), ``s=.. w=.. v=..`` (``-f``) and node descriptions containing
@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from clusterforge.parse._common import empty_error, fail, shorten, split_lines
+from clusterforge.parse._common import empty_error, fail, gc_paused, shorten, split_lines
 
 TOOL = "ibnetdiscover"
 
@@ -90,14 +90,14 @@ _NODE_RE = re.compile(
     r'(Switch|Ca|Rt)[ \t]+(\d+)[ \t]+"([SHR])-([0-9a-fA-F]{1,16})"[ \t]*#[ \t]?"(.*)"(.*)'
 )
 _SWITCH_TAIL_RE = re.compile(r"\s*(enhanced|base) port 0 lid (\d+) lmc (\d+)\s*")
+# one pass over a port line, comment included; the description is greedy up to the
+# last '"' that is followed by " lid N <width><speed>", so '#' and '"' inside it are fine
 _PORT_RE = re.compile(
     r"\[(\d+)\](?:\[ext \d+\])?(?:\(([^()]*)\))?(?:\(([0-9a-fA-F]{1,16})\))?[ \t]*"
     r'"([SHR])-([0-9a-fA-F]{1,16})"\[(\d+)\](?:\[ext \d+\])?[ \t]*'
-    r"(?:\(([0-9a-fA-F]{1,16})\))?[ \t]*#[ \t]?(.*)"
-)
-_LOCAL_LID_RE = re.compile(r"lid (\d+) lmc (\d+) ")
-_TAIL_RE = re.compile(
-    r"[ \t]*lid (\d+) (\d+x|\?\?)(SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR|\?\?\?)\b.*"
+    r"(?:\(([0-9a-fA-F]{1,16})\))?[ \t]*#[ \t]?"
+    r'(?:lid (\d+) lmc \d+ )?"(.*)"[ \t]*lid (\d+) '
+    r"(\d+x|\?\?)(SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR|\?\?\?)(?:[ \t].*)?"
 )
 _ID_RE = re.compile(
     r"(vendid|devid|sysimgguid|switchguid|caguid|rtguid)=0x([0-9a-fA-F]{1,16})"
@@ -125,147 +125,145 @@ class _Pending:
     b: IbLinkEnd | None = None
 
 
+def _node(m: re.Match[str], ids: dict[str, tuple[str, str | None]], idx: int,
+          raw: str) -> IbNode:
+    tag, nports, letter, guid_hex, desc, tail = m.groups()
+    kind = _KIND_BY_TAG[tag]
+    if _KIND_BY_LETTER[letter] != kind:
+        raise fail(TOOL, idx, raw, f"{tag} record with a {letter}- node name")
+    guid = _g(guid_hex)
+    lid = port0 = None
+    if kind == "switch":
+        sm = _SWITCH_TAIL_RE.fullmatch(tail)
+        if sm is None:
+            raise fail(TOOL, idx, raw, "expected '<enhanced|base> port 0 lid N lmc N' after "
+                       f"the switch description, got {tail.strip()!r}")
+        port0, lid = sm.group(1), int(sm.group(2))
+    elif tail.strip() not in ("", "(scp)"):
+        raise fail(TOOL, idx, raw, f"unexpected text after description: {tail!r}")
+    own_key = {"switch": "switchguid", "ca": "caguid", "router": "rtguid"}[kind]
+    if own_key in ids and ids[own_key][0] != guid:
+        raise fail(TOOL, idx, raw, f"{own_key}={ids[own_key][0]} does not match {guid}")
+    vend, dev, sysimg = ids.get("vendid"), ids.get("devid"), ids.get("sysimgguid")
+    return IbNode(
+        kind=kind, guid=guid, name=desc, ports=int(nports),
+        vendid=int(vend[0], 16) if vend else None,
+        devid=int(dev[0], 16) if dev else None,
+        sysimgguid=sysimg[0] if sysimg else None,
+        lid=lid, port0=port0, line_no=idx,
+    )
+
+
 def parse(text: str) -> IbTopology:
     """Parse plain ``ibnetdiscover`` output into nodes and deduplicated links."""
+    with gc_paused():
+        return _parse(text)
+
+
+def _parse(text: str) -> IbTopology:
     lines = split_lines(text)
     nodes: dict[str, IbNode] = {}
     order: list[IbNode] = []
     ids: dict[str, tuple[str, str | None]] = {}
     pending: dict[tuple[str, int, str, int], _Pending] = {}
     link_order: list[_Pending] = []
-    # remote nodes referenced by port lines: guid -> (line_no, line)
+    # remote nodes referenced by port lines before their record: guid -> (line_no, line)
     referenced: dict[str, tuple[int, str]] = {}
     cur: IbNode | None = None
+    cur_guid = cur_name = ""
+    cur_kind: NodeKind = "ca"
+    cur_lid: int | None = None
+    cur_ports = 0
+    cur_is_switch = False
     from_node: str | None = None
-    node_re_match = _NODE_RE.fullmatch
-    port_re_match = _PORT_RE.fullmatch
-    tail_match = _TAIL_RE.fullmatch
-    guid_cache: dict[str, str] = {}
-
-    def g(hexdigits: str) -> str:
-        out = guid_cache.get(hexdigits)
-        if out is None:
-            out = guid_cache[hexdigits] = _g(hexdigits)
-        return out
+    port_match = _PORT_RE.fullmatch
+    gcache: dict[str, str] = {}
+    kind_by_letter = _KIND_BY_LETTER
 
     for idx, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line:
             continue
-        if line[0] == "#":
-            if line.startswith("# Initiated from node "):
-                fm = _FROM_RE.match(line)
-                from_node = g(fm.group(1)) if fm is not None else None
-            continue
         c = line[0]
         if c == "[":
             if cur is None:
                 raise fail(TOOL, idx, raw, "port line before any Switch/Ca/Rt record")
-            m = port_re_match(line)
+            m = port_match(line)
             if m is None:
                 raise fail(TOOL, idx, raw, f"malformed port line {shorten(raw)}")
-            (lport, paren1, paren2, rletter, rguid_hex, rport, rpguid, comment) = m.groups()
+            (lport_s, paren1, paren2, rletter, rhex, rport_s, rpguid, llid, _rdesc, _rlid,
+             width, speed) = m.groups()
+            lport = int(lport_s)
+            if not 0 < lport <= cur_ports:
+                raise fail(TOOL, idx, raw, f"port {lport} outside 1..{cur_ports} of this node")
             label: str | None = None
             local_pguid: str | None = None
-            if cur.kind == "switch":
+            if cur_is_switch:
                 if paren2 is not None:
                     raise fail(TOOL, idx, raw, "switch port line with a port GUID")
                 label = paren1
             elif paren2 is not None:
-                label, local_pguid = paren1, g(paren2)
+                label, local_pguid = paren1, _g(paren2)
             elif paren1 is not None and _HEX_RE.fullmatch(paren1):
-                local_pguid = g(paren1)
+                local_pguid = _g(paren1)
             else:
                 label = paren1
-            local_lid: int | None = cur.lid
-            if comment.startswith("lid "):
-                lm = _LOCAL_LID_RE.match(comment)
-                if lm is None:
-                    raise fail(TOOL, idx, raw, f"malformed 'lid N lmc N' comment {shorten(raw)}")
-                local_lid = int(lm.group(1))
-                comment = comment[lm.end():]
-            q2 = comment.rfind('"')
-            if not comment.startswith('"') or q2 <= 0:
-                raise fail(TOOL, idx, raw, f"expected quoted remote description {shorten(raw)}")
-            tm = tail_match(comment, q2 + 1)
-            if tm is None:
-                raise fail(TOOL, idx, raw, f"expected 'lid N <width><speed>' {shorten(raw)}")
-            rguid = g(rguid_hex)
-            rkind = _KIND_BY_LETTER[rletter]
-            if (rkind == "switch") == (rpguid is not None):
+            rguid = gcache.get(rhex)
+            if rguid is None:
+                rguid = gcache[rhex] = _g(rhex)
+            rkind = kind_by_letter[rletter]
+            if (rletter == "S") == (rpguid is not None):
                 raise fail(TOOL, idx, raw, "remote port GUID must be given for CA/router only")
-            if rguid in nodes and nodes[rguid].kind != rkind:
-                raise fail(TOOL, idx, raw, f"node {rguid} is a {nodes[rguid].kind}, not {rkind}")
-            key_a = (cur.guid, int(lport))
-            key_b = (rguid, int(rport))
-            if not 1 <= key_a[1] <= cur.ports:
-                raise fail(TOOL, idx, raw, f"port {lport} outside 1..{cur.ports} of this node")
-            key = (*key_a, *key_b) if key_a <= key_b else (*key_b, *key_a)
-            end = IbLinkEnd(
-                guid=cur.guid, port=int(lport), name=cur.name, kind=cur.kind,
-                port_guid=local_pguid, lid=local_lid, label=label,
-            )
+            rport = int(rport_s)
+            key = ((cur_guid, lport, rguid, rport) if (cur_guid, lport) <= (rguid, rport)
+                   else (rguid, rport, cur_guid, lport))
+            end = IbLinkEnd(cur_guid, lport, cur_name, cur_kind, local_pguid,
+                            int(llid) if llid is not None else cur_lid, label)
             seen = pending.get(key)
             if seen is None:
-                pl = _Pending(a=end, b_kind=rkind, width=tm.group(2), speed=tm.group(3),
-                              line_no=idx, line=raw)
+                rnode = nodes.get(rguid)
+                if rnode is None:
+                    if rguid not in referenced:
+                        referenced[rguid] = (idx, raw)
+                elif rnode.kind != rkind:
+                    raise fail(TOOL, idx, raw, f"node {rguid} is a {rnode.kind}, not {rkind}")
+                pl = _Pending(end, rkind, width, speed, idx, raw)
                 pending[key] = pl
                 link_order.append(pl)
-                if rguid not in nodes and rguid not in referenced:
-                    referenced[rguid] = (idx, raw)
-            elif seen.b is not None or (seen.a.guid, seen.a.port) == key_a:
+            elif seen.b is not None or (seen.a.guid == cur_guid and seen.a.port == lport):
                 raise fail(TOOL, idx, raw, "link listed twice from the same end")
-            elif seen.b_kind != cur.kind:
-                raise fail(TOOL, idx, raw, f"node {cur.guid} is a {cur.kind}, but the other "
+            elif seen.b_kind != cur_kind:
+                raise fail(TOOL, idx, raw, f"node {cur_guid} is a {cur_kind}, but the other "
                            f"end of this link (line {seen.line_no}) calls it a {seen.b_kind}")
             else:
                 seen.b = end
             continue
+        if c == "#":
+            if line.startswith("# Initiated from node "):
+                fm = _FROM_RE.match(line)
+                from_node = _g(fm.group(1)) if fm is not None else None
+            continue
         if c in "SCR":
-            m = node_re_match(line)
+            m = _NODE_RE.fullmatch(line)
             if m is None:
                 if _SKIP_RE.fullmatch(line):
                     continue
                 raise fail(TOOL, idx, raw, f"malformed node record {shorten(raw)}")
-            tag, nports, letter, guid_hex, desc, tail = m.groups()
-            kind = _KIND_BY_TAG[tag]
-            if _KIND_BY_LETTER[letter] != kind:
-                raise fail(TOOL, idx, raw, f"{tag} record with a {letter}- node name")
-            guid = g(guid_hex)
-            if guid in nodes:
-                raise fail(TOOL, idx, raw, f"duplicate record for node {guid}")
-            lid = port0 = None
-            if kind == "switch":
-                sm = _SWITCH_TAIL_RE.fullmatch(tail)
-                if sm is None:
-                    raise fail(TOOL, idx, raw, f"expected '<enhanced|base> port 0 lid N lmc N' "
-                               f"after the switch description, got {tail.strip()!r}")
-                port0, lid = sm.group(1), int(sm.group(2))
-            elif tail.strip() not in ("", "(scp)"):
-                raise fail(TOOL, idx, raw, f"unexpected text after description: {tail!r}")
-            own_key = {"switch": "switchguid", "ca": "caguid", "router": "rtguid"}[kind]
-            if own_key in ids and ids[own_key][0] != guid:
-                raise fail(TOOL, idx, raw, f"{own_key}={ids[own_key][0]} does not match {guid}")
-            vend = ids.get("vendid")
-            dev = ids.get("devid")
-            sysimg = ids.get("sysimgguid")
-            cur = IbNode(
-                kind=kind, guid=guid, name=desc, ports=int(nports),
-                vendid=int(vend[0], 16) if vend else None,
-                devid=int(dev[0], 16) if dev else None,
-                sysimgguid=sysimg[0] if sysimg else None,
-                lid=lid, port0=port0, line_no=idx,
-            )
-            nodes[guid] = cur
+            cur = _node(m, ids, idx, raw)
+            if cur.guid in nodes:
+                raise fail(TOOL, idx, raw, f"duplicate record for node {cur.guid}")
+            nodes[cur.guid] = cur
             order.append(cur)
             ids = {}
+            cur_guid, cur_name, cur_kind, cur_lid = cur.guid, cur.name, cur.kind, cur.lid
+            cur_ports, cur_is_switch = cur.ports, cur.kind == "switch"
             continue
         m = _ID_RE.fullmatch(line)
         if m is not None:
             key_name = m.group(1)
             if key_name in ids:
                 raise fail(TOOL, idx, raw, f"{key_name}= repeated without a node record in between")
-            value = m.group(2) if key_name in ("vendid", "devid") else g(m.group(2))
+            value = m.group(2) if key_name in ("vendid", "devid") else _g(m.group(2))
             ids[key_name] = (value, m.group(3))
             continue
         if _SKIP_RE.fullmatch(line):

@@ -190,3 +190,19 @@ def test_iblinkinfo_back_to_back_and_truncated_switch() -> None:
     rep = iblinkinfo.parse(fixture("iblinkinfo/linpack-edr-msb7700-3node"))
     assert [len(n.ports) for n in rep.nodes] == [1, 1, 18]
     assert rep.nodes[2].name == "MF0;SB7700:MSB7700/U1"
+
+
+def test_gc_state_is_restored() -> None:
+    import gc
+
+    assert gc.isenabled()
+    ibnetdiscover.parse(fixture(PSMN))
+    assert gc.isenabled()
+    raises_at(ibnetdiscover.parse, "garbage\n", 1)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        ibnetdiscover.parse(fixture(PSMN))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
