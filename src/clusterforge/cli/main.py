@@ -7,6 +7,8 @@ import typer
 from . import check as check_cmd
 from . import learn as learn_cmd
 from . import parse as parse_cmd
+from . import plan as plan_cmd
+from . import render as render_cmd
 from . import schema as schema_cmd
 from . import validate as validate_cmd
 
@@ -22,6 +24,8 @@ app.command("schema")(schema_cmd.schema)
 app.command("parse")(parse_cmd.parse)
 app.command("validate")(validate_cmd.validate)
 app.command("learn")(learn_cmd.learn)
+app.add_typer(plan_cmd.app, name="plan")
+app.command("render")(render_cmd.render)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -1,1 +1,19 @@
+"""Render an environment's files from the model: one Jinja2 Environment, pure context builders.
 
+    from clusterforge.render import render, render_environment, write_tree
+
+    files = render_environment(index, "lab")           # {relative path: text}, pure
+    result = render(index, "lab", svg=True)            # + kinds, placeholder GUIDs, notes, SVG
+    report = write_tree(Path("out/lab"), result.files) # atomic writes, stale files removed
+"""
+
+from .core import Rendered, banner, file_specs, render, render_environment
+from .guids import PLACEHOLDER_PREFIX, GuidBook, is_placeholder
+from .hostlist import compress as hostlist
+from .spec import FileSpec
+from .writer import WriteReport, write_tree
+
+__all__ = [
+    "PLACEHOLDER_PREFIX", "FileSpec", "GuidBook", "Rendered", "WriteReport", "banner", "file_specs",
+    "hostlist", "is_placeholder", "render", "render_environment", "write_tree",
+]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 
 from ..model.addresses import Addresses, allocate
 from ..model.cabling import Cable
@@ -30,6 +30,7 @@ class Ca:
     kind: str  # "hca" | "dpu"
     model: str
     rail: int | None
+    gpu: int | None  # the GPU the HCA is paired with (PCIe/NUMA affinity)
     ports: tuple[int, ...]  # InfiniBand ports only
     rates: tuple[str, ...]  # rate of each port, same order
 
@@ -51,6 +52,7 @@ class Link:
     rate: str | None  # the slower end's rate; None when an end's rate is unknown
 
 
+@cache
 def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key that orders `mlx5_2` before `mlx5_10`."""
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", text) if p)
@@ -73,7 +75,7 @@ class FabricView:
                     if ib:
                         out.append(Ca(
                             node.name, dev.name, kind, dev.model, getattr(dev, "rail", None),
-                            tuple(p.port for p in ib), tuple(p.rate for p in ib),
+                            getattr(dev, "gpu", None), tuple(p.port for p in ib), tuple(p.rate for p in ib),
                         ))
         return out
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from ..model.index import Index
 
@@ -86,13 +87,14 @@ def build_guids(index: Index, cas: list[tuple[str, str, tuple[int, ...]]]) -> Gu
     declared_ca: dict[tuple[str, str], int] = {}
     declared_port: dict[tuple[str, str | None, int], int] = {}
     for node, hw in index.hardware.items():
-        for dev in (*hw.hcas, *hw.dpus):
-            node_guid = getattr(dev, "node_guid", None)
-            if node_guid:
-                declared_ca[(node, dev.name)] = int(node_guid, 16)
-            for hp in dev.ports:
+        for hca in hw.hcas:
+            if hca.node_guid:
+                declared_ca[(node, hca.name)] = int(hca.node_guid, 16)
+        devices = [(h.name, h.ports) for h in hw.hcas] + [(d.name, d.ports) for d in hw.dpus]
+        for dev_name, dev_ports in devices:
+            for hp in dev_ports:
                 if hp.guid:
-                    declared_port[(node, dev.name, hp.port)] = int(hp.guid, 16)
+                    declared_port[(node, dev_name, hp.port)] = int(hp.guid, 16)
 
     known: set[int] = set()
     switches: dict[str, int] = {}
@@ -124,16 +126,14 @@ def build_guids(index: Index, cas: list[tuple[str, str, tuple[int, ...]]]) -> Gu
 
     placeholders: set[str] = set()
     for name in todo_sw:
-        switches[name] = _fresh(known, lambda salt, n=name: placeholder_switch_guid(n, salt), span=1)
+        switches[name] = _fresh(known, partial(placeholder_switch_guid, name), span=1)
         placeholders.add(name)
     # CA placeholders reserve their whole 16-GUID block (node + ports) against collisions.
     need = set(todo_ca) | {(node, ca) for node, ca, _ in todo_port}
     base: dict[tuple[str, str], int] = {}
     for node, ca, _ports in cas:
         if (node, ca) in need:
-            base[(node, ca)] = _fresh(
-                known, lambda salt, n=node, c=ca: placeholder_ca_guid(n, c, salt), span=16
-            )
+            base[(node, ca)] = _fresh(known, partial(placeholder_ca_guid, node, ca), span=16)
     for key in todo_ca:
         ca_nodes[key] = base[key]
         placeholders.add(f"{key[0]}/{key[1]}")

@@ -7,10 +7,11 @@ per switch and CA, every link printed from both ends with lid and `4xHDR`-style 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 from ..model.index import Index, PortKey
+from ..render.guids import build_guids, fmt
+from ..validate.expect import expected_links
 
 End = PortKey
 
@@ -29,6 +30,13 @@ class SimFabric:
     links: list[SimLink]
     guid: dict[tuple[str, str | None], str]  # (device, hca) -> node GUID
     desc: dict[tuple[str, str | None], str] = field(default_factory=dict)
+    port_guid: dict[PortKey, str] = field(default_factory=dict)  # CA ports; default node GUID + port
+
+    def pguid(self, key: PortKey) -> str:
+        known = self.port_guid.get(key)
+        if known is not None:
+            return known
+        return f"0x{int(self.guid[(key[0], key[1])], 16) + key[2]:016x}"
 
     def by_cable(self, cable_id: str) -> SimLink:
         for link in self.links:
@@ -52,29 +60,26 @@ class SimFabric:
             link.speed = speed
 
     def replace(self, device: str, hca: str | None, new_guid: str) -> None:
+        """Replaced hardware: a new node GUID (and, for a CA, new port GUIDs)."""
         self.guid[(device, hca)] = new_guid
-
-
-def placeholder_guid(device: str, hca: str | None) -> str:
-    digest = hashlib.sha256(f"{device}/{hca or ''}".encode()).hexdigest()
-    return "0x" + ("0002c903" if hca is None else "b8cef603") + digest[:8]
+        for key in [k for k in self.port_guid if (k[0], k[1]) == (device, hca)]:
+            del self.port_guid[key]
 
 
 def from_index(index: Index) -> SimFabric:
-    from ..validate.expect import expected_links
-    from ..validate.identify import locked_guids
-
-    locked = locked_guids(index)
-    guid: dict[tuple[str, str | None], str] = {}
-    for sw in index.inv.switches:
-        guid[(sw.name, None)] = locked.get((sw.name, None)) or placeholder_guid(sw.name, None)
-    for node in index.inv.nodes:
-        for hca in index.hardware[node.name].hcas:
-            key = (node.name, hca.name)
-            guid[key] = locked.get(key) or placeholder_guid(node.name, hca.name)
+    """The declared fabric with the GUIDs the renderer uses (locked, declared or placeholders)."""
+    cas = [
+        (node.name, hca.name, tuple(p.port for p in hca.ports))
+        for node in index.inv.nodes
+        for hca in index.hardware[node.name].hcas
+    ]
+    book = build_guids(index, cas)
+    guid: dict[tuple[str, str | None], str] = {(n, None): fmt(g) for n, g in book.switches.items()}
+    guid.update({(n, h): fmt(g) for (n, h), g in book.ca_nodes.items()})
+    port_guid: dict[PortKey, str] = {k: fmt(g) for k, g in book.ca_ports.items()}
     links = [SimLink(e.a, e.b, e.width, e.speed, e.cable.id) for e in expected_links(index).values()]
     desc = {k: (k[0] if k[1] is None else f"{k[0]} {k[1]}") for k in guid}
-    return SimFabric(links, guid, desc)
+    return SimFabric(links, guid, desc, port_guid)
 
 
 def render(index: Index, fab: SimFabric) -> str:
@@ -109,7 +114,7 @@ def render(index: Index, fab: SimFabric) -> str:
                 )
             else:
                 out.append(
-                    f'[{port}]\t"H-{pg}"[{peer[2]}]({pg}) \t\t# "{fab.desc[pk]}" lid {lid[pk]} '
+                    f'[{port}]\t"H-{pg}"[{peer[2]}]({fab.pguid(peer)[2:]}) \t\t# "{fab.desc[pk]}" lid {lid[pk]} '
                     f"{link.width}{link.speed}"
                 )
         out.append("")
@@ -126,8 +131,9 @@ def render(index: Index, fab: SimFabric) -> str:
             pk = (peer[0], peer[1])
             pg = fab.guid[pk][2:]
             kind = "S" if peer[1] is None else "H"
+            mine = fab.pguid((key[0], key[1], port))[2:]
             out.append(
-                f'[{port}]({g}) \t"{kind}-{pg}"[{peer[2]}]\t\t# lid {lid[key]} lmc 0 '
+                f'[{port}]({mine}) \t"{kind}-{pg}"[{peer[2]}]\t\t# lid {lid[key]} lmc 0 '
                 f'"{fab.desc[pk]}" lid {lid[pk]} {link.width}{link.speed}'
             )
         out.append("")

@@ -1,0 +1,295 @@
+"""`clusterforge plan`: plan an environment's fabric, size one without an inventory, compare designs.
+
+    clusterforge plan ENV [--format json] [--write] [--export DIR]
+    clusterforge plan size --nodes N --ports-per-node P --radix K [...]
+    clusterforge plan compare [--nodes 100] [--design A --design B ...]
+    clusterforge plan bom ENV [--prices FILE] [--format text|json|csv]
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+import yaml
+from pydantic import ValidationError
+from rich.table import Table
+from typer.core import TyperGroup
+
+from ..check import run_checks
+from ..errors import ExitCode, InventoryInvalid, InventoryIssue
+from ..fsutil import write_atomic
+from ..load import Source, load_inventory
+from ..model.index import Index
+from ..model.inventory import Inventory, PriceTable
+from ..plan import (
+    EXAMPLE_PRICES,
+    GENERATED_FILE,
+    PlanError,
+    SizeRequest,
+    bill_of_materials,
+    check_plan,
+    compare,
+    generated_yaml,
+    merge_plan,
+    parse_option,
+    plan_fabric,
+    size,
+    size_dict,
+)
+from ..plan.merge import Merged
+from ..plan.report import bom_rows, summary_dict, summary_lines
+from .common import Format, err, fail_inventory, out, print_json
+
+_LISTS = ("switches", "cables", "patch_panels", "trunks")
+
+
+class _DefaultShow(TyperGroup):
+    """`plan ENV ...` means `plan show ENV ...`."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["show", *args]
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(cls=_DefaultShow, no_args_is_help=True, help="Plan the fabric: generate, size, compare, BOM.")
+
+
+def _fail_plan(exc: PlanError) -> NoReturn:
+    err.print(f"plan error: {exc}", markup=False)
+    raise typer.Exit(int(ExitCode.INVALID_INVENTORY))
+
+
+def _base(env: Path) -> tuple[Inventory, Source, dict[str, list[int]]]:
+    """The environment without its previous `cabling.generated.yaml`, and each list item's source index."""
+    try:
+        inv, source = load_inventory(env)
+    except InventoryInvalid as exc:
+        fail_inventory(exc)
+    generated = (env / GENERATED_FILE).resolve() if env.is_dir() else None
+    keep: dict[str, list[int]] = {}
+    update: dict[str, Any] = {}
+    for key in _LISTS:
+        items = getattr(inv, key)
+        drop = {i for seg in source.list_segments.get(key, []) if seg.file.resolve() == generated
+                for i in range(seg.start, seg.start + seg.count)}
+        keep[key] = [i for i in range(len(items)) if i not in drop]
+        if drop:
+            update[key] = [items[i] for i in keep[key]]
+    return (inv.model_copy(update=update) if update else inv), source, keep
+
+
+def _checked(env: Path) -> tuple[Merged | None, Inventory, Index]:
+    base, source, keep = _base(env)
+    merged: Merged | None = None
+    inv = base
+    if base.fabric is not None:
+        try:
+            merged = merge_plan(base, plan_fabric(base))
+        except PlanError as exc:
+            _fail_plan(exc)
+        inv = merged.inv
+    index = Index(inv)
+    issues = run_checks(index)
+    if issues:
+        located = []
+        for issue in issues:
+            key, pos = (issue.path[0], issue.path[1]) if len(issue.path) > 1 else (None, None)
+            if isinstance(key, str) and isinstance(pos, int) and key in keep:
+                if pos >= len(keep[key]):
+                    located.append(InventoryIssue(issue.path, f"(generated) {issue.message}", "<plan>"))
+                    continue
+                path = (key, keep[key][pos], *issue.path[2:])
+                located.append(InventoryIssue(path, issue.message).located(*source.locate(path)))
+            else:
+                located.append(issue.located(*source.locate(issue.path)))
+        fail_inventory(InventoryInvalid(located))
+    return merged, inv, index
+
+
+@app.command("show")
+def show(
+    env: Path = typer.Argument(..., help="environment directory, e.g. inventories/prod"),
+    fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
+    write: bool = typer.Option(False, "--write", help=f"freeze the plan into ENV/{GENERATED_FILE}"),
+    export: Path | None = typer.Option(None, "--export", help="write plan.json, bom.csv and cables.csv here"),
+) -> None:
+    """Plan ENV's fabric from its `fabric` spec (or check the declared one) and print a summary."""
+    merged, inv, index = _checked(env)
+    report = check_plan(index)
+    summary = summary_dict(report, merged.plan.design if merged else None, merged.deviations if merged else ())
+    summary["environment"] = str(env)
+    if write:
+        if merged is None or not env.is_dir():
+            err.print(f"{env}: --write needs an environment directory with a `fabric` section")
+            raise typer.Exit(int(ExitCode.INVALID_INVENTORY))
+        target = env / GENERATED_FILE
+        write_atomic(target, generated_yaml(merged.switches, merged.cables, merged.patch_panels, merged.trunks))
+        summary["written"] = str(target)
+    if export is not None:
+        _export(export, summary, inv, index)
+    if fmt is Format.json:
+        print_json(summary)
+    else:
+        for line in summary_lines(summary):
+            out.print(line, markup=False)
+        if "written" in summary:
+            out.print(f"wrote {summary['written']}", markup=False)
+    if not report.ok:
+        raise typer.Exit(int(ExitCode.FINDINGS))
+
+
+def _export(folder: Path, summary: dict[str, Any], inv: Inventory, index: Index) -> None:
+    write_atomic(folder / "plan.json", json.dumps(summary, indent=2) + "\n")
+    write_atomic(folder / "bom.csv", _bom_csv(index, _prices(None, inv)))
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["id", "a", "b", "media", "length_m", "fiber_type", "trunk", "lane_group"])
+    for c in inv.cables:
+        w.writerow([c.id, str(c.a), str(c.b), c.media, f"{c.length_m:g}", c.fiber_type or "", c.trunk or "",
+                    "" if c.lane_group is None else c.lane_group])
+    write_atomic(folder / "cables.csv", buf.getvalue())
+
+
+def _prices(path: Path | None, inv: Inventory | None) -> PriceTable:
+    if path is None:
+        return inv.prices if inv is not None and inv.prices is not None else EXAMPLE_PRICES
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return PriceTable.model_validate(data.get("prices", data) if isinstance(data, dict) else data)
+    except (OSError, yaml.YAMLError, ValidationError) as exc:
+        err.print(f"{path}: not a price table: {exc}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
+
+
+def _bom_csv(index: Index, prices: PriceTable) -> str:
+    bom = bill_of_materials(index, prices)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["category", "item", "length_m", "quantity", f"unit_price_{bom.currency}", f"total_{bom.currency}"])
+    w.writerows(bom_rows(bom))
+    w.writerow(["total", "example prices" if bom.example_prices else "", "", "", "", f"{bom.total:.2f}"])
+    return buf.getvalue()
+
+
+class BomFormat(StrEnum):
+    text = "text"
+    json = "json"
+    csv = "csv"
+
+
+@app.command("bom")
+def bom(
+    env: Path = typer.Argument(..., help="environment directory"),
+    prices: Path | None = typer.Option(None, "--prices", help="YAML price table (default: the inventory's, "
+                                       "else the example prices)"),
+    fmt: BomFormat = typer.Option(BomFormat.text, "--format", help="text, json or csv"),
+) -> None:
+    """Bill of materials of ENV's fabric (planned or declared), priced."""
+    _, inv, index = _checked(env)
+    table = _prices(prices, inv)
+    if fmt is BomFormat.csv:
+        print(_bom_csv(index, table), end="")
+        return
+    result = bill_of_materials(index, table)
+    if fmt is BomFormat.json:
+        print_json({"currency": result.currency, "example_prices": result.example_prices, "total": result.total,
+                    "by_category": result.by_category(), "unpriced": result.unpriced,
+                    "lines": [{"category": ln.category, "item": ln.item, "length_m": ln.length_m,
+                               "quantity": ln.quantity, "unit_price": ln.unit_price, "total": ln.total}
+                              for ln in result.lines]})
+        return
+    t = Table(title=f"{env}: bill of materials" + (" (EXAMPLE prices, not a quote)" if result.example_prices else ""),
+              title_justify="left")
+    for col in ("category", "item", "length m", "qty", f"unit {result.currency}", f"total {result.currency}"):
+        t.add_column(col, justify="left" if col in ("category", "item") else "right")
+    for row in bom_rows(result):
+        t.add_row(*row)
+    t.add_row("total", "", "", "", "", f"{result.total:,.2f}")
+    out.print(t)
+
+
+@app.command("size")
+def size_cmd(
+    nodes: int = typer.Option(..., "--nodes", help="fabric nodes"),
+    ports_per_node: int = typer.Option(..., "--ports-per-node", help="HCA ports per node (= rails)"),
+    radix: int = typer.Option(..., "--radix", help="leaf switch ports"),
+    spine_radix: int | None = typer.Option(None, "--spine-radix"),
+    core_radix: int | None = typer.Option(None, "--core-radix"),
+    rate: str | None = typer.Option(None, "--rate", help="host link rate (default: the switch's)"),
+    oversubscription: str = typer.Option("1:1", "--oversubscription", help="1:1, 2:1, 3:1 or 4:1"),
+    su_size: int | None = typer.Option(None, "--su-size"),
+    tiers: str = typer.Option("auto", "--tiers", help="auto, 2 or 3"),
+    max_sus: int | None = typer.Option(None, "--max-sus", help="scalable units to size spines/cores for"),
+    spines: int | None = typer.Option(None, "--spines", help="spines per pod"),
+    split: bool = typer.Option(False, "--split", help="split switch ports (NDR -> 2 x NDR200)"),
+    fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
+) -> None:
+    """Size a fabric without an inventory: the real generator on a synthetic floor."""
+    if oversubscription not in ("1:1", "2:1", "3:1", "4:1") or tiers not in ("auto", "2", "3"):
+        err.print("--oversubscription must be 1:1, 2:1, 3:1 or 4:1 and --tiers auto, 2 or 3")
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    req = SizeRequest(nodes=nodes, ports_per_node=ports_per_node, radix=radix, spine_radix=spine_radix,
+                      core_radix=core_radix, rate=rate, oversubscription=oversubscription,  # type: ignore[arg-type]
+                      su_size=su_size, tiers="auto" if tiers == "auto" else int(tiers),  # type: ignore[arg-type]
+                      max_sus=max_sus, spines=spines, split=split)
+    try:
+        data = size_dict(size(req))
+    except PlanError as exc:
+        _fail_plan(exc)
+    if fmt is Format.json:
+        print_json(data)
+        return
+    sw, cb = data["switches"], data["cables"]
+    out.print(f"{nodes} nodes x {ports_per_node} ports at {data['rate']} on {data['models']['leaf']} leaves: "
+              f"{data['tiers']} tiers, {data['scalable_units']} scalable unit(s) of {data['su_size']}", markup=False)
+    out.print(f"switches: {sw['leaf']} leaf, {sw['spine']} spine, {sw['core']} core ({sum(sw.values())} in all)")
+    out.print(f"cables: {cb['node_leaf']} node-leaf, {cb['leaf_spine']} leaf-spine, {cb['spine_core']} spine-core")
+    out.print(f"oversubscription {data['oversubscription']} ({data['oversubscription_achieved']} achieved); "
+              f"bisection {data['bisection_gbps']:,.0f} Gb/s; worst case {data['max_switch_hops']} switch hops")
+
+
+@app.command("compare")
+def compare_cmd(
+    nodes: int = typer.Option(100, "--nodes", help="nodes to plan each design for"),
+    design: list[str] = typer.Option([], "--design", help="A, B, C (the design brief's options) or "
+                                     "NAME[=BASE]:gpu=..,gpus=..,hca=..,hcas=..,rate=..,switch=..,ratio=.."),
+    prices: Path | None = typer.Option(None, "--prices", help="YAML price table (default: example prices)"),
+    fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
+) -> None:
+    """Compare fabric designs side by side (default: the design brief's options A, B and C)."""
+    try:
+        options = [parse_option(d) for d in (design or ["A", "B", "C"])]
+        results = [r.to_dict() for r in compare(options, _prices(prices, None), nodes)]
+    except PlanError as exc:
+        _fail_plan(exc)
+    if fmt is Format.json:
+        print_json({"nodes": nodes, "designs": results})
+        return
+    example = any(r["example_prices"] for r in results)
+    t = Table(title=f"designs for {nodes} nodes" + (" (EXAMPLE prices, not a quote)" if example else ""),
+              title_justify="left")
+    t.add_column("")
+    for r in results:
+        t.add_column(f"{r['option']}: {r['title']}", justify="right")
+    rows: list[tuple[str, Any]] = [
+        ("node", lambda r: r["node"]), ("rate / switch", lambda r: f"{r['rate']} / {r['switch']}"),
+        ("oversubscription", lambda r: f"{r['oversubscription']} ({r['oversubscription_achieved']} achieved)"),
+        ("tiers", lambda r: r["tiers"]),
+        ("switches leaf/spine/core", lambda r: "/".join(str(v) for v in r["switches"].values())),
+        ("cables node/leaf-spine/spine-core", lambda r: "/".join(str(v) for v in r["cables"].values())),
+        ("bisection Gb/s", lambda r: f"{r['bisection_gbps']:,.0f}"),
+        ("bisection per node Gb/s", lambda r: f"{r['bisection_gbps_per_node']:,.0f}"),
+        ("fabric cost / 100 nodes", lambda r: f"{r['cost_per_100_nodes']['fabric']:,.0f} {r['currency']}"),
+        ("GPU cost / 100 nodes", lambda r: f"{r['cost_per_100_nodes']['gpus']:,.0f} {r['currency']}"),
+        ("total / 100 nodes", lambda r: f"{r['cost_per_100_nodes']['total']:,.0f} {r['currency']}"),
+    ]
+    for label, get in rows:
+        t.add_row(label, *(str(get(r)) for r in results))
+    out.print(t)

@@ -1,0 +1,92 @@
+"""`clusterforge render ENV --output DIR`: write every rendered file of an environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from ..api import load_checked
+from ..errors import ExitCode, InventoryInvalid
+from ..render import Rendered, WriteReport, write_tree
+from ..render import render as render_files
+from .common import Format, err, fail_inventory, out, print_json
+
+LAB_ENV = "lab"  # the simulated lab: ibsim assigns the GUIDs, placeholders are expected there
+
+
+def render(
+    env: Path = typer.Argument(..., help="environment directory, e.g. inventories/prod"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="output directory (default out/<env>)"),
+    fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
+    svg: bool = typer.Option(True, "--svg/--no-svg", help="draw fabric/fabric.svg with Graphviz dot"),
+) -> None:
+    """Render configs, GUID files, topology, ibsim net, cabling CSVs and the fabric diagram."""
+    try:
+        checked = load_checked(env)
+    except InventoryInvalid as exc:
+        if fmt is Format.json:
+            print_json({"ok": False, "errors": [
+                {"file": i.file, "line": i.line, "col": i.col, "path": list(i.path), "message": i.message}
+                for i in exc.issues
+            ]})
+        fail_inventory(exc)
+    env_name = env.resolve().name
+    target = output if output is not None else Path("out") / env_name
+    result = render_files(checked.index, env_name, svg=svg)
+    try:
+        report = write_tree(target, result.files)
+    except (OSError, ValueError) as exc:
+        err.print(f"cannot write {target}: {exc}", style="bold red", markup=False)
+        raise typer.Exit(int(ExitCode.FAILURE)) from exc
+    if fmt is Format.json:
+        print_json(_json(env_name, target, result, report))
+        return
+    _text(env_name, target, result, report)
+
+
+def _json(env_name: str, target: Path, result: Rendered, report: WriteReport) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "environment": env_name,
+        "output": str(target),
+        "files": len(result.files),
+        "kinds": result.count_by_kind(),
+        "written": report.written,
+        "unchanged": len(report.unchanged),
+        "removed": report.removed,
+        "placeholders": {path: list(labels) for path, labels in result.placeholders.items()},
+        "notes": list(result.notes),
+    }
+
+
+def _text(env_name: str, target: Path, result: Rendered, report: WriteReport) -> None:
+    table = Table(
+        title=f"{env_name}: {len(result.files)} files in {target} ({len(report.written)} written, "
+        f"{len(report.unchanged)} unchanged, {len(report.removed)} removed)",
+        title_justify="left",
+    )
+    table.add_column("kind")
+    table.add_column("files", justify="right")
+    for kind, count in result.count_by_kind().items():
+        table.add_row(kind, str(count))
+    out.print(table)
+    for rel in report.removed:
+        out.print(f"removed stale {rel}", markup=False)
+    for note in result.notes:
+        err.print(f"note: {note}", markup=False)
+    if not result.placeholders:
+        return
+    devices = sorted({label for labels in result.placeholders.values() for label in labels})
+    if env_name == LAB_ENV:
+        err.print(f"{len(result.placeholders)} files use placeholder GUIDs (0x02cf...) for "
+                  f"{len(devices)} devices, as expected in the simulated lab", markup=False)
+        return
+    err.print(f"warning: {len(result.placeholders)} files contain placeholder GUIDs (0x02cf...) for "
+              f"{len(devices)} devices whose GUIDs are not known; learn them into guid_locks "
+              "and render again before deploying these files:", style="yellow", markup=False)
+    for path, labels in result.placeholders.items():
+        shown = ", ".join(labels[:4]) + (f", ... ({len(labels)} in all)" if len(labels) > 4 else "")
+        err.print(f"  {path}: {shown}", markup=False)

@@ -1,0 +1,80 @@
+"""Cabling work order and printable cable labels (CSV, for people and label printers).
+
+CSV has no comment syntax, so these two files carry no banner (a comment line would
+break spreadsheet and label-printer imports); cells are quoted here, the templates
+only join them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.index import PortKey
+from .fabric import FabricView, Link
+from .spec import FileSpec
+
+WORK_ORDER_HEADER = [
+    "cable_id", "label", "a_rack", "a_u", "a_device", "a_port", "b_rack", "b_u", "b_device", "b_port",
+    "media", "fiber_type", "length_m", "trunk", "lane_group",
+]
+LABELS_HEADER = ["cable_id", "end", "line1", "line2", "line3"]
+
+
+def csv_cell(value: object) -> str:
+    """One RFC 4180 cell: quoted when it holds a comma, quote, line break or edge space."""
+    text = "" if value is None else str(value)
+    if "," in text or '"' in text or "\n" in text or "\r" in text or text != text.strip():
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def _end(fab: FabricView, key: PortKey) -> list[str]:
+    rack, u = fab.place(key[0])
+    return [rack, str(u), key[0], fab.port_text(key)]
+
+
+def work_order(fab: FabricView) -> dict[str, Any]:
+    rows: list[list[str]] = []
+    for link in fab.links:
+        c = link.cable
+        rows.append([
+            c.id, c.label or c.id, *_end(fab, link.a), *_end(fab, link.b), c.media,
+            c.fiber_type or "", _num(c.length_m), c.trunk or "",
+            "" if c.lane_group is None else str(c.lane_group),
+        ])
+    return {"header": [csv_cell(h) for h in WORK_ORDER_HEADER],
+            "rows": [[csv_cell(v) for v in row] for row in rows]}
+
+
+def _where(fab: FabricView, key: PortKey) -> str:
+    """`lab-su01-net U2 leaf-su01-r0 port 1`, `lab-su01-r01 U2 gpu01 mlx5_0 port 1`."""
+    rack, u = fab.place(key[0])
+    device = key[0] if key[1] is None else f"{key[0]} {key[1]}"
+    return f"{rack} U{u} {device} port {key[2]}"
+
+
+def _label_rows(fab: FabricView, link: Link) -> list[list[str]]:
+    c = link.cable
+    title = c.label or c.id
+    extra = f"{c.media} {_num(c.length_m)} m" + (f" trunk {c.trunk}" if c.trunk else "")
+    return [
+        [c.id, "A", f"{title} ({extra})", _where(fab, link.a), "to " + _where(fab, link.b)],
+        [c.id, "B", f"{title} ({extra})", _where(fab, link.b), "to " + _where(fab, link.a)],
+    ]
+
+
+def labels(fab: FabricView) -> dict[str, Any]:
+    rows = [row for link in fab.links for row in _label_rows(fab, link)]
+    return {"header": [csv_cell(h) for h in LABELS_HEADER],
+            "rows": [[csv_cell(v) for v in row] for row in rows]}
+
+
+def cabling_files(fab: FabricView) -> list[FileSpec]:
+    return [
+        FileSpec("cabling/work-order.csv", "cabling/work-order.csv.j2", work_order(fab)),
+        FileSpec("cabling/labels.csv", "cabling/labels.csv.j2", labels(fab)),
+    ]

@@ -1,0 +1,90 @@
+"""Per-host files (NCCL, IPoIB) and the environment's /etc/hosts fragment.
+
+Conventions: the management interface is `eth0` (NCCL's bootstrap socket runs there);
+IPoIB interfaces are named as in `addressing.ipoib` (`ib0`, `ib1`) and configured
+with netplan (`infiniband-mode`, netplan >= 0.105); a node's IPoIB host name is
+`<node>-<ifname>`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from netaddr import IPNetwork
+
+from .context_opensm import rail_order
+from .fabric import FabricView
+from .spec import FileSpec
+
+MGMT_IFNAME = "eth0"
+NETPLAN_FILE = "etc/netplan/60-clusterforge-ipoib.yaml"
+DEFAULT_PKEY = 0x7FFF
+
+
+def nccl_conf(fab: FabricView, node: str) -> dict[str, Any] | None:
+    """NCCL_IB_HCA in rail order (`=` prefix: exact device names), or None without GPUs/HCAs."""
+    hw = fab.index.hardware[node]
+    if hw.gpus is None or hw.gpus.count == 0:
+        return None
+    hcas = [ca for ca in rail_order(fab.cas_by_node[node]) if ca.kind == "hca"]
+    ports = [f"{ca.name}:{p}" for ca in hcas for p in ca.ports]
+    if not ports:
+        return None
+    return {"node": node, "ib_hca": "=" + ",".join(ports), "socket_ifname": MGMT_IFNAME,
+            "rails": [{"rail": "-" if ca.rail is None else str(ca.rail), "hca": ca.name,
+                       "gpu": "-" if ca.gpu is None else str(ca.gpu)} for ca in hcas]}
+
+
+def ipoib_interfaces(fab: FabricView, node: str) -> tuple[list[dict[str, Any]], list[str]]:
+    addrs = fab.addresses
+    out: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for ib in fab.index.inv.addressing.ipoib:
+        ip = addrs.ipoib.get((node, ib.name))
+        if ip is None:
+            continue
+        if ib.pkey != DEFAULT_PKEY:
+            notes.append(f"{node} {ib.name}: P_Key 0x{ib.pkey:04x} child interfaces are not rendered")
+            continue
+        prefix = IPNetwork(str(ib.cidr)).prefixlen
+        out.append({"name": ib.name, "address": f"{addrs.text(ip)}/{prefix}", "mtu": ib.mtu,
+                    "mode": ib.mode})
+    return out, notes
+
+
+def hosts_entries(fab: FabricView) -> dict[str, Any]:
+    """Management names, `<node>-<ifname>` IPoIB names, switch management and extra hosts."""
+    inv = fab.index.inv
+    addrs = fab.addresses
+    domain = inv.addressing.dns_domain
+
+    def names(short: str) -> str:
+        return f"{short}.{domain} {short}" if domain else short
+
+    mgmt = [{"ip": addrs.text(addrs.mgmt[n.name]), "names": names(n.name)}
+            for n in inv.nodes if n.name in addrs.mgmt]
+    ipoib = [{"ip": addrs.text(addrs.ipoib[(n.name, ib.name)]), "names": names(f"{n.name}-{ib.name}")}
+             for n in inv.nodes for ib in inv.addressing.ipoib if (n.name, ib.name) in addrs.ipoib]
+    switches = [{"ip": str(s.mgmt_ip), "names": names(s.name)} for s in inv.switches if s.mgmt_ip]
+    extra = [{"ip": str(ip), "names": names(name)} for name, ip in sorted(inv.addressing.extra_hosts.items())]
+    sections = [
+        {"title": f"management ({MGMT_IFNAME})", "entries": mgmt},
+        {"title": "IPoIB", "entries": ipoib},
+        {"title": "switch management", "entries": switches},
+        {"title": "extra hosts", "entries": extra},
+    ]
+    return {"sections": [s for s in sections if s["entries"]]}
+
+
+def host_files(fab: FabricView) -> list[FileSpec]:
+    out: list[FileSpec] = [FileSpec("network/hosts", "hosts/hosts.j2", hosts_entries(fab))]
+    for node in fab.index.inv.nodes:
+        base = f"hosts/{node.name}"
+        nccl = nccl_conf(fab, node.name)
+        if nccl is not None:
+            out.append(FileSpec(f"{base}/etc/nccl.conf", "nccl/nccl.conf.j2", nccl))
+        ifaces, notes = ipoib_interfaces(fab, node.name)
+        if ifaces:
+            out.append(FileSpec(f"{base}/{NETPLAN_FILE}", "ipoib/netplan.yaml.j2",
+                                {"node": node.name, "interfaces": ifaces}, notes=tuple(notes)))
+    return out

@@ -1,0 +1,144 @@
+"""The fabric as an ibsim net file (ibnetdiscover's format, as `ibsim -s` reads it).
+
+Verified against ibsim 0.10 (Debian ibsim-utils) and its sim_net.c parser:
+
+* `width=N`, `speed=N`, `extspeed=N` lines at the start of a line set the
+  LinkWidthEnabled / LinkSpeedEnabled / LinkSpeedExtEnabled masks of every port
+  parsed after them (width 1=1x 2=4x 4=8x 8=12x 16=2x; speed 1=SDR 2=DDR 4=QDR;
+  extspeed 1=FDR 2=EDR 4=HDR; ibsim 0.10 rejects extspeed above 7, so no NDR).
+* A port line's trailing `lid N <w>x<SPEED>` (what ibnetdiscover prints) sets that
+  port's enabled width and speed (`4xHDR`, `2xHDR`); ibsim 0.10 parses SDR..HDR only.
+* ibsim ignores the GUID in `"S-..."`/`"H-..."` ids and numbers nodes itself;
+  `switchguid=G` / `caguid=G` before a record sets its node GUID, and a CA's port N
+  gets G + N. `vendid=` (reset after every record) and `devid=` set NodeInfo.
+* Records: `Switch <ports> "S-<guid>" # "<desc>" enhanced port 0 lid 0 lmc 0`,
+  `Hca <ports> "H-<guid>" # "<host> <dev>"`, then `[port] "peer-id"[peer-port]` lines.
+
+So every port line carries its link's width and speed, NDR/XDR links are simulated at
+HDR lane speed (noted in the file), and CA GUIDs are the rendered port GUIDs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from .fabric import VENDOR_ID, Ca, FabricView
+from .guids import fmt
+from .spec import FileSpec
+
+# ibsim 0.10 limits (its -N / -S / -P defaults) and the lane speeds it can parse
+IBSIM_MAX_NODES = 2048
+IBSIM_MAX_SWITCHES = 256
+IBSIM_MAX_PORTS = 13312
+IBSIM_SPEEDS = ("SDR", "DDR", "QDR", "FDR", "EDR", "HDR")
+_LANE_SPEED = {10: "QDR", 14: "FDR", 25: "EDR", 50: "HDR", 100: "NDR", 200: "XDR"}
+_EXT_MASK = {"FDR": 1, "EDR": 2, "HDR": 4}
+_WIDTH_MASK = {1: 1, 2: 16, 4: 2, 8: 4, 12: 8}
+
+
+def link_mode(fab: FabricView, rate: str | None) -> tuple[int, str, str]:
+    """(lanes, lane speed as declared, lane speed ibsim can simulate) of a rate."""
+    info = fab.index.cat.rates.get(rate or "")
+    if info is None:
+        return 4, "SDR", "SDR"
+    speed = _LANE_SPEED.get(info.lane_gbps, "HDR")
+    return info.lanes, speed, speed if speed in IBSIM_SPEEDS else "HDR"
+
+
+def _sim_ca_guid(fab: FabricView, ca: Ca) -> int:
+    """The node GUID to give ibsim so that its port GUIDs (node + N) are the rendered ones."""
+    first = min(ca.ports)
+    return fab.guids.port(ca.node, ca.name, first) - first
+
+
+def net_context(fab: FabricView) -> tuple[dict[str, Any], list[str], list[str]]:
+    ids: dict[str, str] = {}
+    descs: dict[str, str] = {}
+    for sw in fab.index.inv.switches:
+        ids[sw.name] = f"S-{fab.guids.switch(sw.name):016x}"
+        descs[sw.name] = sw.name
+    sim_guid = {ca.label: _sim_ca_guid(fab, ca) for ca in fab.cas}
+    for ca in fab.cas:
+        ids[ca.label] = f"H-{sim_guid[ca.label]:016x}"
+        descs[ca.label] = ca.desc
+
+    def end(key: tuple[str, str | None, int]) -> str:
+        return key[0] if key[1] is None else f"{key[0]}/{key[1]}"
+
+    slow: set[str] = set()
+    rates: Counter[str] = Counter()
+
+    def port_line(key: tuple[str, str | None, int]) -> dict[str, Any] | None:
+        hit = fab.peer.get(key)
+        if hit is None:
+            return None
+        far, link = hit
+        lanes, speed, sim = link_mode(fab, link.rate)
+        if sim != speed:
+            slow.add(f"{lanes}x{speed}")
+        if link.rate:
+            rates[link.rate] += 1
+        peer_guid = None if far[1] is None else f"{sim_guid[end(far)] + far[2]:016x}"
+        return {"port": key[2], "port_guid": None, "peer_id": ids[end(far)], "peer_port": far[2],
+                "peer_guid": peer_guid, "peer_desc": descs[end(far)], "mode": f"{lanes}x{sim}"}
+
+    records: list[dict[str, Any]] = []
+    labels: list[str] = []
+    total_ports = 0
+    for sw in fab.index.inv.switches:
+        count = fab.index.switch_port_count(sw) or max(
+            [k[2] for k in fab.peer if k[0] == sw.name and k[1] is None], default=1)
+        total_ports += count + 1
+        ports = [pl for p in range(1, count + 1) if (pl := port_line((sw.name, None, p)))]
+        model = fab.index.cat.switches.get(sw.model)
+        records.append({"type": "Switch", "nports": count, "id": ids[sw.name], "desc": sw.name,
+                        "guid_key": "switchguid", "guid": fmt(fab.guids.switch(sw.name)),
+                        "vendid": f"0x{VENDOR_ID:04x}",
+                        "devid": f"0x{model.device_id:04x}" if model else None, "ports": ports})
+        labels.append(sw.name)
+    for ca in fab.cas:
+        nports = max(ca.ports)
+        total_ports += nports
+        ports = []
+        for p in ca.ports:
+            pl = port_line((ca.node, ca.name, p))
+            if pl is not None:
+                pl["port_guid"] = f"{sim_guid[ca.label] + p:016x}"
+                ports.append(pl)
+            labels.append(f"{ca.label}/{p}")
+        devid = fab.ca_device_id(ca)
+        records.append({"type": "Hca", "nports": nports, "id": ids[ca.label], "desc": ca.desc,
+                        "guid_key": "caguid", "guid": fmt(sim_guid[ca.label]),
+                        "vendid": f"0x{VENDOR_ID:04x}",
+                        "devid": f"0x{devid:04x}" if devid is not None else None, "ports": ports})
+
+    default: str | None = fab.index.inv.fabric.rate if fab.index.inv.fabric else None
+    if default is None and rates:
+        default = rates.most_common(1)[0][0]
+    lanes, _speed, sim = link_mode(fab, default)
+    flags: list[str] = []
+    if len(records) > IBSIM_MAX_NODES:
+        flags.append(f"-N {len(records)}")
+    if len(fab.index.inv.switches) > IBSIM_MAX_SWITCHES:
+        flags.append(f"-S {len(fab.index.inv.switches)}")
+    if total_ports > IBSIM_MAX_PORTS:
+        flags.append(f"-P {total_ports}")
+    notes = [f"{mode} links are simulated at HDR lane speed: ibsim 0.10 cannot encode faster lanes"
+             for mode in sorted(slow)]
+    ctx = {
+        "width": _WIDTH_MASK.get(lanes, 2),
+        "speed": 7,  # SDR|DDR|QDR enabled, as ibsim sets it for FDR and faster ports
+        "extspeed": _EXT_MASK.get(sim, 0),
+        "default_mode": f"{lanes}x{sim}",
+        "command": " ".join(["ibsim", "-s", *flags, "ibsim.net"]),
+        "notes": notes,
+        "records": records,
+    }
+    return ctx, labels, notes
+
+
+def ibsim_files(fab: FabricView) -> list[FileSpec]:
+    ctx, labels, notes = net_context(fab)
+    return [FileSpec("fabric/ibsim.net", "ibsim/ibsim.net.j2", ctx, fab.guids.unknown(labels),
+                     tuple(f"fabric/ibsim.net: {n}" for n in notes))]

@@ -1,0 +1,79 @@
+"""Lustre: LNet configuration for clients and servers, systemd mount units for clients.
+
+Both LNet forms are written, for the two ways hosts bring LNet up:
+`/etc/modprobe.d/lustre.conf` (`options lnet networks=...`, read when the module loads)
+and `/etc/lnet.conf` (YAML that lnet.service feeds to `lnetctl import`; lnet.service
+runs `lnetctl lnet configure` without `--all`, so the two never configure a net twice).
+Clients of a file system are its `clients` role set (compute, or all nodes) less its
+servers; a client mounts it with a `.mount` unit named after the mount point.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.services import LustreFs
+from .fabric import FabricView
+from .spec import FileSpec
+
+_SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:_.")
+
+
+def systemd_escape_path(path: str) -> str:
+    """`systemd-escape --path`: `/lustre/lfs01` -> `lustre-lfs01`, `/a-b` -> `a\\x2db`."""
+    parts = [p for p in path.split("/") if p]
+    if not parts:
+        return "-"
+    out: list[str] = []
+    for part in parts:
+        chars = []
+        for i, ch in enumerate(part):
+            if ch in _SAFE and not (i == 0 and ch == "."):
+                chars.append(ch)
+            else:
+                chars.extend(f"\\x{b:02x}" for b in ch.encode("utf-8"))
+        out.append("".join(chars))
+    return "-".join(out)
+
+
+def clients(fab: FabricView, fs: LustreFs) -> list[str]:
+    servers = set(fs.servers)
+    roles = ("compute",) if fs.clients == "compute" else None
+    return [n.name for n in fab.index.inv.nodes
+            if n.name not in servers and (roles is None or n.role in roles)]
+
+
+def lnet_nets(fab: FabricView) -> dict[str, dict[str, list[str]]]:
+    """node -> LNet net -> interfaces, for every client and server of every file system."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for fs in fab.index.inv.lustre:
+        for node in [*fs.servers, *clients(fab, fs)]:
+            nets = out.setdefault(node, {})
+            ifaces = nets.setdefault(fs.lnet, [])
+            ifaces += [i for i in fs.interfaces if i not in ifaces]
+    return out
+
+
+def lnet_context(node: str, nets: dict[str, list[str]]) -> dict[str, Any]:
+    networks = ",".join(f"{net}({','.join(ifaces)})" for net, ifaces in nets.items())
+    return {"node": node, "networks": networks,
+            "nets": [{"net": net, "interfaces": ifaces} for net, ifaces in nets.items()]}
+
+
+def mount_context(fs: LustreFs) -> dict[str, Any]:
+    return {"fs": fs.name, "what": ":".join(fs.mgs_nids) + f":/{fs.name}", "where": fs.mount,
+            "options": fs.options}
+
+
+def lustre_files(fab: FabricView) -> list[FileSpec]:
+    out: list[FileSpec] = []
+    for node, nets in lnet_nets(fab).items():
+        ctx = lnet_context(node, nets)
+        out.append(FileSpec(f"hosts/{node}/etc/modprobe.d/lustre.conf", "lustre/lustre.conf.j2", ctx))
+        out.append(FileSpec(f"hosts/{node}/etc/lnet.conf", "lustre/lnet.conf.j2", ctx))
+    for fs in fab.index.inv.lustre:
+        unit = systemd_escape_path(fs.mount) + ".mount"
+        ctx = mount_context(fs)
+        for node in clients(fab, fs):
+            out.append(FileSpec(f"hosts/{node}/etc/systemd/system/{unit}", "lustre/lustre.mount.j2", ctx))
+    return out

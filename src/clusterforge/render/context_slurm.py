@@ -1,0 +1,119 @@
+"""Slurm topology.conf for the tree plugin, from the cabled switch tiers.
+
+Leaves list the compute nodes cabled to them (`Nodes=`); spines and cores list the
+switches one tier down they are cabled to (`Switches=`). Switches with no compute node
+beneath them are left out: Slurm only schedules compute nodes.
+
+Slurm's tree wants every node under one leaf (it warns "Multiple leaf switches contain
+nodes" otherwise). In a rail-optimized fabric a node has one HCA on each rail leaf of
+its scalable unit, so leaves that share nodes are written as one Slurm switch, named
+after the leaves' common prefix (`leaf-su01-r0`, `leaf-su01-r1` -> `leaf-su01`), with a
+comment naming its members.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .fabric import ROLE_TIER, FabricView
+from .hostlist import compress
+from .spec import FileSpec
+
+_SEPARATORS = "-_."
+
+
+def _common_prefix(names: list[str]) -> str:
+    first, last = min(names), max(names)
+    size = 0
+    while size < min(len(first), len(last)) and first[size] == last[size]:
+        size += 1
+    return first[:size]
+
+
+def _group_name(members: list[str], taken: set[str]) -> str:
+    prefix = _common_prefix(members)
+    cut = max(prefix.rfind(c) for c in _SEPARATORS)
+    name = prefix[:cut].rstrip(_SEPARATORS) if cut > 0 else ""
+    if not name or name in taken:
+        name = f"{members[0]}-group"
+    while name in taken:
+        name += "x"
+    return name
+
+
+def leaf_groups(fab: FabricView, compute: set[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """leaf -> Slurm switch name, and each multi-leaf Slurm switch's member leaves."""
+    leaves = [s.name for s in fab.switches_of("leaf")]
+    parent = {leaf: leaf for leaf in leaves}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    first_leaf: dict[str, str] = {}
+    for leaf in leaves:
+        for node in fab.leaf_nodes[leaf]:
+            if node not in compute:
+                continue
+            if node in first_leaf:
+                parent[find(leaf)] = find(first_leaf[node])
+            else:
+                first_leaf[node] = leaf
+    members: dict[str, list[str]] = {}
+    for leaf in leaves:
+        members.setdefault(find(leaf), []).append(leaf)
+    taken = {s.name for s in fab.index.inv.switches}
+    name_of: dict[str, str] = {}
+    groups: dict[str, list[str]] = {}
+    for group in members.values():
+        if len(group) == 1:
+            name_of[group[0]] = group[0]
+            continue
+        name = _group_name(group, taken)
+        taken.add(name)
+        groups[name] = group
+        for leaf in group:
+            name_of[leaf] = name
+    return name_of, groups
+
+
+def topology(fab: FabricView) -> dict[str, Any]:
+    compute = {n.name for n in fab.nodes_of("compute")}
+    name_of, groups = leaf_groups(fab, compute)
+    below: dict[str, list[str]] = {}  # Slurm switch -> its children that lead to compute nodes
+    lines: list[dict[str, str]] = []
+    for leaf in fab.switches_of("leaf"):
+        name = name_of[leaf.name]
+        if name in below:
+            continue
+        nodes = list(dict.fromkeys(
+            n for member in groups.get(name, [name]) for n in fab.leaf_nodes[member] if n in compute
+        ))
+        if nodes:
+            below[name] = nodes
+            lines.append({"switch": name, "kind": "Nodes", "members": compress(nodes),
+                          "comment": " ".join(groups[name]) if name in groups else ""})
+    children: dict[str, list[str]] = {s.name: [] for s in fab.index.inv.switches}
+    for sw in sorted(fab.index.inv.switches, key=lambda s: ROLE_TIER[s.role]):
+        for up in fab.uplinks[sw.name]:
+            child = name_of.get(sw.name, sw.name)
+            if child not in children[up]:
+                children[up].append(child)
+    for role in ("spine", "core"):
+        for sw in fab.switches_of(role):
+            kids = [c for c in children[sw.name] if c in below]
+            if kids:
+                below[sw.name] = kids
+                lines.append({"switch": sw.name, "kind": "Switches", "members": compress(kids),
+                              "comment": ""})
+    return {"switches": lines}
+
+
+def slurm_files(fab: FabricView) -> list[FileSpec]:
+    ctx = topology(fab)
+    notes: tuple[str, ...] = ()
+    if not ctx["switches"]:
+        notes = ("slurm/topology.conf: no compute node is cabled to a switch",)
+    return [FileSpec("slurm/topology.conf", "slurm/topology.conf.j2", ctx, notes=notes)]

@@ -1,0 +1,225 @@
+"""Targeted tests of the context builders, on variants of the lab inventory."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import jinja2
+import pytest
+from _render_common import ROOT, index_of, lab_data, lab_index
+
+from clusterforge.api import load_checked
+from clusterforge.render import context_diagram as diagram_mod
+from clusterforge.render import render, render_environment
+from clusterforge.render.context_cabling import csv_cell
+from clusterforge.render.context_ibsim import link_mode, net_context
+from clusterforge.render.context_lustre import systemd_escape_path
+from clusterforge.render.env import environment
+from clusterforge.render.fabric import FabricView
+
+COMMENT = {".csv": None, ".dot": "//"}
+
+
+def _node(data: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(n for n in data["nodes"] if n["name"] == name)
+
+
+def test_banner_everywhere_and_no_timestamp() -> None:
+    for rel, text in render_environment(lab_index(), "lab").items():
+        marker = COMMENT.get(rel[rel.rfind("."):], "#")
+        if marker is None:
+            assert text.startswith("cable_id,"), rel
+            continue
+        assert text.startswith(f"{marker} Managed by clusterforge for environment lab."), rel
+        assert not re.search(r"\d{4}-\d{2}-\d{2}|\d\d:\d\d:\d\d", text), rel
+        assert text.endswith("\n") and not text.endswith("\n\n\n"), rel
+
+
+def test_nccl_rail_order_and_exact_names() -> None:
+    data = lab_data()
+    _node(data, "gpu01")["hcas"] = [
+        {"name": "mlx5_10", "model": "ConnectX-6", "rail": 2, "ports": [{"port": 1, "rate": "HDR"}]},
+        {"name": "mlx5_1", "model": "ConnectX-6", "rail": 1, "ports": [{"port": 1, "rate": "HDR"}]},
+        {"name": "mlx5_2", "model": "ConnectX-6", "ports": [{"port": 1, "rate": "HDR"}]},
+        {"name": "mlx5_0", "model": "ConnectX-6", "rail": 0, "gpu": 0, "ports": [{"port": 1, "rate": "HDR"}]},
+        {"name": "mlx5_3", "model": "ConnectX-6", "rail": 3,
+         "ports": [{"port": 1, "rate": "HDR", "link_layer": "Ethernet"}]},
+    ]
+    text = render_environment(index_of(data), "lab")["hosts/gpu01/etc/nccl.conf"]
+    assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_10:1,mlx5_2:1\n" in text
+    assert "NCCL_SOCKET_IFNAME=eth0\n" in text
+    # old NCCL versions read every line holding '=' as a variable, comments included
+    assert all("=" not in line for line in text.splitlines() if line.startswith("#"))
+
+
+def test_no_nccl_conf_without_gpus() -> None:
+    files = render_environment(lab_index(), "lab")
+    assert "hosts/sm01/etc/nccl.conf" not in files
+    assert "hosts/lus01/etc/nccl.conf" not in files
+
+
+def test_partitions_syntax() -> None:
+    data = lab_data()
+    data["opensm"]["partitions"] = [
+        {"name": "storage", "pkey": 0x0002, "members": [{"device": "ALL_SWITCHES", "membership": "full"},
+                                                        {"device": "SELF", "membership": "full"}]},
+        {"name": "compute", "pkey": 0x0001, "ipoib": True, "mtu": 5, "members": [
+            {"device": "gpu01", "membership": "full"}, {"device": "lus01", "membership": "limited"},
+            {"device": "spine01", "membership": "full"}]},
+    ]
+    fab = FabricView(index_of(data))
+    text = render_environment(fab.index, "lab")["opensm/sm01/partitions.conf"]
+    g = fab.guids
+    body = text.split("... ;\n", 1)[1]
+    assert body == (
+        "\nDefault=0x7fff, ipoib, defmember=full : ALL=full ;\n"
+        "\ncompute=0x0001, ipoib, mtu=5 :\n"
+        f"    0x{g.port('gpu01', 'mlx5_0', 1):016x}=full,  # gpu01/mlx5_0/1\n"
+        f"    0x{g.port('gpu01', 'mlx5_1', 1):016x}=full,  # gpu01/mlx5_1/1\n"
+        f"    0x{g.port('lus01', 'mlx5_0', 1):016x}=limited,  # lus01/mlx5_0/1\n"
+        f"    0x{g.switch('spine01'):016x}=full ;  # spine01\n"
+        "\nstorage=0x0002, defmember=full : ALL_SWITCHES=full, SELF=full ;\n"
+    )
+
+
+def test_slurm_groups_multi_homed_leaves_and_single_homed_stay() -> None:
+    text = render_environment(lab_index(), "lab")["slurm/topology.conf"]
+    assert "SwitchName=leaf-su01 Nodes=gpu[01-04]\n" in text
+    assert "SwitchName=spine01 Switches=leaf-su[01-02]\n" in text
+    data = lab_data()
+    data["cables"] = [c for c in data["cables"] if c["a"].get("hca") != "mlx5_1"]  # rail 1 unplugged
+    text = render_environment(index_of(data), "lab")["slurm/topology.conf"]
+    assert "SwitchName=leaf-su01-r0 Nodes=gpu[01-04]\n" in text
+    assert "SwitchName=spine02 Switches=leaf-su01-r0,leaf-su02-r0\n" in text
+    assert "leaf-su01-r1" not in text and "leaf-infra01" not in text
+
+
+def _three_tier() -> dict[str, Any]:
+    data = lab_data()
+    data["switches"].append({"name": "core01", "model": "QM8700", "role": "core", "rack": "lab-core01", "u": 5})
+    data["cables"] += [
+        {"id": "C-00040", "a": "spine01/40", "b": "core01/1", "media": "AOC", "length_m": 3},
+        {"id": "C-00041", "a": "spine02/40", "b": "core01/2", "media": "AOC", "length_m": 3},
+    ]
+    return data
+
+
+def test_three_tier_roots_are_the_cores() -> None:
+    files = render_environment(index_of(_three_tier()), "lab")
+    roots = [line for line in files["opensm/sm01/root-guids.conf"].splitlines() if not line.startswith("#")]
+    assert len(roots) == 1 and roots[0].endswith("# core01")
+    assert "SwitchName=core01 Switches=spine[01-02]\n" in files["slurm/topology.conf"]
+
+
+def test_opensm_conf_binds_a_known_port() -> None:
+    data = lab_data()
+    data["guid_locks"] = {"ports": {"sm01/mlx5_0/1": "0x0002c90300001234"}}
+    sm = FabricView(index_of(data))
+    text = render_environment(sm.index, "lab")["opensm/sm01/opensm.conf"]
+    assert "\nguid 0x0002c90300001234\n" in text
+    assert "\nsm_priority 15\n" in text and "\nrouting_engine ftree\n" in text
+
+
+def test_lustre_clients_all_and_escaped_unit() -> None:
+    data = lab_data()
+    data["lustre"][0].update(clients="all", mount="/lustre/scratch-01")
+    files = render_environment(index_of(data), "lab")
+    unit = "hosts/sm01/etc/systemd/system/lustre-scratch\\x2d01.mount"
+    assert unit in files
+    assert "What=198.18.128.19@o2ib0:/lfs01\n" in files[unit]
+    assert not any(p.startswith("hosts/lus01/etc/systemd") for p in files)
+    assert 'options lnet networks="o2ib0(ib0)"' in files["hosts/lus01/etc/modprobe.d/lustre.conf"]
+
+
+@pytest.mark.parametrize(("path", "unit"), [
+    ("/lustre/lfs01", "lustre-lfs01"), ("/", "-"), ("/a//b/", "a-b"),
+    ("/mnt/scratch-fs", "mnt-scratch\\x2dfs"), ("/.hidden/x.y", "\\x2ehidden-x.y"),
+])
+def test_systemd_escape_path(path: str, unit: str) -> None:
+    assert systemd_escape_path(path) == unit
+
+
+def test_hosts_fragment_with_domain() -> None:
+    data = lab_data()
+    data["addressing"]["dns_domain"] = "lab.example"
+    text = render_environment(index_of(data), "lab")["network/hosts"]
+    assert "198.18.10.10\tgpu01.lab.example gpu01\n" in text
+    assert "198.18.136.10\tgpu01-ib1.lab.example gpu01-ib1\n" in text
+
+
+def test_csv_cells_are_quoted() -> None:
+    assert csv_cell("plain") == "plain"
+    assert csv_cell('a,"b"') == '"a,""b"""'
+    assert csv_cell(" edge") == '" edge"'
+    assert csv_cell(None) == ""
+
+
+def test_work_order_columns() -> None:
+    rows = render_environment(lab_index(), "lab")["cabling/work-order.csv"].splitlines()
+    assert rows[0].split(",")[:4] == ["cable_id", "label", "a_rack", "a_u"]
+    assert rows[1] == "C-00001,C-00001,lab-su01-r01,2,gpu01,mlx5_0/1,lab-su01-net,2,leaf-su01-r0,1,AOC,,10,,"
+    assert len(rows) == 1 + 39
+
+
+def _ndr(data: dict[str, Any]) -> dict[str, Any]:
+    for prof in data["profiles"]:
+        for hca in prof["hcas"]:
+            hca["model"] = "ConnectX-7"
+            for port in hca["ports"]:
+                port["rate"] = "NDR"
+    for sw in data["switches"]:
+        sw["model"] = "QM9700"
+    return data
+
+
+def test_ibsim_simulates_ndr_at_hdr_and_says_so() -> None:
+    fab = FabricView(index_of(_ndr(lab_data())))
+    assert link_mode(fab, "NDR") == (4, "NDR", "HDR")
+    assert link_mode(fab, "HDR100") == (2, "HDR", "HDR")
+    assert link_mode(fab, "EDR") == (4, "EDR", "EDR")
+    ctx, _labels, notes = net_context(fab)
+    assert notes == ["4xNDR links are simulated at HDR lane speed: ibsim 0.10 cannot encode faster lanes"]
+    assert ctx["extspeed"] == 4 and ctx["width"] == 2
+    assert ctx["records"][0]["nports"] == 64 and ctx["records"][0]["devid"] == "0xd2f2"
+    text = render_environment(fab.index, "lab")["fabric/ibsim.net"]
+    assert "lid 0 4xNDR" not in text and "lid 0 4xHDR" in text and "\nextspeed=4\n" in text
+
+
+def test_diagram_summarizes_large_fabrics(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(diagram_mod, "DETAIL_LIMIT", 4)
+    text = render_environment(lab_index(), "lab")["fabric/fabric.dot"]
+    assert "(summary)" in text
+    assert '"compute nodes, group 0" [label="compute nodes, group 0\\n4 nodes"' in text
+    assert '"leaves, group 0" -- "compute nodes, group 0" [label="8 x HDR"' in text
+    assert '"spines" -- "leaves, group 0" [label="8 x HDR"' in text
+
+
+def test_strict_undefined() -> None:
+    with pytest.raises(jinja2.UndefinedError):
+        environment().get_template("nccl/nccl.conf.j2").render({"banner": []})
+
+
+def test_render_reports_placeholders_per_file() -> None:
+    result = render(lab_index(), "lab")
+    assert set(result.placeholders) == {
+        "fabric/ibsim.net", "fabric/node-name-map", "opensm/sm01/cn-guids.conf",
+        "opensm/sm01/io-guids.conf", "opensm/sm01/node-name-map", "opensm/sm01/root-guids.conf",
+    }
+    assert result.placeholders["opensm/sm01/root-guids.conf"] == ("spine01", "spine02")
+    assert result.count_by_kind()["nccl/nccl.conf"] == 8
+
+
+@pytest.mark.parametrize("env", ["staging", "prod"])
+def test_example_environments_render(env: str) -> None:
+
+
+    index = load_checked(ROOT / "inventories" / env).index
+    fab = FabricView(index)
+    result = render(index, env)
+    book = fab.guids
+    every = [*book.switches.values(), *book.ca_nodes.values(), *book.ca_ports.values()]
+    assert len(set(every)) == len(every)  # node and port GUIDs all distinct
+    assert sum(k == "nccl/nccl.conf" for k in result.kinds.values()) == len(fab.nodes_of("compute"))
+    assert len(result.files["cabling/work-order.csv"].splitlines()) == 1 + len(index.inv.cables)
+    assert all(text.endswith("\n") for text in result.files.values())
