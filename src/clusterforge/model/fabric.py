@@ -28,3 +28,19 @@ class FabricSpec(Model):
         default_factory=lambda: list(_ALL_ROLES),
         description="node roles attached to the fabric",
     )
+    max_sus: int | None = Field(
+        default=None, ge=1,
+        description="scalable units the spine and core layers are sized for; growth up to this "
+        "size never moves a cable (default: the units the nodes fill now)",
+    )
+    spines: int | None = Field(
+        default=None, ge=1,
+        description="spine switches per pod (2 tiers: in all); default: the fewest that fit",
+    )
+    network_rack_suffix: str = Field(
+        default="-net", min_length=1,
+        description="racks whose name ends with this hold the leaves of the scalable units in their row",
+    )
+    trunk_fiber: Literal["OM3", "OM4", "OM5", "OS2"] | None = Field(
+        default=None, description="fiber of the MPO-24 trunks (default: OM4 where it reaches, else OS2)",
+    )

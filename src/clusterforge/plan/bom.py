@@ -1,0 +1,122 @@
+"""Bill of materials of a fabric (generated or declared), priced from a PriceTable.
+
+Counted: switches by model; the HCAs (and GPUs) of the nodes the fabric reaches; per
+link, by medium: copper or active optical cables by rate and length; for fiber, a
+transceiver at each end plus the fiber (direct) or two jumpers to the patch panels (on a
+trunk); MPO trunks by fiber and length; patch panels. Item keys (`switch/QM9700`,
+`cable/AOC/HDR`, `transceiver/NDR/MMF`, `jumper/OM4`, `trunk/OM4`, `patch_panel/mpo24`)
+are the price table's keys. Price of an item of length L: `<key>/<L>m` if listed, else
+`<key>` + `<key>/per_m` x L; an item with neither is listed as unpriced.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from ..model.index import Index
+from ..model.inventory import PriceTable
+from .geometry import Geometry
+
+
+@dataclass(frozen=True, slots=True)
+class BomLine:
+    category: str
+    item: str
+    length_m: float | None
+    quantity: int
+    unit_price: float | None
+
+    @property
+    def total(self) -> float | None:
+        return None if self.unit_price is None else self.unit_price * self.quantity
+
+
+@dataclass(frozen=True)
+class Bom:
+    lines: tuple[BomLine, ...]
+    currency: str
+    example_prices: bool
+
+    @property
+    def total(self) -> float:
+        return sum(line.total or 0.0 for line in self.lines)
+
+    @property
+    def unpriced(self) -> list[str]:
+        return sorted({line.item for line in self.lines if line.unit_price is None})
+
+    def by_category(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for line in self.lines:
+            out[line.category] = out.get(line.category, 0.0) + (line.total or 0.0)
+        return out
+
+
+def price(table: PriceTable, item: str, length: float | None) -> float | None:
+    items = table.items
+    if length is not None:
+        exact = items.get(f"{item}/{length:g}m")
+        if exact is not None:
+            return exact
+    base, per_m = items.get(item), items.get(f"{item}/per_m")
+    if base is None and per_m is None:
+        return None
+    return (base or 0.0) + (per_m or 0.0) * (length or 0.0)
+
+
+def bill_of_materials(index: Index, prices: PriceTable) -> Bom:
+    inv, cat = index.inv, index.cat
+    count: Counter[tuple[str, str, float | None]] = Counter()
+    for sw in inv.switches:
+        count[("switch", f"switch/{sw.model}", None)] += 1
+    gbps = {name: info.gbps for name, info in cat.rates.items()}
+    sw_rate = {name: rate for name, (_, rate) in index.switch_ports.items()}
+    panels = {p.name: p for p in inv.patch_panels}
+    trunks = {t.id: t for t in inv.trunks}
+    geo = Geometry(inv.site, {r.name: r.index for r in inv.site.rows})
+    racks = index.racks
+    where = {n.name: (n.rack, n.u) for n in inv.nodes} | {s.name: (s.rack, s.u) for s in inv.switches}
+    hcas: set[tuple[str, str]] = set()
+    for c in inv.cables:
+        rates = []
+        for ref in (c.a, c.b):
+            if ref.hca is not None:
+                hcas.add((ref.device, ref.hca))
+                info = index.host_ports.get(ref.key)
+                rates.append(info.rate if info else None)
+            else:
+                rates.append(sw_rate.get(ref.device))
+        rate = min((r for r in rates if r), key=lambda r: gbps[r], default="HDR")
+        if c.media != "fiber":
+            count[("cable", f"cable/{c.media}/{rate}", c.length_m)] += 1
+            continue
+        trunk = trunks.get(c.trunk) if c.trunk else None
+        kind = c.fiber_type or (trunk.fiber_type if trunk else "OM4")
+        count[("transceiver", f"transceiver/{rate}/{'SMF' if kind == 'OS2' else 'MMF'}", None)] += 2
+        if trunk is None:
+            count[("fiber", f"fiber/{kind}", c.length_m)] += 1
+            continue
+        for ref in (c.a, c.b):
+            rack, u = where.get(ref.device, ("", 0))
+            panel = next((panels[p] for p in (trunk.a_panel, trunk.b_panel) if p in panels
+                          and panels[p].rack == rack), None)
+            run = geo.length(racks[rack], u, racks[rack], panel.u) if panel and rack in racks else 3.0
+            count[("jumper", f"jumper/{kind}", cat.orderable_length("fiber", run) or run)] += 1
+    for node, hca in sorted(hcas):
+        h = index.hca(node, hca)
+        if h is not None:
+            count[("hca", f"hca/{h.model}", None)] += 1
+    for node in sorted({n for n, _ in hcas}):
+        gpus = index.hardware[node].gpus if node in index.hardware else None
+        if gpus is not None and gpus.count:
+            count[("gpu", f"gpu/{gpus.model}", None)] += gpus.count
+    for t in inv.trunks:
+        count[("trunk", f"trunk/{t.fiber_type}", t.length_m)] += 1
+    for p in inv.patch_panels:
+        count[("patch_panel", f"patch_panel/mpo{p.mpo_ports}", None)] += 1
+    order = ("switch", "hca", "gpu", "transceiver", "cable", "fiber", "jumper", "trunk", "patch_panel")
+    lines = [BomLine(cat_, item, length, qty, price(prices, item, length))
+             for (cat_, item, length), qty in sorted(count.items(), key=lambda kv: (
+                 order.index(kv[0][0]), kv[0][1], kv[0][2] or 0.0))]
+    return Bom(tuple(lines), prices.currency, prices.example)

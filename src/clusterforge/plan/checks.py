@@ -1,0 +1,226 @@
+"""Plan checks over any fabric, generated or declared by hand.
+
+* FT-TIER: a cable must join adjacent tiers (node-leaf, leaf-spine, spine-core).
+* FT-UNEVEN: in each pod (leaves and spines joined by leaf-spine links) every leaf has
+  the same number of links to every spine; in each core plane (spines and cores joined
+  by spine-core links) every spine the same number to every core; every pod reaches
+  every plane through the same number of spines.
+* FT-NO-UPLINK: a leaf (or, with cores, a spine) without uplinks; FT-IDLE: a spine or
+  core that nothing below reaches (a warning).
+* FT-DISCONNECTED: two leaves with nodes that cannot reach each other.
+* RAIL-MIXED / RAIL-LABEL / RAIL-SU (rail-optimized fabrics): a leaf serves one rail,
+  the one its `rail` field names, and a node's leaves belong to one scalable unit.
+* OVERSUB: a leaf's node bandwidth over its uplink bandwidth exceeds the spec's ratio.
+
+Metrics: oversubscription actually achieved (the worst leaf, by bandwidth of the cabled
+links), bisection bandwidth (half the narrowest of: node links, leaf-spine links with two
+or more leaves, spine-core links with two or more pods), the most switches a packet
+crosses between two nodes, and the ports left free on each switch.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from ..model.fabric import FabricSpec
+from ..model.index import Index
+from .design import RATIOS
+from .endpoints import rail_ports
+from .graph import FabricGraph, build_graph, components, worst_hops
+
+CAP = 20  # findings shown per rule; the rest are summed up in one more
+
+
+@dataclass(frozen=True, slots=True)
+class PlanFinding:
+    rule: str
+    severity: Literal["error", "warning"]
+    subject: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}  {self.severity}  {self.subject}: {self.message}"
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    tiers: int
+    switches: dict[str, int]
+    cables: dict[str, int]
+    media: dict[str, int]
+    trunks: int
+    patch_panels: int
+    links_on_trunks: int
+    oversubscription: str
+    worst_leaf_ratio: float | None
+    node_gbps: float
+    bisection_gbps: float
+    max_switch_hops: int | None
+    free_ports: dict[str, int]
+    findings: tuple[PlanFinding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["findings"] = [asdict(f) for f in self.findings]
+        out["ok"] = self.ok
+        return out
+
+
+class _Findings:
+    def __init__(self) -> None:
+        self.items: list[PlanFinding] = []
+        self.shown: Counter[str] = Counter()
+        self.extra: Counter[str] = Counter()
+        self.severity: dict[str, Literal["error", "warning"]] = {}
+
+    def add(self, rule: str, severity: Literal["error", "warning"], subject: str, message: str) -> None:
+        self.severity[rule] = severity
+        if self.shown[rule] >= CAP:
+            self.extra[rule] += 1
+            return
+        self.shown[rule] += 1
+        self.items.append(PlanFinding(rule, severity, subject, message))
+
+    def done(self) -> tuple[PlanFinding, ...]:
+        more = [PlanFinding(r, self.severity[r], "...", f"and {n} more like these") for r, n in self.extra.items()]
+        return (*self.items, *more)
+
+
+def ratio_text(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if abs(value - round(value)) < 1e-9:
+        return f"{round(value)}:1"
+    return f"{value:.2f}:1"
+
+
+def check_plan(index: Index, spec: FabricSpec | None = None) -> PlanReport:
+    """Shape, rails and metrics of the fabric declared in `index` (spec: the default is the inventory's)."""
+    spec = spec if spec is not None else index.inv.fabric
+    g = build_graph(index)
+    out = _Findings()
+    for cid, why in g.odd:
+        out.add("FT-TIER", "error", cid, f"cable {why}: a fat-tree links adjacent tiers only")
+    pods = _pods(g, out)
+    planes = _planes(g, pods, out)
+    rail_opt = spec.kind == "rail-optimized" if spec else any(s.rail is not None for s in index.inv.switches)
+    if rail_opt:
+        _rails(index, g, out)
+    ratios = {leaf: g.down_gbps[leaf] / g.up_gbps[leaf] for leaf in g.of_role("leaf") if g.up_gbps[leaf] > 0}
+    worst = max(ratios.values(), default=None)
+    if spec is not None and worst is not None:
+        asked = RATIOS[spec.oversubscription]
+        for leaf, value in sorted(ratios.items()):
+            if value > asked + 1e-9:
+                out.add("OVERSUB", "error", leaf, f"{g.down_gbps[leaf]:g} Gb/s of nodes over "
+                        f"{g.up_gbps[leaf]:g} Gb/s of uplinks = {ratio_text(value)}, more than the "
+                        f"{spec.oversubscription} asked")
+    hops, unreachable = worst_hops(g)
+    if unreachable:
+        out.add("FT-DISCONNECTED", "error", unreachable[0],
+                f"{len(unreachable)} leaf/leaves with nodes cannot be reached from the rest of the fabric")
+    node_gbps = g.tier_gbps["node_leaf"]
+    narrow = [node_gbps]
+    if len({leaf for *_, leaf in g.host_leaf}) >= 2:
+        narrow.append(g.tier_gbps["leaf_spine"])
+    if len(pods) >= 2:
+        narrow.append(g.tier_gbps["spine_core"])
+    inv = index.inv
+    return PlanReport(
+        tiers=3 if planes else 2 if pods else 1,
+        switches={role: sum(1 for r in g.roles.values() if r == role) for role in ("leaf", "spine", "core")},
+        cables={name: g.cables.get(key, 0) for name, key in
+                (("node_leaf", "node_leaf"), ("leaf_spine", "leaf_spine"), ("spine_core", "spine_core"))},
+        media=dict(sorted(Counter(c.media for c in inv.cables).items())),
+        trunks=len(inv.trunks), patch_panels=len(inv.patch_panels),
+        links_on_trunks=sum(1 for c in inv.cables if c.trunk is not None),
+        oversubscription=ratio_text(worst), worst_leaf_ratio=worst, node_gbps=node_gbps,
+        bisection_gbps=min(narrow) / 2, max_switch_hops=hops,
+        free_ports={name: max(0, g.radix[name] - len(g.used.get(name, ()))) for name in sorted(g.roles)},
+        findings=out.done(),
+    )
+
+
+def _uneven(out: _Findings, members: list[str], lower_role: str, upper_role: str, g: FabricGraph,
+            what: str) -> None:
+    lower = [m for m in members if g.roles.get(m) == lower_role]
+    upper = [m for m in members if g.roles.get(m) == upper_role]
+    counts = Counter(g.links.get((lo, up), 0) for lo in lower for up in upper)
+    expected = max((c for c in counts if c), key=lambda c: (counts[c], c), default=0)
+    for lo in lower:
+        bad = [(up, g.links.get((lo, up), 0)) for up in upper if g.links.get((lo, up), 0) != expected]
+        if bad:
+            shown = ", ".join(f"{up} x{n}" for up, n in bad[:4]) + (", ..." if len(bad) > 4 else "")
+            out.add("FT-UNEVEN", "error", lo, f"links to the {upper_role}s of its {what} are uneven ({shown}); "
+                    f"expected {expected} to each of its {len(upper)} {upper_role}s")
+
+
+def _pods(g: FabricGraph, out: _Findings) -> list[list[str]]:
+    edges = [(lo, up) for lo, up in g.links if g.roles[lo] == "leaf"]
+    pods = components(edges)
+    for pod in pods:
+        _uneven(out, pod, "leaf", "spine", g, "pod")
+    in_pod = {x for pod in pods for x in pod}
+    if g.of_role("spine"):
+        for leaf in sorted({leaf for *_, leaf in g.host_leaf} - in_pod):
+            out.add("FT-NO-UPLINK", "error", leaf, "leaf with nodes has no link to any spine")
+    for spine in sorted(set(g.of_role("spine")) - in_pod):
+        out.add("FT-IDLE", "warning", spine, "spine has no link from any leaf")
+    return pods
+
+
+def _planes(g: FabricGraph, pods: list[list[str]], out: _Findings) -> list[list[str]]:
+    edges = [(lo, up) for lo, up in g.links if g.roles[lo] == "spine"]
+    if not edges:
+        return []
+    planes = components(edges)
+    for core in sorted(set(g.of_role("core")) - {x for plane in planes for x in plane}):
+        out.add("FT-IDLE", "warning", core, "core has no link from any spine")
+    plane_of: dict[str, int] = {}
+    for i, plane in enumerate(planes):
+        _uneven(out, plane, "spine", "core", g, "core plane")
+        plane_of.update((x, i) for x in plane)
+    for pod in pods:
+        spines = [x for x in pod if g.roles[x] == "spine"]
+        for spine in spines:
+            if spine not in plane_of:
+                out.add("FT-NO-UPLINK", "error", spine, "spine has no link to any core")
+        per_plane = Counter(plane_of[s] for s in spines if s in plane_of)
+        if per_plane and (len(per_plane) != len(planes) or len(set(per_plane.values())) > 1):
+            out.add("FT-UNEVEN", "error", pod[0], f"the pod of {pod[0]} reaches {len(per_plane)} of "
+                    f"{len(planes)} core planes through {sorted(set(per_plane.values()))} spine(s) each")
+    return planes
+
+
+def _rails(index: Index, g: FabricGraph, out: _Findings) -> None:
+    rail_cache: dict[int, dict[tuple[str, int], int]] = {}
+    leaf_rails: dict[str, set[int]] = defaultdict(set)
+    node_leaves: dict[str, set[str]] = defaultdict(set)
+    for node, hca, port, leaf in g.host_leaf:
+        hw = index.hardware.get(node)
+        if hw is None:
+            continue
+        rails = rail_cache.get(id(hw))
+        if rails is None:
+            rails = rail_cache[id(hw)] = {(ep.hca, ep.port): r for r, ep in rail_ports(hw)}
+        rail = rails.get((hca, port))
+        if rail is not None:
+            leaf_rails[leaf].add(rail)
+        node_leaves[node].add(leaf)
+    switches = index.switches
+    for leaf, served in sorted(leaf_rails.items()):
+        if len(served) > 1:
+            out.add("RAIL-MIXED", "error", leaf, f"serves rails {sorted(served)}: a rail-optimized leaf serves one")
+        label = switches[leaf].rail
+        if label is not None and served != {label}:
+            out.add("RAIL-LABEL", "warning", leaf, f"is declared rail {label} but serves rail(s) {sorted(served)}")
+    for node, leaves in sorted(node_leaves.items()):
+        groups = {switches[leaf].group for leaf in leaves}
+        if len(groups) > 1 and None not in groups:
+            out.add("RAIL-SU", "warning", node, f"reaches leaves of scalable units {sorted(groups)}")  # type: ignore[type-var]

@@ -1,0 +1,230 @@
+"""Fabric arithmetic: from a FabricSpec and a node count to the numbers of a folded Clos.
+
+Everything here is integer arithmetic on port counts; nothing is placed or cabled yet.
+The rules (also in docs/planner.md):
+
+* A scalable unit (SU) is `su_size` consecutive fabric nodes and owns `rails` leaves.
+  Every leaf keeps `su_size` down ports (one per node of its SU) and `su_size / r`
+  up ports for an `r:1` oversubscription; both must fit the leaf's radix.
+  Default su_size: the largest that fits with an even number of uplinks.
+* Spines and cores are sized for `max_sus` SUs (default: the SUs the nodes fill now).
+* 2 tiers: S spines, every leaf has p = uplinks / S links to every spine. S is
+  `fabric.spines` or the fewest spines (at least 2) that divide the uplinks evenly and
+  whose ports hold every leaf: leaves x p <= spine radix.
+* 3 tiers: pods of m SUs; each pod has S spines (default: one per leaf uplink, p = 1)
+  whose ports split half down (m x rails x p leaf links) and half up. Spine j of every
+  pod belongs to core plane j; a plane has C cores and every spine links to every core
+  of its plane q times, C x q = spine uplinks. C is the fewest cores that divide the
+  spine uplinks evenly and whose ports hold every pod: pods x q <= core radix.
+* tiers auto: 2 when the leaves fit one layer of spines (leaves <= spine radix), else 3.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..catalog import Catalog
+from ..model.fabric import FabricSpec
+from .errors import PlanError
+
+RATIOS: dict[str, int] = {"1:1": 1, "2:1": 2, "3:1": 3, "4:1": 4}
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchType:
+    """A catalog switch as the planner uses it: logical ports at one rate."""
+
+    model: str
+    ports: int  # logical ports (split: physical ports x ways)
+    rate: str
+    split: bool
+    ru: int
+    power_w: float
+
+
+@dataclass(frozen=True, slots=True)
+class Design:
+    kind: str
+    tiers: int
+    rate: str  # host link rate (fabric.rate)
+    leaf: SwitchType
+    spine: SwitchType
+    core: SwitchType | None
+    rails: int
+    ratio: int  # leaf down:up = ratio:1
+    su_size: int
+    uplinks: int  # per leaf
+    sus: int  # scalable units the nodes fill now
+    design_sus: int  # scalable units the upper tiers are sized for
+    sus_per_pod: int  # 2 tiers: design_sus (one pod)
+    spines_per_pod: int
+    leaf_spine_links: int  # p: links from each leaf to each spine of its pod
+    cores_per_plane: int  # 0 in 2 tiers
+    spine_core_links: int  # q: links from each spine to each core of its plane
+
+    @property
+    def oversubscription(self) -> str:
+        return f"{self.ratio}:1"
+
+    @property
+    def leaves_per_pod(self) -> int:
+        return self.sus_per_pod * self.rails
+
+    @property
+    def spine_down(self) -> int:
+        """Spine ports reserved for leaves (the rest of a 3-tier spine's up ports follow)."""
+        return self.leaves_per_pod * self.leaf_spine_links
+
+    @property
+    def pods(self) -> int:
+        return math.ceil(self.sus / self.sus_per_pod)
+
+    @property
+    def leaves(self) -> int:
+        return self.sus * self.rails
+
+    @property
+    def spines(self) -> int:
+        return self.pods * self.spines_per_pod
+
+    @property
+    def cores(self) -> int:
+        return self.spines_per_pod * self.cores_per_plane if self.tiers == 3 else 0
+
+
+def switch_type(cat: Catalog, model: str, split: bool, field: str) -> SwitchType:
+    info = cat.switches.get(model)
+    if info is None:
+        raise PlanError(f"fabric.{field}: unknown switch model {model!r}",
+                        [f"{field}: {m}" for m in sorted(cat.switches)])
+    if split:
+        if info.split is None:
+            splittable = sorted(m for m, s in cat.switches.items() if s.split is not None)
+            raise PlanError(f"fabric.split: {model} ports cannot be split",
+                            ["split: false", *(f"{field}: {m}" for m in splittable)])
+        return SwitchType(model, info.ports * info.split.ways, info.split.rate, True, info.ru, info.power_w)
+    return SwitchType(model, info.ports, info.rate, False, info.ru, info.power_w)
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _valid_su(su: int, ratio: int, ports: int) -> bool:
+    return su >= 1 and su % ratio == 0 and su + su // ratio <= ports
+
+
+def default_su_size(ports: int, ratio: int) -> int:
+    """The largest su_size a leaf holds at `ratio`, preferring an even number of uplinks."""
+    valid = [s for s in range(ports, 0, -1) if _valid_su(s, ratio, ports)]
+    if not valid:
+        raise PlanError(f"a {ports}-port leaf cannot give any node an uplink at {ratio}:1")
+    even = [s for s in valid if (s // ratio) % 2 == 0]
+    return even[0] if even else valid[0]
+
+
+def _nearest(values: list[int], target: int) -> list[int]:
+    below = [v for v in values if v < target]
+    above = [v for v in values if v > target]
+    return ([max(below)] if below else []) + ([min(above)] if above else [])
+
+
+def resolve(spec: FabricSpec, cat: Catalog, nodes: int, rails: int) -> Design:
+    """The design for `nodes` fabric nodes with `rails` ports each, or PlanError."""
+    ratio = RATIOS[spec.oversubscription]
+    leaf = switch_type(cat, spec.leaf_model, spec.split, "leaf_model")
+    spine = switch_type(cat, spec.spine_model or spec.leaf_model, spec.split, "spine_model")
+    su = spec.su_size or default_su_size(leaf.ports, ratio)
+    if su % ratio:
+        ok = [s for s in range(1, leaf.ports + 1) if _valid_su(s, ratio, leaf.ports)]
+        raise PlanError(
+            f"su_size {su} does not divide by {ratio}: at {spec.oversubscription} every leaf needs "
+            f"su_size/{ratio} uplinks, and {su}/{ratio} is not a whole number of ports",
+            [f"su_size: {s} ({s // ratio} uplinks per leaf)" for s in _nearest(ok, su)])
+    up = su // ratio
+    if su + up > leaf.ports:
+        best = default_su_size(leaf.ports, ratio)
+        raise PlanError(
+            f"su_size {su} at {spec.oversubscription} needs {su} down + {up} up = {su + up} ports per "
+            f"leaf; {leaf.model} has {leaf.ports}{' split' if leaf.split else ''} ports",
+            [f"su_size: {best} ({best} down + {best // ratio} up)",
+             *([] if leaf.split else _split_hint(cat, spec.leaf_model))])
+    sus = max(1, math.ceil(nodes / su))
+    if spec.max_sus is not None and spec.max_sus < sus:
+        raise PlanError(f"{nodes} nodes fill {sus} scalable units of {su}, more than fabric.max_sus "
+                        f"{spec.max_sus}", [f"max_sus: {sus}"])
+    design_sus = spec.max_sus or sus
+    tiers = spec.tiers
+    if tiers == "auto":
+        tiers = 2 if design_sus * rails <= spine.ports else 3
+    if tiers == 2:
+        return _two_tier(spec, leaf, spine, rails, ratio, su, up, sus, design_sus)
+    core = switch_type(cat, spec.core_model or spec.spine_model or spec.leaf_model, spec.split, "core_model")
+    return _three_tier(spec, leaf, spine, core, rails, ratio, su, up, sus, design_sus)
+
+
+def _split_hint(cat: Catalog, model: str) -> list[str]:
+    info = cat.switches.get(model)
+    return ["split: true (doubles the leaf's ports at half the rate)"] if info and info.split else []
+
+
+def _two_tier(spec: FabricSpec, leaf: SwitchType, spine: SwitchType, rails: int, ratio: int, su: int,
+              up: int, sus: int, design_sus: int) -> Design:
+    leaves = design_sus * rails
+    if leaves > spine.ports:
+        most = spine.ports // rails
+        raise PlanError(
+            f"{design_sus} scalable units x {rails} rails = {leaves} leaves; one layer of "
+            f"{spine.ports}-port {spine.model} spines connects at most {spine.ports} leaves "
+            f"({most} units = {most * su} nodes) in 2 tiers",
+            ["tiers: 3 (or auto)", *([f"max_sus: {most}"] if spec.max_sus and most >= sus else [])])
+    valid = [s for s in divisors(up) if leaves * (up // s) <= spine.ports]
+    if spec.spines is not None:
+        count = spec.spines
+        if count not in valid:
+            if up % count:
+                why = f"{up} uplinks per leaf cannot be spread evenly over {count} spines"
+            else:
+                why = (f"{count} spines take {up // count} links from each of {leaves} leaves = "
+                       f"{leaves * (up // count)} ports, more than the {spine.ports} of a {spine.model}")
+            raise PlanError(why, [f"spines: {s} ({up // s} links from every leaf)" for s in _nearest(valid, count)])
+    else:
+        count = next(s for s in valid if s >= min(2, up))
+    return Design(spec.kind, 2, spec.rate, leaf, spine, None, rails, ratio, su, up, sus, design_sus,
+                  design_sus, count, up // count, 0, 0)
+
+
+def _three_tier(spec: FabricSpec, leaf: SwitchType, spine: SwitchType, core: SwitchType, rails: int,
+                ratio: int, su: int, up: int, sus: int, design_sus: int) -> Design:
+    half = spine.ports // 2
+    fits = [s for s in divisors(up) if rails * (up // s) <= half]
+    if spec.spines is not None:
+        count = spec.spines
+        if count not in fits:
+            raise PlanError(
+                f"{count} spines per pod do not work: {up} uplinks per leaf "
+                + ("cannot be spread evenly over them" if up % count else
+                   f"at {up // count} links each need {rails * (up // count)} ports per SU, more than "
+                   f"the {half} down ports of a 3-tier {spine.model} spine"),
+                [f"spines: {s}" for s in _nearest(fits, count)])
+    else:
+        count = up
+    links = up // count
+    per_pod = half // (rails * links)
+    if per_pod == 0:
+        raise PlanError(
+            f"a pod must hold a whole scalable unit: {rails} rail leaves x {links} links = "
+            f"{rails * links} spine ports, but a 3-tier {spine.model} spine has {half} down ports",
+            [f"rails: {half} or fewer", f"spine_model with at least {2 * rails} ports"])
+    pods = math.ceil(design_sus / per_pod)
+    spine_up = per_pod * rails * links
+    if pods > core.ports:
+        most = core.ports * per_pod
+        raise PlanError(
+            f"{design_sus} scalable units make {pods} pods of {per_pod}; {core.ports}-port {core.model} "
+            f"cores connect at most {core.ports} pods ({most} units = {most * su} nodes)",
+            [f"max_sus: {most}", "a higher oversubscription or a larger core_model"])
+    cores = next(c for c in divisors(spine_up) if pods * (spine_up // c) <= core.ports)
+    return Design(spec.kind, 3, spec.rate, leaf, spine, core, rails, ratio, su, up, sus, design_sus,
+                  per_pod, count, links, cores, spine_up // cores)

@@ -1,0 +1,111 @@
+"""Sizing without an inventory: a synthetic one, planned and checked by the real engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..catalog import Catalog, SwitchModel, catalog
+from ..model.fabric import FabricSpec
+from ..model.index import Index
+from ..model.inventory import Inventory
+from .checks import PlanReport, check_plan
+from .design import Design
+from .errors import PlanError
+from .generate import plan_fabric
+from .result import Plan
+from .synthetic import Shape, synthetic_inventory
+
+
+@dataclass(frozen=True)
+class SizeRequest:
+    nodes: int
+    ports_per_node: int
+    radix: int
+    spine_radix: int | None = None
+    core_radix: int | None = None
+    rate: str | None = None
+    oversubscription: Literal["1:1", "2:1", "3:1", "4:1"] = "1:1"
+    su_size: int | None = None
+    tiers: Literal["auto", 2, 3] = "auto"
+    max_sus: int | None = None
+    spines: int | None = None
+    split: bool = False
+    kind: Literal["fat-tree", "rail-optimized"] = "rail-optimized"
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A synthetic inventory with its plan merged, the plan and its checks."""
+
+    inv: Inventory
+    plan: Plan
+    report: PlanReport
+    cat: Catalog
+
+    @property
+    def design(self) -> Design:
+        return self.plan.design
+
+
+def model_for(cat: Catalog, radix: int, rate: str | None) -> tuple[Catalog, str]:
+    """A catalog switch model with `radix` ports, else a hypothetical one (at `rate`, default NDR)."""
+    found = sorted(name for name, m in cat.switches.items() if m.ports == radix)
+    if found:
+        return cat, found[0]
+    name = f"generic-{radix}"
+    model = SwitchModel(family="generic", ports=radix, rate=rate or "NDR", split=None, power_w=750.0, ru=1,
+                        device_id=0, source="hypothetical switch of the requested radix, for sizing only")
+    return cat.model_copy(update={"switches": {**cat.switches, name: model}}), name
+
+
+def plan_synthetic(shape: Shape, spec: FabricSpec, cat: Catalog) -> Planned:
+    inv = synthetic_inventory(shape, spec, cat)
+    plan = plan_fabric(inv, Index(inv, cat), cat)
+    merged = inv.model_copy(update={"switches": list(plan.switches), "cables": list(plan.cables),
+                                    "patch_panels": list(plan.patch_panels), "trunks": list(plan.trunks)})
+    return Planned(merged, plan, check_plan(Index(merged, cat), merged.fabric), cat)
+
+
+def size(req: SizeRequest, cat: Catalog | None = None) -> Planned:
+    if req.nodes < 1 or req.ports_per_node < 1:
+        raise PlanError("--nodes and --ports-per-node must be at least 1")
+    cat = cat or catalog()
+    cat, leaf = model_for(cat, req.radix, req.rate)
+    cat, spine = model_for(cat, req.spine_radix or req.radix, cat.switches[leaf].rate)
+    cat, core = model_for(cat, req.core_radix or req.spine_radix or req.radix, cat.switches[spine].rate)
+    info = cat.switches[leaf]
+    rate = req.rate or (info.split.rate if req.split and info.split else info.rate)
+    if rate not in cat.rates:
+        raise PlanError(f"--rate: unknown rate {rate!r}", [f"--rate {r}" for r in cat.rates])
+    spec = FabricSpec(kind=req.kind, tiers=req.tiers, rate=rate, leaf_model=leaf, spine_model=spine,
+                      core_model=core, split=req.split, oversubscription=req.oversubscription,
+                      su_size=req.su_size, max_sus=req.max_sus, spines=req.spines)
+    return plan_synthetic(Shape(nodes=req.nodes, ports_per_node=req.ports_per_node, rate=rate), spec, cat)
+
+
+def size_dict(p: Planned) -> dict[str, Any]:
+    d, plan, report = p.design, p.plan, p.report
+    return {
+        "tiers": d.tiers,
+        "switches": plan.switch_counts(),
+        "cables": plan.cable_counts(),
+        "oversubscription": d.oversubscription,
+        "oversubscription_achieved": report.oversubscription,
+        "bisection_gbps": report.bisection_gbps,
+        "max_switch_hops": report.max_switch_hops,
+        "models": {"leaf": d.leaf.model, "spine": d.spine.model, "core": d.core.model if d.core else None},
+        "rate": d.rate,
+        "su_size": d.su_size,
+        "scalable_units": d.sus,
+        "rails": d.rails,
+        "leaf_ports": {"down": d.su_size, "up": d.uplinks},
+        "spines_per_pod": d.spines_per_pod,
+        "pods": d.pods,
+        "links_leaf_spine": d.leaf_spine_links,
+        "cores_per_plane": d.cores_per_plane,
+        "links_spine_core": d.spine_core_links,
+        "media": plan.media_counts(),
+        "trunks": len(plan.trunks),
+        "links_on_trunks": plan.links_on_trunks,
+    }
