@@ -10,6 +10,8 @@ from .errors import InventoryInvalid, InventoryIssue
 from .load import Source, load_inventory
 from .model import Inventory
 from .model.index import Index
+from .plan import apply_plan
+from .plan.errors import PlanError
 
 
 @dataclass
@@ -19,9 +21,20 @@ class Checked:
     source: Source
 
 
-def load_checked(env: Path) -> Checked:
-    """Load and cross-check an environment; raise InventoryInvalid with every issue."""
+def load_checked(env: Path, *, planned: bool = True) -> Checked:
+    """Load and cross-check an environment; raise InventoryInvalid with every issue.
+
+    With a `fabric` spec and `planned`, the generated plan is merged in (what
+    `plan --write` froze is kept; anything not yet written is added), so every later
+    layer sees the whole fabric.
+    """
     inv, source = load_inventory(env)
+    if planned and inv.fabric is not None:
+        try:
+            inv = apply_plan(inv)
+        except PlanError as exc:
+            issue = InventoryIssue(("fabric",), f"the fabric spec cannot be planned: {exc}", rule="PLAN")
+            raise InventoryInvalid([issue.located(*source.locate(issue.path))]) from None
     index = Index(inv)
     issues = run_checks(index)
     if issues:

@@ -15,7 +15,7 @@ from clusterforge.plan import check_plan
 
 @pytest.fixture(scope="module")
 def prod() -> Inventory:
-    return load_inventory(Path(ROOT / "inventories" / "prod"))[0]
+    return load_inventory(Path(ROOT / "tests" / "fixtures" / "inventories" / "prod-hand"))[0]
 
 
 def _rules(inv: Inventory, spec: FabricSpec | None = None) -> dict[str, list[str]]:

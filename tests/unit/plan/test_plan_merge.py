@@ -55,7 +55,7 @@ def test_declared_switch_wins_and_is_reported_when_it_differs() -> None:
 
 def _frozen_env(tmp_path: Path) -> Path:
     env = tmp_path / "prod"
-    shutil.copytree(ROOT / "inventories" / "prod", env)
+    shutil.copytree(ROOT / "tests" / "fixtures" / "inventories" / "prod-hand", env)
     (env / "fabric.yaml").write_text("fabric: {rate: HDR, leaf_model: QM8700, switch_row: row-b, "
                                      "roles: [compute]}\n", encoding="utf-8")
     inv, _ = load_inventory(env)
