@@ -107,7 +107,58 @@ def bench_validate(tmp: Path) -> list[dict[str, object]]:
     return rows
 
 
-BENCHES = {"load": bench_load, "validate": bench_validate}
+def bench_plan(tmp: Path) -> list[dict[str, object]]:
+    """Plan a rail-optimized fabric from its spec, pack MPO trunks, and produce every plan export
+    (cabling work order + labels, BOM, OpenSM GUID files / node-name-map / partitions, Slurm
+    topology.conf, ibsim net file, diagram source)."""
+    from clusterforge.catalog import catalog
+    from clusterforge.model import FabricSpec
+    from clusterforge.model.index import Index
+    from clusterforge.plan import plan_fabric
+    from clusterforge.plan.bom import bill_of_materials
+    from clusterforge.plan.merge import merge_plan
+    from clusterforge.plan.prices import EXAMPLE_PRICES
+    from clusterforge.plan.synthetic import Shape, synthetic_inventory
+    from clusterforge.render import core as render_core
+    from clusterforge.render.core import banner
+    from clusterforge.render.env import environment
+    from clusterforge.render.fabric import FabricView
+
+    fabric_builders = [b for b in render_core.BUILDERS if b.__name__ != "host_files" and b.__name__ != "lustre_files"]
+    rows = []
+    for n in SIZES:
+        spec = FabricSpec(rate="NDR", leaf_model="QM9700", spine_model="QM9700", rails=8, su_size=32)
+        inv = synthetic_inventory(Shape(nodes=n, ports_per_node=8, gpu_model="H100-SXM"), spec, catalog())
+
+        def run(inv=inv) -> tuple[object, int, int]:
+            plan = plan_fabric(inv)
+            index = Index(merge_plan(inv, plan).inv)
+            bill_of_materials(index, EXAMPLE_PRICES)
+            fab = FabricView(index)
+            jinja = environment()
+            lines = banner("bench")
+            size = 0
+            files = 0
+            for build in fabric_builders:
+                for fs in build(fab):
+                    size += len(jinja.get_template(fs.template).render({**fs.context, "banner": lines,
+                                                                         "environment": "bench"}))
+                    files += 1
+            return plan, files, size
+
+        plan_s = best_of(lambda inv=inv: plan_fabric(inv))
+        total_s = best_of(run, runs=2)
+        plan, files, size = run()
+        rows.append({
+            "bench": "plan+exports", "nodes": n, "endpoints": n * 8, "tiers": plan.design.tiers,  # type: ignore[attr-defined]
+            "switches": len(plan.switches), "cables": len(plan.cables),  # type: ignore[attr-defined]
+            "trunks": len(plan.trunks), "export_files": files, "export_mb": round(size / 1e6, 2),  # type: ignore[attr-defined]
+            "plan_s": round(plan_s, 3), "plan+exports_s": round(total_s, 3),
+        })
+    return rows
+
+
+BENCHES = {"load": bench_load, "validate": bench_validate, "plan": bench_plan}
 
 
 def main() -> None:
