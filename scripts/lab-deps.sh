@@ -1,14 +1,38 @@
 #!/bin/sh
 # Install (idempotently) the Debian 12 packages the clusterforge local lab needs.
-#   podman mode : podman + runc + netavark (+ iptables, which netavark drives)
-#   image build : debootstrap (reads the apt mirror already configured here)
-#   fabric      : ibsim-utils, libumad2sim0, opensm, infiniband-diags
-#   access      : openssh-client (ssh, ssh-keygen), iproute2
-# Run as root. Safe to re-run: already-installed packages are skipped and
-# apt-get is only called when something is missing.
+#
+#   podman mode : podman runc netavark iptables
+#                 (rootful podman, runc because crun fails on cgroup v1 hosts,
+#                  netavark as network backend; it drives iptables and fails
+#                  without it.  No aardvark-dns: lab networks run --disable-dns.
+#                  No slirp4netns/uidmap: the lab is rootful.)
+#   image build : debootstrap (bootstraps from the apt mirror already configured)
+#   fabric      : ibsim-utils libumad2sim0 opensm infiniband-diags
+#   access      : openssh-client (ssh, ssh-keygen) iproute2 (ip netns)
+#
+#   --netns     : also openssh-server, for the fallback mode (one network
+#                 namespace + sshd per host) used when podman cannot run.
+#                 Daemons are not started here (policy-rc.d); on systemd hosts
+#                 the package still enables ssh.service for the next boot.
+#
+# Run as root.  Safe to re-run: apt-get runs only when something is missing.
 set -eu
 
 PKGS="podman runc netavark iptables debootstrap ibsim-utils libumad2sim0 opensm infiniband-diags openssh-client iproute2"
+
+for arg in "$@"; do
+    case "$arg" in
+    --netns) PKGS="$PKGS openssh-server" ;;
+    -h | --help)
+        sed -n '2,20p' "$0"
+        exit 0
+        ;;
+    *)
+        echo "lab-deps.sh: unknown argument: $arg" >&2
+        exit 2
+        ;;
+    esac
+done
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "lab-deps.sh: must run as root" >&2
@@ -29,7 +53,8 @@ fi
 
 echo "lab-deps.sh: installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
-# policy-rc.d: never start daemons (opensm ships an init script) on this host.
+# Never start daemons from maintainer scripts (opensm and openssh-server ship
+# services): a temporary policy-rc.d, removed again on exit.
 policy=/usr/sbin/policy-rc.d
 created_policy=0
 if [ ! -e "$policy" ]; then
@@ -37,11 +62,17 @@ if [ ! -e "$policy" ]; then
     chmod 0755 "$policy"
     created_policy=1
 fi
-cleanup() { if [ "$created_policy" -eq 1 ]; then rm -f "$policy"; fi; }
+cleanup() {
+    if [ "$created_policy" -eq 1 ]; then
+        rm -f "$policy"
+    fi
+}
 trap cleanup EXIT INT TERM
 
+# shellcheck disable=SC2086  # word splitting of the package list is intended
 if ! apt-get install -y --no-install-recommends $missing; then
     apt-get update
+    # shellcheck disable=SC2086
     apt-get install -y --no-install-recommends $missing
 fi
 echo "lab-deps.sh: done"

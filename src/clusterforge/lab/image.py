@@ -1,0 +1,178 @@
+"""The lab hosts' container image: Debian from debootstrap, imported into podman.
+
+No registry is needed: the root file system is bootstrapped from the apt
+mirror this machine already uses (read from /etc/apt/sources.list and
+sources.list.d/*.list|*.sources, never hard-coded).  The image tag is a hash
+of the package list, the suite and the recipe version, so an image is built
+once and reused until one of those changes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusterforge.lab.errors import LabError
+from clusterforge.lab.podman import exists, podman
+from clusterforge.lab.proc import run
+
+#: What every lab host gets.  openssh-server/python3/sudo make it a deploy
+#: target; infiniband-diags/libumad2sim0/opensm make it a fabric client.
+DEFAULT_PACKAGES: tuple[str, ...] = (
+    "openssh-server", "python3", "sudo", "infiniband-diags", "libumad2sim0", "opensm",
+    "iproute2", "procps",
+)
+DEFAULT_SUITE = "bookworm"
+IMAGE_REPO = "localhost/clusterforge-lab"
+#: Bump when ``_customize`` changes what ends up in the image.
+RECIPE_VERSION = 1
+LOCK_PATH = Path("/var/tmp/clusterforge-lab-image.lock")
+
+
+@dataclass(frozen=True)
+class AptSource:
+    uri: str
+    suites: tuple[str, ...]
+    components: tuple[str, ...]
+
+
+def read_apt_sources(root: Path = Path("/")) -> list[AptSource]:
+    """deb sources apt would use: sources.list plus sources.list.d/*.list|*.sources."""
+    etc = root / "etc/apt"
+    out: list[AptSource] = []
+    files = [etc / "sources.list"]
+    d = etc / "sources.list.d"
+    if d.is_dir():
+        files += sorted(p for p in d.iterdir() if p.suffix in (".list", ".sources"))
+    for f in files:
+        if not f.is_file():
+            continue
+        text = f.read_text(errors="replace")
+        out += _parse_deb822(text) if f.suffix == ".sources" else _parse_one_line(text)
+    return out
+
+
+def _parse_one_line(text: str) -> list[AptSource]:
+    out = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line.startswith("deb "):
+            continue
+        parts = line.split()[1:]
+        if parts and parts[0].startswith("["):
+            while parts and not parts[0].endswith("]"):
+                parts.pop(0)
+            parts = parts[1:]
+        if len(parts) >= 2:
+            out.append(AptSource(parts[0], (parts[1],), tuple(parts[2:])))
+    return out
+
+
+def _parse_deb822(text: str) -> list[AptSource]:
+    out = []
+    for stanza in text.split("\n\n"):
+        fields: dict[str, str] = {}
+        key = ""
+        for raw in stanza.splitlines():
+            if raw.startswith("#"):
+                continue
+            if raw[:1].isspace() and key:
+                fields[key] += " " + raw.strip()
+                continue
+            if ":" in raw:
+                key, value = raw.split(":", 1)
+                key = key.strip().lower()
+                fields[key] = value.strip()
+        if "deb" not in fields.get("types", "").split():
+            continue
+        if fields.get("enabled", "yes").lower() == "no":
+            continue
+        for uri in fields.get("uris", "").split():
+            out.append(
+                AptSource(uri, tuple(fields.get("suites", "").split()),
+                          tuple(fields.get("components", "").split()))
+            )
+    return out
+
+
+def debian_mirror(suite: str = DEFAULT_SUITE, root: Path = Path("/")) -> str:
+    """URI of the configured archive serving ``suite`` itself (not -updates/-security)."""
+    for src in read_apt_sources(root):
+        if suite in src.suites and (not src.components or "main" in src.components):
+            return src.uri
+    raise LabError(
+        f"no apt source for suite {suite!r} with component main in {root / 'etc/apt'}; "
+        "debootstrap needs the Debian archive this machine installs from"
+    )
+
+
+def image_tag(packages: Sequence[str] = DEFAULT_PACKAGES, suite: str = DEFAULT_SUITE) -> str:
+    key = "\n".join([suite, str(RECIPE_VERSION), *sorted(set(packages))])
+    return f"{IMAGE_REPO}:{suite}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+def image_exists(tag: str) -> bool:
+    return exists("image", tag)
+
+
+def build_image(
+    packages: Sequence[str] = DEFAULT_PACKAGES,
+    *,
+    suite: str = DEFAULT_SUITE,
+    mirror: str | None = None,
+    workdir: Path | None = None,
+    timeout: float = 1500.0,
+) -> str:
+    """Return the image tag, building it first if it does not exist (cached)."""
+    tag = image_tag(packages, suite)
+    LOCK_PATH.parent.mkdir(parents=True, exist_ok=True)
+    with open(LOCK_PATH, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time on this machine
+        if image_exists(tag):
+            return tag
+        mirror = mirror or debian_mirror(suite)
+        tmp = Path(tempfile.mkdtemp(prefix="cf-lab-image-", dir=workdir or Path("/var/tmp")))
+        try:
+            rootfs = tmp / "rootfs"
+            run(
+                ["debootstrap", "--variant=minbase", "--include=" + ",".join(sorted(packages)),
+                 suite, str(rootfs), mirror],
+                timeout=timeout,
+            )
+            _customize(rootfs)
+            tarball = tmp / "rootfs.tar"
+            run(["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(tarball), "."],
+                timeout=600)
+            podman(
+                "import",
+                "--change", "CMD [\"/bin/sh\"]",
+                "--change", f"LABEL io.clusterforge.lab.packages={','.join(sorted(packages))}",
+                str(tarball), tag,
+                timeout=600,
+            )
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return tag
+
+
+def _customize(rootfs: Path) -> None:
+    """Make the bootstrapped tree a neutral image: no host keys, no caches, lean shell."""
+    for key in (rootfs / "etc/ssh").glob("ssh_host_*"):
+        key.unlink()
+    for d in (rootfs / "var/lib/apt/lists", rootfs / "var/cache/apt/archives"):
+        if d.is_dir():
+            for p in d.iterdir():
+                if p.is_file():
+                    p.unlink()
+    (rootfs / "etc/machine-id").write_text("")
+    # minimal root shell environment (no mesg, no heavy rc files)
+    (rootfs / "root/.profile").write_text(
+        '# clusterforge lab\n[ -n "$BASH" ] && [ -f ~/.bashrc ] && . ~/.bashrc\n'
+    )
+    (rootfs / "root/.bashrc").write_text("# clusterforge lab: intentionally minimal\n")
+    (rootfs / "etc/hostname").write_text("localhost\n")
