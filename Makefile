@@ -17,6 +17,8 @@ venv: .venv/.stamp
 test: venv
 	$(PY) -m pytest -q
 
+# everything but the lab (no podman/ibsim needed)
+
 test-fast: venv
 	$(PY) -m pytest -q -m "not lab"
 
@@ -42,9 +44,24 @@ validate: venv
 bench: venv
 	$(PY) bench/run.py
 
+# The main job. ENV=lab (the default) brings the local lab up first: podman containers with
+# sshd on a simulated InfiniBand fabric (ibsim), OpenSM on the subnet-manager container.
 deploy: venv
+ifeq ($(ENV),lab)
+	$(CF) lab up $(INV)
+endif
 	$(CF) check $(INV)
 	$(CF) render $(INV) --output out/$(ENV)
+	$(CF) validate $(INV)
+
+lab-up: venv
+	$(CF) lab up $(INV)
+
+lab-down: venv
+	$(CF) lab down $(INV)
+
+lab-status: venv
+	$(CF) lab status $(INV)
 
 clean:
 	rm -rf .venv out .pytest_cache .mypy_cache .ruff_cache

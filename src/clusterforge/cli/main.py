@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import typer
 
+from . import ansible_inventory as ansible_inventory_cmd
 from . import check as check_cmd
+from . import deploy as deploy_cmd
+from . import lab as lab_cmd
 from . import learn as learn_cmd
 from . import parse as parse_cmd
 from . import plan as plan_cmd
@@ -24,8 +27,11 @@ app.command("schema")(schema_cmd.schema)
 app.command("parse")(parse_cmd.parse)
 app.command("validate")(validate_cmd.validate)
 app.command("learn")(learn_cmd.learn)
+app.add_typer(lab_cmd.app, name="lab")
 app.add_typer(plan_cmd.app, name="plan")
 app.command("render")(render_cmd.render)
+app.command("deploy")(deploy_cmd.deploy_cmd)
+app.command("ansible-inventory")(ansible_inventory_cmd.ansible_inventory)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -8,7 +8,9 @@ from pathlib import Path
 import typer
 
 from ..api import Checked, load_checked
+from .. import labenv
 from ..collect.live import collect_environment
+from ..collect.ssh import collect
 from ..collect.store import Observations, load_dir, save_dir
 from ..errors import ExitCode, InventoryInvalid
 from ..fsutil import write_atomic
@@ -59,4 +61,9 @@ def _with_where(f: Finding, where: str) -> Finding:
 
 
 def _collect_live(env: Path, checked: Checked) -> Observations:
+    """From the environment's lab when one is up for it, else from the real hosts."""
+    state = labenv.running(env)
+    if state is not None:
+        hosts, fabric = labenv.collect_targets(state, checked)
+        return collect(labenv.collect_config(state), hosts, fabric)
     return collect_environment(env, checked.index)

@@ -66,6 +66,8 @@ _RATE_RE = re.compile(r"(\d+(?:\.\d+)?)( \(FDR10\))?")
 _HEX32_RE = re.compile(r"0x[0-9a-fA-F]{1,8}")
 # what the kernel's link_layer sysfs attribute can say
 _LINK_LAYERS = frozenset({"InfiniBand", "Ethernet", "Unknown"})
+# umad2sim (ibsim's client library) fakes sysfs with "IB": the same thing, spelled short
+_LINK_LAYER_ALIASES = {"IB": "InfiniBand"}
 
 _CA_FIELDS = {
     "type": "ca_type",
@@ -116,6 +118,7 @@ def _finish_port(b: _Builder, port_no: int) -> IbstatPort:
     guid = norm_guid(v["port_guid"])
     if guid is None or not v["port_guid"].startswith("0x"):
         raise fail(TOOL, b.line_no, b.line, f"port {port_no}: bad Port GUID {v['port_guid']!r}")
+    v["link_layer"] = _LINK_LAYER_ALIASES.get(v["link_layer"], v["link_layer"])
     if v["link_layer"] not in _LINK_LAYERS:
         raise fail(TOOL, b.line_no, b.line,
                    f"port {port_no}: unknown Link layer {v['link_layer']!r}")

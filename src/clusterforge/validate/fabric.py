@@ -256,7 +256,7 @@ def _down_ports(binding: Binding, linkinfo: IblinkinfoReport | None) -> dict[Por
         if key is None:
             continue
         for port in node.ports:
-            if port.state != "Active":
+            if port.state != "Active" or port.physical_state != "LinkUp":
                 out[(key[0], key[1], port.port)] = f"{port.state}/{port.physical_state}"
     return out
 

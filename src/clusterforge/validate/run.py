@@ -19,6 +19,7 @@ from ..parse import (
     nvidia_smi_topo,
 )
 from ..parse.ibstat import IbstatCa
+from .expect import port_text
 from .fabric import diff_fabric
 from .findings import Finding, sort_key
 from .gpus import check_nvlink, check_topo
@@ -61,8 +62,24 @@ def validate(index: Index, obs: Observations) -> Report:
             continue
         report.hosts_checked.append(host)
         _host(index, obs, host, texts, report)
+    report.findings = _one_finding_per_fault(index, report.findings)
     report.findings.sort(key=sort_key)
     return report
+
+
+_LINK_RULES = {"FAB-MISSING", "FAB-PORT-DOWN", "FAB-DEGRADED", "FAB-MISWIRED"}
+_ECHO_RULES = {"HOST-PORT-STATE", "HOST-PORT-RATE"}
+
+
+def _one_finding_per_fault(index: Index, findings: list[Finding]) -> list[Finding]:
+    """A broken link shows on the fabric and again in the host's ibstat: keep the fabric finding
+    (it names the cable and the repair) and drop the host's echo of the same port."""
+    covered: set[str] = set()
+    for f in findings:
+        if f.rule in _LINK_RULES and f.inventory[:1] == ("cables",) and len(f.inventory) > 1:
+            cable = index.inv.cables[int(f.inventory[1])]
+            covered.update(port_text(ref.key) for ref in (cable.a, cable.b))
+    return [f for f in findings if not (f.rule in _ECHO_RULES and f.subject in covered)]
 
 
 def _parse(

@@ -1,0 +1,129 @@
+"""The local lab for an inventory environment: the bridge between the model and `clusterforge.lab`.
+
+The lab package is stdlib-only and knows nothing of the inventory; this module maps an
+environment onto it: one container per node at its management address, each HCA a view of
+the rendered ibsim net file, the lab's state under `.lab/<env>/`, inventory cable ids to
+simulator ports for fault injection, and lab SSH settings for collection.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .api import Checked
+from .collect.plan import Target, default_targets
+from .collect.ssh import SshConfig
+from .fsutil import write_atomic
+from .lab import LabHca, LabHost, LabSpec, LabState, PortRef, read_state, ssh_command
+from .lab.errors import LabError
+from .lab.netfile import parse_netfile
+from .model.addresses import allocate
+from .render import render, write_tree
+
+LAB_ROOT = Path(os.environ.get("CLUSTERFORGE_LAB_ROOT", ".lab"))
+SM_ETC = "/etc/opensm"
+
+
+@dataclass(frozen=True)
+class LabPaths:
+    env_name: str
+    state_dir: Path
+    render_dir: Path
+
+    @property
+    def netfile(self) -> Path:
+        return self.render_dir / "fabric" / "ibsim.net"
+
+
+def paths(env: Path, root: Path | None = None) -> LabPaths:
+    root = root if root is not None else Path(os.environ.get("CLUSTERFORGE_LAB_ROOT", LAB_ROOT))
+    name = env.resolve().name
+    return LabPaths(name, root / name / "state", root / name / "render")
+
+
+def lab_name(env_name: str) -> str:
+    return f"cf-{env_name}"[:24]
+
+
+def prepare(checked: Checked, env: Path, root: Path | None = None) -> tuple[LabSpec, LabPaths]:
+    """Render the environment into the lab's folder and describe the lab to start."""
+    p = paths(env, root)
+    write_tree(p.render_dir, render(checked.index, p.env_name).files)
+    net = parse_netfile(p.netfile)
+    sim_id = {node.desc: node.node_id for node in net.nodes.values()}
+    index = checked.index
+    plan = index.inv.addressing.management
+    if plan is None:
+        raise LabError("the lab needs addressing.management: the containers sit on that subnet")
+    addrs = allocate(index)
+    hosts = []
+    for node in index.inv.nodes:
+        ip = addrs.mgmt.get(node.name)
+        if ip is None:
+            raise LabError(f"{node.name} has no management address")
+        hcas = tuple(
+            LabHca(h.name, sim_id[f"{node.name} {h.name}"])
+            for h in index.hardware[node.name].hcas
+            if f"{node.name} {h.name}" in sim_id
+        )
+        hosts.append(LabHost(node.name, addrs.text(ip), hcas, node.role))
+    spec = LabSpec(
+        name=lab_name(p.env_name), network_cidr=str(plan.cidr), hosts=tuple(hosts), netfile=p.netfile,
+        state_dir=p.state_dir, start_sm=False,
+    )
+    return spec, p
+
+
+def running(env: Path, root: Path | None = None) -> LabState | None:
+    """The lab state of this environment when its lab has been brought up, else None."""
+    p = paths(env, root)
+    try:
+        state = read_state(p.state_dir)
+    except (LabError, OSError, ValueError):
+        return None
+    return state if state is not None and state.complete else None
+
+
+def start_subnet_manager(state: LabState, p: LabPaths, sm_node: str, timeout_s: float = 60) -> None:
+    """Push the rendered OpenSM files to the SM container and start OpenSM there (idempotent)."""
+    for f in sorted((p.render_dir / "opensm" / sm_node).iterdir()):
+        argv = ssh_command(state, sm_node, ["sh", "-c", 'cat > "$1.tmp" && mv "$1.tmp" "$1"', "put",
+                                            f"{SM_ETC}/{f.name}"])
+        subprocess.run(argv, input=f.read_bytes(), check=True, timeout=timeout_s, capture_output=True)
+    probe = subprocess.run(ssh_command(state, sm_node, ["pgrep", "-x", "opensm"]), capture_output=True,
+                           timeout=timeout_s, check=False)
+    if probe.returncode == 0:
+        return
+    subprocess.run(
+        ssh_command(state, sm_node, ["opensm", "-B", "-F", f"{SM_ETC}/opensm.conf", "-f",
+                                     "/var/log/opensm.log"]),
+        check=True, timeout=timeout_s, capture_output=True,
+    )
+
+
+def collect_config(state: LabState) -> SshConfig:
+    return SshConfig(known_hosts=state.known_hosts, identity=state.ssh_key, user="root", parallel=8)
+
+
+def collect_targets(state: LabState, checked: Checked) -> tuple[list[Target], Target | None]:
+    addresses = {name: rec.address for name, rec in state.hosts.items()}
+    return default_targets(checked.index, addresses)
+
+
+def cable_ports(checked: Checked, cable_id: str) -> tuple[PortRef, PortRef]:
+    """The simulator ports (by node description) at both ends of an inventory cable."""
+    cable = next((c for c in checked.inv.cables if c.id == cable_id), None)
+    if cable is None:
+        raise LabError(f"no cable {cable_id!r} in the inventory")
+    ends = []
+    for ref in (cable.a, cable.b):
+        device = ref.device if ref.hca is None else f"{ref.device} {ref.hca}"
+        ends.append(PortRef(device, ref.port))
+    return ends[0], ends[1]
+
+
+def write_note(p: LabPaths, text: str) -> None:
+    write_atomic(p.state_dir.parent / "last-run.txt", text)

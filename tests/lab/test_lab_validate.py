@@ -1,0 +1,93 @@
+"""End to end on the lab inventory: up -> validate clean -> each fault kind -> validate reports
+exactly that fault with its repair -> heal -> clean -> down, nothing left running.
+
+Runs the real commands (`clusterforge lab ...`, `clusterforge validate`) against real podman
+containers with sshd, ibsim, OpenSM and infiniband-diags. Uses its own copy of the lab
+inventory on its own subnet and lab root, so a developer's running lab is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clusterforge.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.lab
+
+runner = CliRunner()
+
+
+def cf(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def lab_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    if shutil.which("podman") is None or shutil.which("ibsim") is None:
+        pytest.fail("the lab needs podman and ibsim: run scripts/lab-deps.sh (CI does)")
+    base = tmp_path_factory.mktemp("labe2e")
+    env = base / "labe2e"
+    shutil.copytree(ROOT / "inventories" / "lab", env)
+    services = env / "services.yaml"
+    services.write_text(services.read_text().replace("198.18.10.", "198.18.20.").replace(
+        "198.18.10.0/24", "198.18.20.0/24"))
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CLUSTERFORGE_LAB_ROOT", str(base / "state"))
+    code, out = cf("lab", "up", str(env))
+    assert code == 0, out
+    assert "OpenSM on sm01" in out
+    yield env
+    code, out = cf("lab", "down", str(env))
+    mp.undo()
+    assert code == 0, out
+    left = subprocess.run(["podman", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True,
+                          timeout=60, check=True).stdout.split()
+    assert not [n for n in left if "labe2e" in n], left
+
+
+def findings(env: Path) -> tuple[int, list[tuple[str, str]], list[dict[str, str]]]:
+    code, out = cf("validate", str(env), "--format", "json")
+    data = json.loads(out[out.index("{"):])
+    return code, [(f["rule"], f["subject"]) for f in data["findings"]], data["findings"]
+
+
+def test_clean_lab_validates_clean(lab_env: Path) -> None:
+    code, found, _ = findings(lab_env)
+    assert (code, found) == (0, [])
+
+
+@pytest.mark.parametrize(
+    ("fault", "rule", "subject", "action"),
+    [
+        (["remove", "C-00010"], "FAB-PORT-DOWN", "gpu05 mlx5_1/1 - leaf-su02-r1/1", "check cable C-00010"),
+        (["down", "C-00005"], "FAB-PORT-DOWN", "gpu03 mlx5_0/1 - leaf-su01-r0/3", "check cable C-00005"),
+        (["degrade", "C-00007"], "FAB-DEGRADED", "gpu04 mlx5_0/1 - leaf-su01-r0/4", "reseat or replace cable C-00007"),
+        (["swap", "C-00001", "C-00003"], "FAB-MISWIRED", "gpu02 mlx5_0/1 / gpu01 mlx5_0/1",
+         "swap cables C-00003 and C-00001 at leaf-su01-r0 ports 1/2"),
+    ],
+    ids=["remove", "port-down", "degrade", "swap"],
+)
+def test_fault_is_reported_exactly_then_healed(
+    lab_env: Path, fault: list[str], rule: str, subject: str, action: str
+) -> None:
+    code, out = cf("lab", "fault", *fault, "--env", str(lab_env))
+    assert code == 0, out
+    try:
+        code, found, raw = findings(lab_env)
+        assert code == 4
+        assert found == [(rule, subject)]
+        assert raw[0]["action"].startswith(action)
+    finally:
+        heal_code, heal_out = cf("lab", "heal", "--env", str(lab_env))
+        assert heal_code == 0, heal_out
+    code, found, _ = findings(lab_env)
+    assert (code, found) == (0, [])
