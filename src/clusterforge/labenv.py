@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .api import Checked
-from .collect.plan import Target, default_targets
+from .collect.plan import HOST_TOOLS, Target, default_targets
 from .collect.ssh import SshConfig
 from .fsutil import write_atomic
 from .lab import LabHca, LabHost, LabSpec, LabState, PortRef, read_state, ssh_command
@@ -22,6 +22,7 @@ from .lab.errors import LabError
 from .lab.netfile import parse_netfile
 from .model.addresses import allocate
 from .render import render, write_tree
+from .sim import nvidia_smi
 
 LAB_ROOT = Path(os.environ.get("CLUSTERFORGE_LAB_ROOT", ".lab"))
 SM_ETC = "/etc/opensm"
@@ -87,12 +88,17 @@ def running(env: Path, root: Path | None = None) -> LabState | None:
     return state if state is not None and state.complete else None
 
 
+def put_file(state: LabState, host: str, path: str, data: bytes, mode: str = "0644", timeout_s: float = 60) -> None:
+    """Write `data` to `path` on a lab host atomically (temp file + rename), over the lab's SSH."""
+    script = 'mkdir -p "$(dirname "$1")" && cat > "$1.tmp" && chmod "$2" "$1.tmp" && mv "$1.tmp" "$1"'
+    argv = ssh_command(state, host, ["sh", "-c", script, "put", path, mode])
+    subprocess.run(argv, input=data, check=True, timeout=timeout_s, capture_output=True)
+
+
 def start_subnet_manager(state: LabState, p: LabPaths, sm_node: str, timeout_s: float = 60) -> None:
     """Push the rendered OpenSM files to the SM container and start OpenSM there (idempotent)."""
     for f in sorted((p.render_dir / "opensm" / sm_node).iterdir()):
-        argv = ssh_command(state, sm_node, ["sh", "-c", 'cat > "$1.tmp" && mv "$1.tmp" "$1"', "put",
-                                            f"{SM_ETC}/{f.name}"])
-        subprocess.run(argv, input=f.read_bytes(), check=True, timeout=timeout_s, capture_output=True)
+        put_file(state, sm_node, f"{SM_ETC}/{f.name}", f.read_bytes())
     probe = subprocess.run(ssh_command(state, sm_node, ["pgrep", "-x", "opensm"]), capture_output=True,
                            timeout=timeout_s, check=False)
     if probe.returncode == 0:
@@ -102,6 +108,42 @@ def start_subnet_manager(state: LabState, p: LabPaths, sm_node: str, timeout_s: 
                                      "/var/log/opensm.log"]),
         check=True, timeout=timeout_s, capture_output=True,
     )
+
+
+STANDIN_DIR = "/usr/local/lib/clusterforge-lab/nvidia-smi"
+STANDIN = f"""#!/bin/sh
+# LAB-ONLY STAND-IN for nvidia-smi, installed by `clusterforge lab up`. This is not NVIDIA
+# software: there are no GPUs in the lab. It prints output in nvidia-smi's format derived
+# from this node's declared hardware, so that collect -> parse -> validate can run end to end.
+d={STANDIN_DIR}
+case "$1" in
+  topo) exec cat "$d/topo.txt" ;;
+  nvlink) exec cat "$d/nvlink.txt" ;;
+  --query-gpu=*) exec cat "$d/query-gpu.txt" ;;
+  *) echo "clusterforge lab nvidia-smi stand-in: unsupported arguments: $*" >&2; exit 2 ;;
+esac
+"""
+
+
+def install_gpu_standins(state: LabState, checked: Checked) -> int:
+    """Install the lab-only nvidia-smi stand-in on every lab host with declared GPUs."""
+    index = checked.index
+    fields = HOST_TOOLS["nvidia-smi-query-gpu"][1].split("=", 1)[1].split(",")
+    done = 0
+    for name in sorted(state.hosts):
+        hw = index.hardware.get(name)
+        if hw is None or hw.gpus is None or not hw.gpus.count:
+            continue
+        texts = {
+            "topo.txt": nvidia_smi.topo_m(hw, index.cat),
+            "nvlink.txt": nvidia_smi.nvlink_status(name, hw, index.cat),
+            "query-gpu.txt": nvidia_smi.query_gpu(name, hw, index.cat, fields, index.inv.software.nvidia_driver),
+        }
+        for fname, text in texts.items():
+            put_file(state, name, f"{STANDIN_DIR}/{fname}", text.encode())
+        put_file(state, name, "/usr/local/bin/nvidia-smi", STANDIN.encode(), mode="0755")
+        done += 1
+    return done
 
 
 def collect_config(state: LabState) -> SshConfig:

@@ -60,9 +60,17 @@ def findings(env: Path) -> tuple[int, list[tuple[str, str]], list[dict[str, str]
     return code, [(f["rule"], f["subject"]) for f in data["findings"]], data["findings"]
 
 
-def test_clean_lab_validates_clean(lab_env: Path) -> None:
-    code, found, _ = findings(lab_env)
-    assert (code, found) == (0, [])
+def test_clean_lab_validates_clean(lab_env: Path, tmp_path: Path) -> None:
+    code, out = cf("validate", str(lab_env), "--save", str(tmp_path / "saved"), "--format", "json")
+    data = json.loads(out[out.index("{"):])
+    assert (code, data["findings"]) == (0, [])
+    assert data["fabric_checked"] and len(data["hosts_checked"]) == 11
+    # every GPU host answered nvidia-smi (the lab's stand-in) and every host ibstat
+    gpu01 = sorted(p.name for p in (tmp_path / "saved" / "hosts" / "gpu01").iterdir())
+    assert gpu01 == ["ibstat.txt", "nvidia-smi-nvlink.txt", "nvidia-smi-query-gpu.txt", "nvidia-smi-topo.txt"]
+    # offline re-validation from the saved outputs gives the same verdict
+    code, out = cf("validate", str(lab_env), "--from", str(tmp_path / "saved"))
+    assert code == 0 and "clean" in out
 
 
 @pytest.mark.parametrize(

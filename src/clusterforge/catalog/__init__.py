@@ -60,6 +60,8 @@ class MediaInfo(_Entry):
 
 
 class GpuModel(_Entry):
+    smi_name: str
+    link_gbs: float
     nvlink_gen: int
     nvlink_links: int
     nvlink_class: str | None

@@ -43,6 +43,7 @@ def lab_up(
         sm = sm_node(checked.index)
         if start_sm and sm is not None and sm in state.hosts:
             labenv.start_subnet_manager(state, p, sm)
+        standins = labenv.install_gpu_standins(state, checked)
     except (LabError, OSError) as exc:
         _fail(exc)
     out.print(f"lab {state.lab} up in {time.monotonic() - t0:.1f} s ({state.mode} mode), "
@@ -52,6 +53,7 @@ def lab_up(
         out.print(f"  {name:<12} {rec.address:<15} {hcas}", markup=False)
     if start_sm and sm is not None:
         out.print(f"  OpenSM on {sm} with the rendered /etc/opensm files")
+    out.print(f"  lab-only nvidia-smi stand-in on {standins} GPU host(s) (no GPUs here: see docs/lab.md)")
 
 
 @app.command("down")
