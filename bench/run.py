@@ -158,7 +158,13 @@ def bench_plan(tmp: Path) -> list[dict[str, object]]:
     return rows
 
 
-BENCHES = {"load": bench_load, "validate": bench_validate, "plan": bench_plan}
+def bench_lab(tmp: Path) -> list[dict[str, object]]:
+    import lab_bench
+
+    return lab_bench.fabric_only() + lab_bench.containers()
+
+
+BENCHES = {"load": bench_load, "validate": bench_validate, "plan": bench_plan, "lab": bench_lab}
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,11 +130,11 @@ def install_gpu_standins(state: LabState, checked: Checked) -> int:
     """Install the lab-only nvidia-smi stand-in on every lab host with declared GPUs."""
     index = checked.index
     fields = HOST_TOOLS["nvidia-smi-query-gpu"][1].split("=", 1)[1].split(",")
-    done = 0
-    for name in sorted(state.hosts):
-        hw = index.hardware.get(name)
-        if hw is None or hw.gpus is None or not hw.gpus.count:
-            continue
+    todo = [n for n in sorted(state.hosts)
+            if (hw := index.hardware.get(n)) is not None and hw.gpus is not None and hw.gpus.count]
+
+    def install(name: str) -> None:
+        hw = index.hardware[name]
         texts = {
             "topo.txt": nvidia_smi.topo_m(hw, index.cat),
             "nvlink.txt": nvidia_smi.nvlink_status(name, hw, index.cat),
@@ -142,7 +143,10 @@ def install_gpu_standins(state: LabState, checked: Checked) -> int:
         for fname, text in texts.items():
             put_file(state, name, f"{STANDIN_DIR}/{fname}", text.encode())
         put_file(state, name, "/usr/local/bin/nvidia-smi", STANDIN.encode(), mode="0755")
-        done += 1
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(install, todo))
+    done = len(todo)
     return done
 
 
