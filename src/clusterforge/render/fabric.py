@@ -172,11 +172,15 @@ class FabricView:
         """How a technician names a port: `17` on a switch, `mlx5_0/1` on a node."""
         return str(key[2]) if key[1] is None else f"{key[1]}/{key[2]}"
 
+    @cached_property
+    def _places(self) -> dict[str, tuple[str, int]]:
+        out = {n.name: (n.rack, n.u) for n in self.index.inv.nodes}
+        out.update({s.name: (s.rack, s.u) for s in self.index.inv.switches})
+        return out
+
     def place(self, device: str) -> tuple[str, int]:
         """(rack, U) of a node or switch."""
-        item = self.index.nodes.get(device) or self.index.switches.get(device)
-        assert item is not None, device
-        return item.rack, item.u
+        return self._places[device]
 
     def ca_device_id(self, ca: Ca) -> int | None:
         """NodeInfo:DeviceID of the CA model (`MT4123` -> 4123), None when unknown."""
