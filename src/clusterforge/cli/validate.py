@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from ..api import Checked, load_checked
 from .. import labenv
+from ..api import Checked, load_checked
 from ..collect.live import collect_environment
 from ..collect.ssh import collect
 from ..collect.store import Observations, load_dir, save_dir

@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 
 from ..model.index import Index
 
+# packages whose installed versions are checked against the inventory's software pins
+VERSION_PACKAGES = ("libnccl2", "lustre-client-utils")
+
 HOST_TOOLS: dict[str, tuple[str, ...]] = {
     "ibstat": ("ibstat",),
     "nvidia-smi-topo": ("nvidia-smi", "topo", "-m"),
@@ -16,6 +19,8 @@ HOST_TOOLS: dict[str, tuple[str, ...]] = {
         "--format=csv",
     ),
     "lctl-list-nids": ("lctl", "list_nids"),
+    "ofed-info": ("ofed_info", "-s"),
+    "dpkg-query": ("dpkg-query", "-W", "-f=${Package} ${Version}\n", *VERSION_PACKAGES),
 }
 FABRIC_TOOLS: dict[str, tuple[str, ...]] = {
     "ibnetdiscover": ("ibnetdiscover",),
@@ -47,6 +52,9 @@ def default_targets(index: Index, addresses: dict[str, str]) -> tuple[list[Targe
             continue
         hw = index.hardware[node.name]
         cmds = {"ibstat": HOST_TOOLS["ibstat"]} if hw.hcas else {}
+        if hw.hcas:
+            cmds["ofed-info"] = HOST_TOOLS["ofed-info"]
+        cmds["dpkg-query"] = HOST_TOOLS["dpkg-query"]
         if hw.gpus is not None and hw.gpus.count:
             for stem in ("nvidia-smi-topo", "nvidia-smi-nvlink", "nvidia-smi-query-gpu"):
                 cmds[stem] = HOST_TOOLS[stem]

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from clusterforge.parse import (
+    dpkg_query,
     ibdev2netdev,
     iblinkinfo,
     ibnetdiscover,
@@ -30,6 +31,7 @@ from clusterforge.parse import (
     nvidia_smi_q,
     nvidia_smi_query_gpu,
     nvidia_smi_topo,
+    ofed_info,
 )
 from clusterforge.parse.errors import ParseError
 
@@ -49,6 +51,8 @@ PARSERS: dict[str, Callable[[str], object]] = {
     "lnetctl-net-show": lnetctl_net_show.parse,
     "lctl-list-nids": lctl_list_nids.parse,
     "nccl-tests": nccl_tests.parse,
+    "ofed-info": ofed_info.parse,
+    "dpkg-query": dpkg_query.parse,
 }
 
 # tool -> (record type the parser returns, element type for tuple results, encoder)
@@ -68,6 +72,8 @@ _ENCODERS: dict[str, tuple[type, type | None, Callable[[Any], Any]]] = {
     "lnetctl-net-show": (lnetctl_net_show.LnetNetShow, None, lnetctl_net_show.to_json),
     "lctl-list-nids": (tuple, lctl_list_nids.LnetNid, lctl_list_nids.to_json),
     "nccl-tests": (nccl_tests.NcclResult, None, nccl_tests.to_json),
+    "ofed-info": (ofed_info.OfedInfo, None, ofed_info.to_json),
+    "dpkg-query": (dict, None, dpkg_query.to_json),
 }
 
 

@@ -10,6 +10,7 @@ from ..collect.store import Observations
 from ..model.index import Index
 from ..parse import (
     ParseError,
+    dpkg_query,
     iblinkinfo,
     ibnetdiscover,
     ibstat,
@@ -17,6 +18,7 @@ from ..parse import (
     nvidia_smi_nvlink,
     nvidia_smi_query_gpu,
     nvidia_smi_topo,
+    ofed_info,
 )
 from ..parse.ibstat import IbstatCa
 from .expect import port_text
@@ -24,7 +26,7 @@ from .fabric import diff_fabric
 from .findings import Finding, sort_key
 from .gpus import check_nvlink, check_topo
 from .hosts import check_host
-from .software import check_driver, check_nids
+from .software import check_driver, check_nids, check_ofed, check_packages
 
 T = TypeVar("T")
 
@@ -159,6 +161,14 @@ def _host(index: Index, obs: Observations, host: str, texts: dict[str, str], rep
         )
         if q is not None:
             report.findings += check_driver(index, host, q)
+    if "ofed-info" in texts:
+        ofed = _parse(obs, host, "ofed-info", texts["ofed-info"], ofed_info.parse, report)
+        if ofed is not None:
+            report.findings += check_ofed(index, host, ofed)
+    if "dpkg-query" in texts:
+        pkgs = _parse(obs, host, "dpkg-query", texts["dpkg-query"], dpkg_query.parse, report)
+        if pkgs is not None:
+            report.findings += check_packages(index, host, pkgs)
     if "lctl-list-nids" in texts:
         nids = _parse(obs, host, "lctl-list-nids", texts["lctl-list-nids"], lctl_list_nids.parse, report)
         if nids is not None:

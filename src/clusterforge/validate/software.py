@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from ..model.index import Index
 from ..parse.lctl_list_nids import LnetNid
 from ..parse.nvidia_smi_query_gpu import QueryGpuResult
+from ..parse.ofed_info import OfedInfo
 from .findings import Finding
 
 
@@ -51,4 +52,33 @@ def check_nids(index: Index, host: str, nids: Sequence[LnetNid]) -> list[Finding
                     "and that the IPoIB interface is up; `lnetctl net show`",
                 )
             )
+    return out
+
+
+def _pinned(pin: str, installed: str) -> bool:
+    """A pin matches an installed version it equals or prefixes at a separator (2.21.5-1 ~ 2.21.5-1+cuda12.4)."""
+    return installed == pin or (installed.startswith(pin) and installed[len(pin)] in "+-.~:")
+
+
+def _version_finding(host: str, what: str, pin: str, seen: str) -> Finding:
+    return Finding(
+        "SW-VERSION", "error", host, f"{host} runs {what} {seen}, pinned {pin}", expected=pin, observed=seen,
+        action="re-run the deploy for this host (`make deploy ENV=... LIMIT=<host>`)",
+    )
+
+
+def check_ofed(index: Index, host: str, info: OfedInfo) -> list[Finding]:
+    pin = index.inv.software.doca_ofed
+    if pin is None or _pinned(pin, info.version):
+        return []
+    return [_version_finding(host, f"{info.product}", pin, info.version)]
+
+
+def check_packages(index: Index, host: str, installed: dict[str, str]) -> list[Finding]:
+    pins = index.inv.software
+    out: list[Finding] = []
+    for package, pin in (("libnccl2", pins.nccl), ("lustre-client-utils", pins.lustre_client)):
+        seen = installed.get(package)
+        if pin is not None and seen is not None and not _pinned(pin, seen):
+            out.append(_version_finding(host, package, pin, seen))
     return out

@@ -101,3 +101,22 @@ def test_ibstat_ethernet_port_and_missing_hca(tmp_path: Path) -> None:
         ("HOST-HCA-MISSING", "h1 mlx5_12"),
         ("HOST-LINK-LAYER", "h1 mlx5_0/1"),  # the capture's mlx5_0 is an Ethernet port
     ]
+
+
+def test_software_versions_against_pins(tmp_path: Path) -> None:
+    from clusterforge.parse import dpkg_query, ofed_info
+    from clusterforge.validate.software import check_ofed, check_packages
+
+    env_with(tmp_path, "")
+    services = tmp_path / "env" / "services.yaml"
+    services.write_text(services.read_text().replace(
+        "software:\n", "software:\n  nccl: 2.21.5-1\n  lustre_client: 2.15.5\n").replace(
+        "doca_ofed: 24.04-0.7.0.0", "doca_ofed: 24.04-0.7.0.0"))
+    idx = load_checked(tmp_path / "env").index
+    assert check_ofed(idx, "gpu01", ofed_info.parse("OFED-internal-24.04-0.7.0.0:")) == []
+    (f,) = check_ofed(idx, "gpu01", ofed_info.parse("MLNX_OFED_LINUX-5.8-1.0.1.1:"))
+    assert (f.rule, f.expected, f.observed) == ("SW-VERSION", "24.04-0.7.0.0", "5.8-1.0.1.1")
+    ok = dpkg_query.parse("libnccl2 2.21.5-1+cuda12.4\nlustre-client-utils 2.15.5-1\n")
+    assert check_packages(idx, "gpu01", ok) == []
+    bad = dpkg_query.parse("libnccl2 2.18.3-1+cuda12.2\nlustre-client-utils 2.15.50-1\n")
+    assert sorted(f.observed or "" for f in check_packages(idx, "gpu01", bad)) == ["2.15.50-1", "2.18.3-1+cuda12.2"]
