@@ -84,17 +84,20 @@ def check_topo(index: Index, host: str, topo: NvidiaSmiTopo) -> list[Finding]:
 
 def check_nvlink(index: Index, host: str, status: NvlinkStatus) -> list[Finding]:
     node = index.nodes[host]
+    hw = index.hardware[host]
+    model = index.cat.gpus.get(hw.gpus.model) if hw.gpus else None
+    expects = hw.gpus is not None and hw.gpus.nvlink_topology != "none" and model is not None and model.nvlink_links
     down = [f"GPU{g.index} link {ln.link}" for g in status.gpus for ln in g.links if not ln.active]
+    if expects:
+        down += [f"GPU{g.index} (all links: {g.message})" for g in status.gpus if g.status == "inactive"]
+        if hw.gpus is not None and not status.gpus and hw.gpus.count:
+            down.append("no NVLink reported at all")
     if not down:
         return []
     return [
         Finding(
-            "GPU-NVLINK-DOWN",
-            "error",
-            host,
-            f"{host}: {len(down)} NVLink link(s) inactive: {', '.join(down[:6])}",
-            expected="all links active",
-            observed=", ".join(down[:12]),
+            "GPU-NVLINK-DOWN", "error", host, f"{host}: {len(down)} NVLink link(s) inactive: {', '.join(down[:6])}",
+            expected="all links active", observed=", ".join(down[:12]),
             action="check nvidia-fabricmanager and `nvidia-smi nvlink -e` error counters; reseat or RMA the GPU",
             floor=f"rack {node.rack} U{node.u}",
         )

@@ -160,3 +160,24 @@ def test_validate_cli_exit_codes_and_junit(lab: Checked, tmp_path: Path, fmt: st
     )
     unreachable = CliRunner().invoke(app, ["validate", env, "--from", str(saved), "--format", fmt])
     assert unreachable.exit_code == 5
+
+
+def test_declared_link_across_rails_is_flagged(lab_copy: Path) -> None:
+    fabric = lab_copy / "fabric.yaml"
+    fabric.write_text(fabric.read_text().replace(
+        "{id: C-00001, a: gpu01/mlx5_0/1, b: leaf-su01-r0/1,", "{id: C-00001, a: gpu01/mlx5_0/1, b: leaf-su01-r1/10,"))
+    checked = load_checked(lab_copy)
+    (f,) = run(checked, from_index(checked.index))
+    assert (f.rule, f.subject) == ("FAB-RAIL", "gpu01 mlx5_0/1")
+    assert "rail 0" in f.message and "rail-1 leaf" in f.message
+
+
+def test_garbage_output_is_a_parse_finding_with_its_line(lab: Checked) -> None:
+    from clusterforge.collect.store import Observations
+    from clusterforge.validate.run import validate
+
+    obs = Observations(hosts={"gpu01": {"ibstat": "CA 'mlx5_0'\n\tCA type: MT4123\n\tgarbage here\n"}},
+                       root=Path("saved"))
+    report = validate(lab.index, obs)
+    parse = [f for f in report.findings if f.rule == "PARSE"]
+    assert len(parse) == 1 and parse[0].message.startswith("saved/hosts/gpu01/ibstat.txt:")

@@ -120,3 +120,36 @@ def test_software_versions_against_pins(tmp_path: Path) -> None:
     assert check_packages(idx, "gpu01", ok) == []
     bad = dpkg_query.parse("libnccl2 2.18.3-1+cuda12.2\nlustre-client-utils 2.15.50-1\n")
     assert sorted(f.observed or "" for f in check_packages(idx, "gpu01", bad)) == ["2.15.50-1", "2.18.3-1+cuda12.2"]
+
+
+def test_nvlink_all_inactive_on_a_bridged_pair(tmp_path: Path) -> None:
+    from clusterforge.parse import nvidia_smi_nvlink
+    from clusterforge.validate.gpus import check_nvlink
+
+    extra = ("nodes:\n  - name: ws1\n    rack: r02\n    u: 10\n"
+             "    gpus: {model: A30, count: 1, nvlink_topology: bridged-pairs}\n")
+    checked = env_with(tmp_path, extra)
+    text = (FIX / "nvidia-smi-nvlink-status" / "nvutil-rtx2080s-595.71.05-links-inactive.txt").read_text()
+    (f,) = check_nvlink(checked.index, "ws1", nvidia_smi_nvlink.parse(text))
+    assert f.rule == "GPU-NVLINK-DOWN" and "all links" in f.message
+    healthy = (FIX / "nvidia-smi-nvlink-status" / "gpud-8xa100-sxm4-80gb.txt").read_text()
+    assert check_nvlink(checked.index, "ws1", nvidia_smi_nvlink.parse(healthy)) == []
+
+
+def test_port_state_and_rate_on_a_polling_ddr_port(tmp_path: Path) -> None:
+    extra = ("nodes:\n  - name: old1\n    rack: r02\n    u: 10\n    hcas:\n"
+             "      - {name: mlx4_0, model: ConnectX-5, ports: [{port: 1, rate: EDR}, {port: 2, rate: EDR}]}\n")
+    checked = env_with(tmp_path, extra)
+    cas = ibstat.parse((FIX / "ibstat" / "archwiki-mt25418-ddr-dualport-polling.txt").read_text())
+    found = sorted((f.rule, f.subject) for f in check_host(checked.index, "old1", cas))
+    assert found == [("HOST-PORT-RATE", "old1 mlx4_0/1"), ("HOST-PORT-STATE", "old1 mlx4_0/2")]
+
+
+def test_lnet_nids_of_a_lustre_client(tmp_path: Path) -> None:
+    from clusterforge.parse import lctl_list_nids
+    from clusterforge.validate.software import check_nids
+
+    checked = env_with(tmp_path, "")
+    assert check_nids(checked.index, "gpu01", lctl_list_nids.parse("10.100.0.10@o2ib\n")) == []
+    (f,) = check_nids(checked.index, "gpu01", lctl_list_nids.parse("10.0.0.10@tcp\n"))
+    assert f.rule == "LNET-NID" and f.observed == "10.0.0.10@tcp"
