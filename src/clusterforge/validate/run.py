@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..collect.store import Observations
 from ..model.index import Index
@@ -127,6 +127,17 @@ def _fabric(index: Index, obs: Observations, report: Report) -> None:
     report.fabric_checked = True
 
 
+# saved output (file stem) -> its parser -> the check over the parsed records
+HOST_CHECKS: tuple[tuple[str, Callable[[str], Any], Callable[[Index, str, Any], list[Finding]]], ...] = (
+    ("nvidia-smi-topo", nvidia_smi_topo.parse, check_topo),
+    ("nvidia-smi-nvlink", nvidia_smi_nvlink.parse, check_nvlink),
+    ("nvidia-smi-query-gpu", nvidia_smi_query_gpu.parse, check_driver),
+    ("ofed-info", ofed_info.parse, check_ofed),
+    ("dpkg-query", dpkg_query.parse, check_packages),
+    ("lctl-list-nids", lctl_list_nids.parse, check_nids),
+)
+
+
 def _host(index: Index, obs: Observations, host: str, texts: dict[str, str], report: Report) -> None:
     cas: list[IbstatCa] = []
     for stem, text in texts.items():
@@ -140,39 +151,11 @@ def _host(index: Index, obs: Observations, host: str, texts: dict[str, str], rep
             cas.extend(parsed)
     if any(s == "ibstat" or s.startswith("ibstat@") for s in texts):
         report.findings += check_host(index, host, cas)
-    if "nvidia-smi-topo" in texts:
-        topo = _parse(obs, host, "nvidia-smi-topo", texts["nvidia-smi-topo"], nvidia_smi_topo.parse, report)
-        if topo is not None:
-            report.findings += check_topo(index, host, topo)
-    if "nvidia-smi-nvlink" in texts:
-        nv = _parse(
-            obs, host, "nvidia-smi-nvlink", texts["nvidia-smi-nvlink"], nvidia_smi_nvlink.parse, report
-        )
-        if nv is not None:
-            report.findings += check_nvlink(index, host, nv)
-    if "nvidia-smi-query-gpu" in texts:
-        q = _parse(
-            obs,
-            host,
-            "nvidia-smi-query-gpu",
-            texts["nvidia-smi-query-gpu"],
-            nvidia_smi_query_gpu.parse,
-            report,
-        )
-        if q is not None:
-            report.findings += check_driver(index, host, q)
-    if "ofed-info" in texts:
-        ofed = _parse(obs, host, "ofed-info", texts["ofed-info"], ofed_info.parse, report)
-        if ofed is not None:
-            report.findings += check_ofed(index, host, ofed)
-    if "dpkg-query" in texts:
-        pkgs = _parse(obs, host, "dpkg-query", texts["dpkg-query"], dpkg_query.parse, report)
-        if pkgs is not None:
-            report.findings += check_packages(index, host, pkgs)
-    if "lctl-list-nids" in texts:
-        nids = _parse(obs, host, "lctl-list-nids", texts["lctl-list-nids"], lctl_list_nids.parse, report)
-        if nids is not None:
-            report.findings += check_nids(index, host, nids)
+    for stem, parser, check in HOST_CHECKS:
+        if stem in texts:
+            parsed = _parse(obs, host, stem, texts[stem], parser, report)
+            if parsed is not None:
+                report.findings += check(index, host, parsed)
 
 
 def _renamed(ca: IbstatCa, name: str) -> IbstatCa:
