@@ -28,6 +28,10 @@ def csv_cell(value: object) -> str:
     return text
 
 
+def csv_line(cells: list[str]) -> str:
+    return ",".join([csv_cell(c) for c in cells])
+
+
 def _num(value: float) -> str:
     return f"{value:g}"
 
@@ -46,8 +50,7 @@ def work_order(fab: FabricView) -> dict[str, Any]:
             c.fiber_type or "", _num(c.length_m), c.trunk or "",
             "" if c.lane_group is None else str(c.lane_group),
         ])
-    return {"header": [csv_cell(h) for h in WORK_ORDER_HEADER],
-            "rows": [[csv_cell(v) for v in row] for row in rows]}
+    return {"header": csv_line(WORK_ORDER_HEADER), "rows": [csv_line(row) for row in rows]}
 
 
 def _where(fab: FabricView, key: PortKey) -> str:
@@ -69,8 +72,7 @@ def _label_rows(fab: FabricView, link: Link) -> list[list[str]]:
 
 def labels(fab: FabricView) -> dict[str, Any]:
     rows = [row for link in fab.links for row in _label_rows(fab, link)]
-    return {"header": [csv_cell(h) for h in LABELS_HEADER],
-            "rows": [[csv_cell(v) for v in row] for row in rows]}
+    return {"header": csv_line(LABELS_HEADER), "rows": [csv_line(row) for row in rows]}
 
 
 def cabling_files(fab: FabricView) -> list[FileSpec]:
