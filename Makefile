@@ -25,6 +25,7 @@ test-fast: venv
 lint: venv
 	.venv/bin/ruff check src tests bench
 	.venv/bin/mypy
+	.venv/bin/ansible-lint -q roles deploy/site.yml
 
 check: venv
 	$(CF) check $(INV)
@@ -46,13 +47,18 @@ bench: venv
 
 # The main job. ENV=lab (the default) brings the local lab up first: podman containers with
 # sshd on a simulated InfiniBand fabric (ibsim), OpenSM on the subnet-manager container.
+# Then: check, render, deploy (pyinfra, or ENGINE=ansible; LIMIT=host|rack|role; DRY=1 for a
+# dry run that prints per-host diffs), and validate the result against the inventory.
 deploy: venv
 ifeq ($(ENV),lab)
 	$(CF) lab up $(INV)
 endif
 	$(CF) check $(INV)
 	$(CF) render $(INV) --output out/$(ENV)
-	$(CF) validate $(INV)
+	$(CF) deploy $(INV) --engine $(ENGINE) $(if $(LIMIT),--limit $(LIMIT)) $(if $(DRY),--dry-run)
+ifeq ($(DRY),)
+	$(CF) validate $(INV) --junit out/$(ENV)/validate.xml
+endif
 
 lab-up: venv
 	$(CF) lab up $(INV)

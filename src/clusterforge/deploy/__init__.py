@@ -1,1 +1,22 @@
+"""deploy: install and configure every component of the cluster from the model (docs/deploy.md).
 
+    from clusterforge.deploy import DeployRequest, deploy, host_plans
+
+    outcome = deploy(Path("inventories/lab"), DeployRequest(dry_run=True, lab_state=Path("/var/tmp/lab")))
+    outcome.results      # one HostResult per host: status, changes (with diffs), error, reboot
+    outcome.exit_code    # 0; 1 when a host failed, 5 when one was unreachable
+
+Layers: `desired` (model -> HostPlan, pure), `facts` (one probe per host, pure parser),
+`changes` (facts in -> changes and commands out, pure), `runner` (pyinfra API, per-host
+isolation), `ansible` (same plans as Ansible's inventory + roles/), `standin` (lab repo).
+"""
+
+from .api import DeployError, DeployOutcome, DeployRequest, deploy, select_hosts
+from .desired import Component, HostPlan, ManagedFile, host_plans
+from .options import DeployOptions, Mirror
+from .runner import HostResult, SshSettings, run_deploy
+
+__all__ = [
+    "Component", "DeployError", "DeployOptions", "DeployOutcome", "DeployRequest", "HostPlan", "HostResult",
+    "ManagedFile", "Mirror", "SshSettings", "deploy", "host_plans", "run_deploy", "select_hosts",
+]

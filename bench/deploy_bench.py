@@ -1,0 +1,226 @@
+"""Deploy benchmarks: pyinfra (our runner) vs Ansible (our roles), on the lab and on plain SSH hosts.
+
+    from deploy_bench import run
+    rows = run()                  # lab (4 containers) + 32 and 64 netns SSH hosts
+    rows = run(scale=(8,), lab=False)
+
+Each row: {"bench", "engine", "phase", "hosts", "wall_s", "cpu_s", "cpu_ms_per_host"} plus ratio rows
+({"bench", "metric", "value"}). Control-node CPU is this process's children + itself (rusage).
+
+Scale hosts are network namespaces on one bridge, each with its own sshd, sharing this machine's
+file system: the workload is the probe command plus the templated files of the GPU-node components
+without host-wide side effects (nccl, ofed), written under a per-host root (/var/tmp/cf-bench/<host>/).
+They log in as `cfbench`, a uid-0 alias with /bin/sh as shell, so no heavy start-up files run per command.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from clusterforge.api import load_checked  # noqa: E402
+from clusterforge.deploy.ansible import run_playbook  # noqa: E402
+from clusterforge.deploy.desired import Component, HostPlan, host_plans  # noqa: E402
+from clusterforge.deploy.options import DeployOptions  # noqa: E402
+from clusterforge.deploy.runner import SshSettings, run_deploy  # noqa: E402
+
+ENV = ROOT / "inventories" / "lab"
+WORK = Path("/var/tmp/cf-bench")
+BENCH_USER = "cfbench"
+TIMEOUT_S = 120
+
+
+def _cpu() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _measure(bench: str, engine: str, phase: str, hosts: int, fn: Callable[[], Any]) -> dict[str, Any]:
+    cpu0, t0 = _cpu(), time.monotonic()
+    fn()
+    wall, cpu = time.monotonic() - t0, _cpu() - cpu0
+    return {"bench": bench, "engine": engine, "phase": phase, "hosts": hosts, "wall_s": round(wall, 3),
+            "cpu_s": round(cpu, 3), "cpu_ms_per_host": round(1000 * cpu / max(1, hosts), 1)}
+
+
+def _ratios(bench: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by = {(r["engine"], r["phase"], r["hosts"]): r["wall_s"] for r in rows if r["bench"] == bench}
+    out = []
+    for (engine, phase, hosts), wall in sorted(by.items()):
+        if engine == "pyinfra" and ("ansible", phase, hosts) in by:
+            out.append({"bench": bench, "metric": f"pyinfra/ansible {phase} {hosts} hosts",
+                        "value": round(wall / by[("ansible", phase, hosts)], 4)})
+        if phase == "second" and (engine, "first", hosts) in by:
+            out.append({"bench": bench, "metric": f"{engine} second/first {hosts} hosts",
+                        "value": round(wall / by[(engine, "first", hosts)], 4)})
+    return out
+
+
+# -- scale: plain SSH hosts in network namespaces --------------------------------------------------
+
+
+#: Components whose changes touch only files under the per-host root. The others notify handlers that
+#: would act on this machine itself (the namespaces share its PIDs and services): opensm's SIGHUP,
+#: apt-get update, systemd reloads.
+SAFE_COMPONENTS = ("nccl", "ofed")
+
+
+def _files_only(plan: HostPlan, name: str, address: str) -> HostPlan:
+    comps = tuple(Component(c.name, c.files) for c in plan.components if c.files and c.name in SAFE_COMPONENTS)
+    return dataclasses.replace(plan, name=name, address=address, components=comps)
+
+
+def scale_plans(n: int, subnet: str = "198.18.200") -> list[HostPlan]:
+    index = load_checked(ENV).index
+    src = [p for p in host_plans(index, DeployOptions("lab")).values() if p.component("nccl")]
+    plans = []
+    for i in range(n):
+        name = f"h{i:03d}"
+        base = src[i % len(src)]
+        rooted = host_plans(index, DeployOptions("lab", root=str(WORK / "root" / name)))[base.name]
+        plans.append(_files_only(rooted, name, f"{subnet}.{10 + i}"))
+    return plans
+
+
+def _sh(argv: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, check=check)
+
+
+def _ensure_user() -> None:
+    if _sh(["id", BENCH_USER], check=False).returncode != 0:
+        _sh(["useradd", "-o", "-u", "0", "-g", "0", "-M", "-d", str(WORK / "home"), "-s", "/bin/sh", BENCH_USER])
+    _sh(["usermod", "-p", "*", BENCH_USER])  # key-only, but not locked (sshd refuses locked accounts)
+
+
+def start_hosts(n: int, subnet: str = "198.18.200") -> tuple[SshSettings, list[subprocess.Popen[bytes]]]:
+    """n namespaces `cfb<i>` on bridge `cfbench0` (gateway .1), one sshd each; returns ssh settings + sshds."""
+    stop_hosts(n)
+    _ensure_user()
+    keys = WORK / "keys"
+    keys.mkdir(parents=True, exist_ok=True)
+    home = WORK / "home" / ".ssh"
+    home.mkdir(parents=True, exist_ok=True)
+    for k in ("client", "host"):
+        if not (keys / k).exists():
+            _sh(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / k)])
+    shutil.copyfile(keys / "client.pub", home / "authorized_keys")
+    os.chmod(home / "authorized_keys", 0o600)
+    host_pub = (keys / "host.pub").read_text().split()[:2]
+    known = keys / "known_hosts"
+    known.write_text("".join(f"{subnet}.{10 + i} {host_pub[0]} {host_pub[1]}\n" for i in range(n)))
+    _sh(["ip", "link", "add", "cfbench0", "type", "bridge"])
+    _sh(["ip", "addr", "add", f"{subnet}.1/24", "dev", "cfbench0"])
+    _sh(["ip", "link", "set", "cfbench0", "up"])
+    sshds = []
+    for i in range(n):
+        ns, veth = f"cfb{i}", f"cfbv{i}"
+        _sh(["ip", "netns", "add", ns])
+        _sh(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns])
+        _sh(["ip", "link", "set", veth, "master", "cfbench0", "up"])
+        for cmd in (["ip", "addr", "add", f"{subnet}.{10 + i}/24", "dev", "eth0"], ["ip", "link", "set", "eth0", "up"],
+                    ["ip", "link", "set", "lo", "up"]):
+            _sh(["ip", "netns", "exec", ns, *cmd])
+        conf = WORK / f"sshd-{i}.conf"
+        conf.write_text(f"ListenAddress {subnet}.{10 + i}\nHostKey {keys / 'host'}\nPidFile {WORK}/sshd-{i}.pid\n"
+                        f"AllowUsers {BENCH_USER}\nAuthorizedKeysFile {home / 'authorized_keys'}\n"
+                        "PermitRootLogin yes\nPasswordAuthentication no\nUsePAM no\n"
+                        "StrictModes no\nMaxSessions 100\nMaxStartups 200\n")
+        sshds.append(subprocess.Popen(["ip", "netns", "exec", ns, "/usr/sbin/sshd", "-D", "-e", "-f", str(conf)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    time.sleep(1.0)
+    ssh = SshSettings(user=BENCH_USER, key=keys / "client", known_hosts=known, connect_timeout_s=10)
+    return ssh, sshds
+
+
+def stop_hosts(n: int, sshds: list[subprocess.Popen[bytes]] | None = None) -> None:
+    for proc in sshds or []:
+        proc.terminate()
+        proc.wait(timeout=10)
+    for i in range(n):
+        _sh(["ip", "netns", "del", f"cfb{i}"], check=False)
+        _sh(["ip", "link", "del", f"cfbv{i}"], check=False)  # gone with the netns unless a process kept it
+    _sh(["ip", "link", "del", "cfbench0"], check=False)
+
+
+def _scale_fn(engine: str, plans: list[HostPlan], ssh: SshSettings, dry: bool) -> Callable[[], object]:
+    if engine == "pyinfra":
+        return lambda: run_deploy(plans, ssh, dry_run=dry, parallel=len(plans))
+    return lambda: run_playbook(plans, ssh, dry_run=dry, forks=len(plans))
+
+
+def scale_rows(counts: tuple[int, ...] = (32, 64), ansible: bool = True) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for n in counts:
+        plans = scale_plans(n)
+        sshds: list[subprocess.Popen[bytes]] = []
+        try:
+            ssh, sshds = start_hosts(n)
+            for engine in ("pyinfra", "ansible") if ansible else ("pyinfra",):
+                shutil.rmtree(WORK / "root", ignore_errors=True)
+                for phase, dry in (("dry", True), ("first", False), ("second", False)):
+                    rows.append(_measure("deploy-scale", engine, phase, n, _scale_fn(engine, plans, ssh, dry)))
+                    print(rows[-1], file=sys.stderr, flush=True)
+        finally:
+            stop_hosts(n, sshds)
+    return rows + _ratios("deploy-scale", rows)
+
+
+# -- lab: the real components on the lab's containers ----------------------------------------------
+
+
+def lab_rows(nodes: tuple[str, ...] = ("gpu01", "gpu02", "sm01", "lus01"),
+             cidr: str = "198.19.250.0/24") -> list[dict[str, Any]]:
+    """pyinfra then Ansible, each on fresh lab containers: dry run, first run, second (no-change) run."""
+    from clusterforge.deploy.ansible_api import deploy_ansible
+    from clusterforge.deploy.api import DeployRequest, deploy
+    from clusterforge.deploy.lablink import lab_spec
+    from clusterforge.lab import down, up
+    from clusterforge.render import render_environment
+
+    index = load_checked(ENV).index
+    WORK.mkdir(parents=True, exist_ok=True)
+    netfile = WORK / "ibsim.net"
+    netfile.write_text(render_environment(index, "lab")["fabric/ibsim.net"])
+    spec = lab_spec(index, name="cfbench", cidr=cidr, state_dir=WORK / "lab", netfile=netfile, nodes=nodes)
+    rows: list[dict[str, Any]] = []
+    try:
+        for engine in ("pyinfra", "ansible"):
+            down(spec.state_dir)
+            up(spec, mode="podman")
+            for phase, dry in (("dry", True), ("first", False), ("second", False)):
+                req = DeployRequest(dry_run=dry, lab_state=spec.state_dir)
+                if engine == "pyinfra":
+                    def fn(req: DeployRequest = req) -> object:
+                        return deploy(ENV, req)
+                else:
+                    def fn(req: DeployRequest = req) -> object:
+                        return deploy_ansible(ENV, req)
+                rows.append(_measure("deploy-lab", engine, phase, len(nodes), fn))
+    finally:
+        down(spec.state_dir)
+    return rows + _ratios("deploy-lab", rows)
+
+
+def run(scale: tuple[int, ...] = (32, 64), ansible: bool = True, lab: bool = True) -> list[dict[str, Any]]:
+    """Rows for bench/run.py: lab (containers, real components) and scale (netns SSH hosts)."""
+    return (lab_rows() if lab else []) + scale_rows(scale, ansible=ansible)
+
+
+if __name__ == "__main__":
+    import json
+
+    args = [a for a in sys.argv[1:] if a != "--no-lab"]
+    counts = tuple(int(a) for a in args) or (32, 64)
+    for row in run(counts, lab="--no-lab" not in sys.argv):
+        print(json.dumps(row))

@@ -1,0 +1,7 @@
+"""The lustre component only (pyinfra CLI entry point)."""
+
+from pyinfra import host
+
+from clusterforge.deploy.ops import converge
+
+converge(host.data.cf_plan, "lustre", name="clusterforge lustre")

@@ -1,0 +1,34 @@
+"""`clusterforge ansible-inventory ENV`: Ansible's JSON inventory from the model (dynamic inventory)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..deploy.ansible import inventory
+from ..deploy.api import DeployRequest, plans_for, ssh_from_inventory
+from ..errors import InventoryInvalid
+from .common import fail_inventory, print_json
+
+
+def ansible_inventory(
+    env: Path = typer.Argument(..., help="environment directory, e.g. inventories/prod"),
+    list_: bool = typer.Option(True, "--list", help="print the whole inventory (Ansible's script protocol)"),
+    host: str | None = typer.Option(None, "--host", help="print one host's variables"),
+    limit: list[str] = typer.Option([], "--limit", help="node, rack or role"),
+) -> None:
+    """Print hosts, groups by role and rack, and hostvars with every render context."""
+    from ..api import load_checked
+
+    try:
+        checked = load_checked(env)
+    except InventoryInvalid as exc:
+        fail_inventory(exc)
+    req = DeployRequest(limit=tuple(limit))
+    plans = plans_for(env, req, None, checked.index)
+    data = inventory(list(plans.values()), ssh_from_inventory(env, checked.index))
+    if host is not None:
+        print_json(data["_meta"]["hostvars"].get(host, {}))
+        return
+    print_json(data)

@@ -1,0 +1,74 @@
+"""`clusterforge deploy ENV`: install and configure every component from the inventory."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+from .. import labenv
+from ..deploy.api import EXIT_USAGE, DeployError, DeployOutcome, DeployRequest, deploy
+from ..deploy.report import format_changes, format_summary, to_json, write_plan
+from ..deploy.runner import HostResult
+from ..errors import InventoryInvalid
+from .common import err, fail_inventory, out
+
+
+class Engine(StrEnum):
+    pyinfra = "pyinfra"
+    ansible = "ansible"
+
+
+def deploy_cmd(
+    env: Path = typer.Argument(..., help="environment directory, e.g. inventories/lab"),
+    engine: Engine = typer.Option(Engine.pyinfra, "--engine", help="pyinfra (default) or ansible"),
+    limit: list[str] = typer.Option([], "--limit", help="node, rack or role (repeat or comma-separate)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="show per-host diffs and package changes only"),
+    batch: int = typer.Option(0, "--batch", min=0, help="hosts per rolling batch (0: all at once)"),
+    max_fail_percent: int = typer.Option(100, "--max-fail-percent", min=0, max=100,
+                                         help="stop starting batches once more hosts than this failed"),
+    component: list[str] = typer.Option([], "--component", help="only these components (repeatable)"),
+    lab: Path | None = typer.Option(None, "--lab", help="lab state directory: deploy to the lab's containers"),
+    plan_file: Path | None = typer.Option(None, "--plan-file", help="where to write the plan/result JSON"),
+    diffs: bool = typer.Option(True, "--diffs/--no-diffs", help="print file diffs"),
+) -> None:
+    """Deploy the inventory (pyinfra or Ansible); per-host summary; exit 2 when any host failed."""
+    tokens = tuple(t for item in limit for t in item.split(",") if t)
+    if lab is None and labenv.running(env) is not None:
+        lab = labenv.paths(env).state_dir
+        err.print(f"deploying to the lab of {env} ({lab})", markup=False)
+    req = DeployRequest(dry_run=dry_run, limit=tokens, batch=batch, max_fail_percent=max_fail_percent,
+                        components=tuple(component) or None, lab_state=lab)
+
+    def progress(r: HostResult) -> None:
+        err.print(f"{r.name}: {r.status} ({len(r.changes)} change(s), {r.seconds:.1f}s)"
+                  + (f" - {r.error}" if r.error else ""), markup=False)
+
+    try:
+        if engine is Engine.ansible:
+            from ..deploy.ansible_api import deploy_ansible
+
+            outcome: DeployOutcome = deploy_ansible(env, req)
+        else:
+            outcome = deploy(env, req, progress=progress)
+    except InventoryInvalid as exc:
+        fail_inventory(exc)
+    except DeployError as exc:
+        err.print(f"deploy: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    data = to_json(outcome.results, engine=engine.value, dry_run=dry_run, env=env.name)
+    data["reboots"] = [{"host": o.host, "done": o.done, "message": o.message} for o in outcome.reboots]
+    data["seconds"] = round(outcome.seconds, 3)
+    target = plan_file or Path("out") / env.name / ("deploy-plan.json" if dry_run else "deploy-result.json")
+    write_plan(target, data)
+    changes = format_changes(outcome.results, diffs=diffs)
+    if changes:
+        out.print(changes, markup=False)
+    for o in outcome.reboots:
+        out.print(f"reboot {o.host}: {o.message}", markup=False)
+    out.print(format_summary(outcome.results), markup=False)
+    out.print(f"{'plan' if dry_run else 'result'} written to {target} ({outcome.seconds:.1f}s)", markup=False)
+    raise typer.Exit(outcome.exit_code)
+
+

@@ -1,0 +1,176 @@
+"""The deploy verb: inventory -> host plans -> (lab glue) -> engine -> results.
+
+    outcome = deploy(Path("inventories/lab"), DeployRequest(dry_run=True, lab_state=Path(".lab")))
+    outcome.exit_code   # 0 all hosts fine, 1 some host failed, 5 some host unreachable
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import platform
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..api import load_checked
+from ..errors import ExitCode
+from ..lab import LabState, read_state
+from ..model.index import Index
+from .desired import HostPlan, host_plans
+from .lablink import lab_plans, lab_ssh, repo_url, serve_repo
+from .options import DeployOptions, Mirror, read_repo_auth
+from .packages import all_pins
+from .reboot import RebootOutcome, reboot_hosts
+from .runner import HostResult, HostSession, SshSettings, make_state, run_deploy
+from .standin import SUPPORT_PACKAGES, build_repo, download_debs
+
+EXIT_OK = int(ExitCode.OK)
+EXIT_HOSTS_FAILED = int(ExitCode.FAILURE)  # a host failed (the others finished)
+EXIT_UNREACHABLE = int(ExitCode.UNREACHABLE)  # a host could not be reached
+EXIT_USAGE = int(ExitCode.USAGE_OR_PARSE)
+
+
+class DeployError(Exception):
+    """A problem with the request itself (bad --limit, missing lab): nothing was started."""
+
+
+@dataclass(frozen=True)
+class DeployRequest:
+    dry_run: bool = False
+    limit: tuple[str, ...] = ()
+    batch: int = 0
+    max_fail_percent: int = 100
+    parallel: int = 64
+    components: tuple[str, ...] | None = None
+    lab_state: Path | None = None
+    ssh: SshSettings | None = None
+    repo: Mirror | None = None
+    root: str = "/"
+
+
+@dataclass
+class DeployOutcome:
+    results: list[HostResult]
+    reboots: list[RebootOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        if any(r.status == "unreachable" for r in self.results):
+            return EXIT_UNREACHABLE
+        bad = any(r.failed for r in self.results) or any(not o.done and "policy 'none'" not in o.message
+                                                          for o in self.reboots)
+        return EXIT_HOSTS_FAILED if bad else EXIT_OK
+
+
+def select_hosts(index: Index, limit: Sequence[str]) -> list[str]:
+    """Nodes matching any of `limit` (node name, rack name or role); all nodes when empty."""
+    nodes = index.inv.nodes
+    if not limit:
+        return [n.name for n in nodes]
+    unknown = [t for t in limit if not any(t in (n.name, n.rack, n.role) for n in nodes)]
+    if unknown:
+        raise DeployError(f"--limit {', '.join(unknown)}: no node, rack or role of that name")
+    return [n.name for n in nodes if any(t in (n.name, n.rack, n.role) for t in limit)]
+
+
+def ssh_from_inventory(env: Path, index: Index) -> SshSettings:
+    d = index.inv.deploy
+    known = (env / d.known_hosts) if d.known_hosts else None
+    return SshSettings(user=d.ssh_user, port=d.ssh_port, known_hosts=known)
+
+
+def lab_repo(state: LabState, index: Index) -> Path:
+    """The stand-in repository for this lab's pins, built once into the lab's state directory."""
+    out = state.state_dir / "standin-repo"
+    stamp = out / ".pins"
+    pins = all_pins(index.inv.software)
+    want = "\n".join(f"{p.package}={p.version}" for p in pins) + f"\nkernel={platform.release()}\n"
+    if not stamp.is_file() or stamp.read_text() != want:
+        try:
+            real = download_debs(SUPPORT_PACKAGES, state.state_dir / "support-debs")
+        except (subprocess.SubprocessError, OSError):
+            real = []  # the pyinfra engine does not need them; Ansible's apt module will say what is missing
+        build_repo(out, pins, kernels=[platform.release()], real_debs=real)
+        stamp.write_text(want)
+    return out
+
+
+@contextlib.contextmanager
+def lab_session(state: LabState, index: Index) -> Iterator[Mirror]:
+    server = serve_repo(lab_repo(state, index), state.gateway)
+    try:
+        yield Mirror(repo_url(state), "lab", ("main",), "trusted=yes")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def plans_for(env: Path, req: DeployRequest, mirror: Mirror | None, index: Index) -> dict[str, HostPlan]:
+    inv_mirror = Mirror.parse(index.inv.deploy.package_mirror) if index.inv.deploy.package_mirror else None
+    opts = DeployOptions(env.name, repo=req.repo or mirror or inv_mirror, repo_auth=read_repo_auth(),
+                         root=req.root, components=req.components)
+    wanted = set(select_hosts(index, req.limit))
+    return {n: p for n, p in host_plans(index, opts).items() if n in wanted}
+
+
+def deploy(env: Path, req: DeployRequest,
+           progress: Callable[[HostResult], None] | None = None) -> DeployOutcome:
+    start = time.monotonic()
+    checked = load_checked(env)
+    index = checked.index
+    if req.lab_state is not None:
+        state = read_state(req.lab_state)
+        if state is None:
+            raise DeployError(f"no lab recorded in {req.lab_state}: start it first")
+        with lab_session(state, index) as mirror:
+            plans = lab_plans(plans_for(env, req, mirror, index), state)
+            outcome = _run(plans, req.ssh or lab_ssh(state), req, progress)
+    else:
+        plans = list(plans_for(env, req, None, index).values())
+        outcome = _run(plans, req.ssh or ssh_from_inventory(env, index), req, progress)
+    outcome.seconds = time.monotonic() - start
+    return outcome
+
+
+def _run(plans: list[HostPlan], ssh: SshSettings, req: DeployRequest,
+         progress: Callable[[HostResult], None] | None) -> DeployOutcome:
+    results = run_deploy(plans, ssh, dry_run=req.dry_run, batch=req.batch,
+                         max_fail_percent=req.max_fail_percent, parallel=req.parallel, progress=progress)
+    need = [p for p, r in zip(plans, results, strict=True) if r.reboot]
+    reboots: list[RebootOutcome] = []
+    if need and not req.dry_run:
+        reboots = reboot_hosts(need, need[0].reboot, lambda p, deadline: _reboot_one(p, ssh, deadline))
+    return DeployOutcome(results, reboots)
+
+
+def _reboot_one(plan: HostPlan, ssh: SshSettings, deadline: float) -> str | None:
+    """Reboot one host through SSH, wait until it answers again, check the new module is loaded."""
+    session = HostSession(make_state([plan], ssh, 1), plan.name)
+    try:
+        session.connect()
+        with contextlib.suppress(Exception):  # the connection drops as the host goes down
+            session.run("systemctl reboot", "reboot", timeout=30)
+    except Exception as exc:
+        return f"could not start the reboot: {exc}"
+    finally:
+        session.close()
+    time.sleep(5)
+    while time.monotonic() < deadline:
+        fresh = HostSession(make_state([plan], dataclasses.replace(ssh, connect_timeout_s=5), 1), plan.name)
+        try:
+            facts = fresh.facts(plan)
+        except Exception:
+            time.sleep(5)
+            continue
+        finally:
+            fresh.close()
+        driver = next((p for p in plan.pins if p.package.startswith("nvidia-driver-")), None)
+        want = driver.version.split("-", 1)[0] if driver else ""
+        if want and facts.nvidia_loaded != want:
+            return f"back, but nvidia module {facts.nvidia_loaded or 'not loaded'} (want {want})"
+        return None
+    return "did not come back before the reboot policy's timeout"

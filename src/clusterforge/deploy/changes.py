@@ -1,0 +1,179 @@
+"""Facts in, changes out: the pure heart of every operation.
+
+`component_changes(component, facts)` says what must change on a host for one component
+(files, packages, holds, services, modules, handlers), each `Change` carrying the shell
+commands that make it (argv-quoted, run by the engine) and, for files, a unified diff.
+A dry run prints these; a real run executes them. Nothing here talks to a host.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import shlex
+from dataclasses import dataclass
+
+from .desired import Component, ManagedFile, merge_block
+from .facts import HostFacts
+from .packages import Pin
+
+APT_ENV = "DEBIAN_FRONTEND=noninteractive"
+APT_INSTALL = ("apt-get -q -y -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "
+               "--allow-downgrades --allow-change-held-packages install")
+
+
+@dataclass(frozen=True)
+class Change:
+    component: str
+    kind: str
+    """file | package | hold | service | module | handler"""
+    target: str
+    detail: str
+    commands: tuple[str, ...] = ()
+    diff: str = ""
+    upload: bytes | None = None
+    """File content to upload (to `target` + `.cf-new`) before `commands` run."""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.component, self.kind, self.target)
+
+
+def desired_bytes(f: ManagedFile, facts: HostFacts) -> bytes:
+    """What the file must contain; a managed block depends on the host's current file."""
+    if not f.block:
+        return f.content.encode("utf-8")
+    fact = facts.files.get(f.dest)
+    current = fact.content.decode("utf-8", "replace") if fact is not None and fact.content is not None else ""
+    return merge_block(current, f.content).encode("utf-8")
+
+
+def file_change(component: str, f: ManagedFile, facts: HostFacts) -> Change | None:
+    data = desired_bytes(f, facts)
+    fact = facts.files.get(f.dest)
+    sha = hashlib.sha256(data).hexdigest()
+    if fact is not None and fact.sha256 == sha and fact.mode == f.mode:
+        return None
+    if fact is None:
+        detail = f"create (mode {f.mode:o})"
+    elif fact.sha256 != sha:
+        detail = "update content" + (f", mode {fact.mode:o} -> {f.mode:o}" if fact.mode != f.mode else "")
+    else:
+        detail = f"mode {fact.mode:o} -> {f.mode:o}"
+    diff = "" if f.secret else _diff(f.dest, fact.content if fact else None, data)
+    tmp = shlex.quote(f.dest + ".cf-new")
+    dest = shlex.quote(f.dest)
+    parent = shlex.quote(f.dest.rsplit("/", 1)[0] or "/")
+    # a bind-mounted file (a container's /etc/hosts) cannot be replaced by rename: copy in place
+    commands = (f"mkdir -p {parent}",
+                f"chmod {f.mode:o} {tmp} && {{ mv -f {tmp} {dest} 2>/dev/null || "
+                f"{{ cat {tmp} > {dest} && chmod {f.mode:o} {dest} && rm -f {tmp}; }}; }}")
+    return Change(component, "file", f.dest, detail, commands, diff, data)
+
+
+def _diff(path: str, old: bytes | None, new: bytes) -> str:
+    a = [] if old is None else old.decode("utf-8", "replace").splitlines(keepends=True)
+    b = new.decode("utf-8", "replace").splitlines(keepends=True)
+    return "".join(difflib.unified_diff(a, b, fromfile=f"{path} (host)" if old is not None else "/dev/null",
+                                        tofile=f"{path} (inventory)"))
+
+
+def package_changes(component: str, pins: tuple[Pin, ...], facts: HostFacts) -> list[Change]:
+    """Install/upgrade/downgrade to the pin (one apt transaction), then hold what is not held."""
+    out: list[Change] = []
+    need = []
+    for pin in pins:
+        have = facts.package_version(pin.package)
+        if have != pin.version:
+            need.append(pin)
+            verb = "install" if have is None else f"{have} ->"
+            out.append(Change(component, "package", pin.package, f"{verb} {pin.version}"))
+    if need:
+        argv = " ".join(shlex.quote(f"{p.package}={p.version}") for p in need)
+        first = out[0]
+        out[0] = Change(first.component, first.kind, first.target, first.detail,
+                        (f"{APT_ENV} {APT_INSTALL} {argv}",))
+    holds = [p for p in pins if p.hold and not (facts.packages.get(p.package) and facts.packages[p.package].held)]
+    for i, pin in enumerate(holds):
+        cmd = ("apt-mark hold " + " ".join(shlex.quote(p.package) for p in holds),) if i == 0 else ()
+        out.append(Change(component, "hold", pin.package, "hold at pinned version", cmd))
+    return out
+
+
+def unpinned_changes(component: str, packages: tuple[str, ...], facts: HostFacts) -> list[Change]:
+    missing = [p for p in packages if facts.package_version(p) is None]
+    if not missing:
+        return []
+    cmd = f"{APT_ENV} {APT_INSTALL} " + " ".join(shlex.quote(p) for p in missing)
+    return [Change(component, "package", p, "install", (cmd,) if i == 0 else ()) for i, p in enumerate(missing)]
+
+
+def service_changes(component: str, services: tuple[str, ...], facts: HostFacts) -> list[Change]:
+    """Enable and start units; hosts without systemd (containers) are left alone (reported once)."""
+    if not facts.systemd:
+        return []
+    out = []
+    for unit in services:
+        enabled, active = facts.services.get(unit, ("", ""))
+        if enabled in ("enabled", "static", "generated", "alias") and active == "active":
+            continue
+        verb = "enable --now" if enabled not in ("enabled", "static", "generated", "alias") else "start"
+        out.append(Change(component, "service", unit, f"{enabled or 'unknown'}/{active or 'unknown'} -> "
+                          "enabled/active", (f"systemctl {verb} {shlex.quote(unit)}",)))
+    return out
+
+
+def module_changes(component: str, modules: tuple[str, ...], facts: HostFacts) -> list[Change]:
+    """Load modules that depend on the GPU driver (nvidia-peermem) once the driver is loaded."""
+    if not facts.nvidia_loaded:
+        return []
+    return [Change(component, "module", m, "load", (f"modprobe {shlex.quote(m)}",))
+            for m in modules if m not in facts.modules]
+
+
+def handler_change(component: Component, facts: HostFacts) -> Change | None:
+    """What a changed configuration file of `component` triggers (None: nothing to do here)."""
+    h = component.handler
+    if h == "opensm-resweep":
+        pids = facts.processes.get("opensm", [])
+        if pids:
+            return Change(component.name, "handler", "opensm", "re-sweep (SIGHUP re-reads the config)",
+                          (f"kill -HUP {' '.join(str(p) for p in pids)}",))
+        if facts.systemd:
+            return Change(component.name, "handler", "opensm", "start", ("systemctl restart opensm",))
+        return None
+    if h == "systemd-reload" and facts.systemd:
+        return Change(component.name, "handler", "systemd", "daemon-reload", ("systemctl daemon-reload",))
+    if h == "netplan-apply" and "netplan" in facts.binaries:
+        return Change(component.name, "handler", "netplan", "apply", ("netplan apply",))
+    if h == "timesync-restart" and facts.systemd:
+        return Change(component.name, "handler", "systemd-timesyncd", "try-restart",
+                      ("systemctl try-restart systemd-timesyncd",))
+    return None
+
+
+def component_changes(component: Component, facts: HostFacts) -> list[Change]:
+    """Every change one component needs on a host, in execution order."""
+    files = [c for f in component.files if (c := file_change(component.name, f, facts)) is not None]
+    out: list[Change] = [*files]
+    out += unpinned_changes(component.name, component.packages, facts)
+    out += package_changes(component.name, component.pins, facts)
+    out += service_changes(component.name, component.services, facts)
+    out += module_changes(component.name, component.modules, facts)
+    if files and component.handler != "apt-update":
+        handler = handler_change(component, facts)
+        if handler is not None:
+            out.append(handler)
+    return out
+
+
+def reboot_needed(pins: list[Pin], facts_after: HostFacts) -> str | None:
+    """Why the host must reboot: the loaded nvidia module differs from the installed driver."""
+    driver = next((p for p in pins if p.package.startswith("nvidia-driver-")), None)
+    if driver is None or not facts_after.nvidia_loaded:
+        return None
+    installed = facts_after.package_version(driver.package)
+    upstream = (installed or "").split("-", 1)[0]
+    if upstream and upstream != facts_after.nvidia_loaded:
+        return f"nvidia module {facts_after.nvidia_loaded} loaded, {upstream} installed"
+    return None

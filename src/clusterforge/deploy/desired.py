@@ -1,0 +1,246 @@
+"""What should be on each host: pure functions from the checked model to `HostPlan`s.
+
+Rendered files come from `render.file_specs` (the single source of truth for both
+engines); the few deploy-only files (apt sources and pins, RDMA limits, time sync,
+modules-load) come from templates under templates/ through the same Jinja environment.
+Nothing here touches a host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model.index import Index
+from ..model.inventory import RebootPolicy
+from ..render import banner, file_specs
+from ..render.env import environment
+from ..render.spec import FileSpec
+from ..render.writer import file_mode
+from .compat import lustre_ofed_problem
+from .options import DeployOptions
+from .packages import Pin, lustre_pins, nccl_pins, nvidia_pins, ofed_pins
+
+COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "opensm")
+HOSTS_FRAGMENT = "network/hosts"
+HOSTS_MARKER = "# {mark} clusterforge managed block"
+
+_TEMPLATE_COMPONENT = {"nccl": "nccl", "ipoib": "ipoib", "lustre": "lustre", "opensm": "opensm"}
+
+
+@dataclass(frozen=True)
+class ManagedFile:
+    dest: str
+    """Absolute path on the host (under `DeployOptions.root`)."""
+    template: str
+    context: Mapping[str, Any]
+    """The full template context, banner and environment included (what Ansible gets too)."""
+    content: str
+    mode: int = 0o644
+    secret: bool = False
+    """Never printed or diffed (repository credentials)."""
+    block: bool = False
+    """Managed as a marked block inside an existing file (/etc/hosts), not the whole file."""
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    files: tuple[ManagedFile, ...] = ()
+    pins: tuple[Pin, ...] = ()
+    packages: tuple[str, ...] = ()
+    """Unpinned packages that must be present (distribution packages such as opensm)."""
+    services: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
+    """Kernel modules loaded when their dependencies are (persisted by a modules-load file)."""
+    handler: str | None = None
+    """What a changed file triggers: `opensm-resweep`, `systemd-reload`, `netplan-apply`, `apt-update`."""
+    problems: tuple[str, ...] = ()
+    """Preflight problems known from the model alone: the component fails before any change."""
+
+
+@dataclass(frozen=True)
+class HostPlan:
+    name: str
+    address: str
+    rack: str
+    role: str
+    components: tuple[Component, ...]
+    reboot: RebootPolicy = field(default_factory=RebootPolicy)
+
+    def component(self, name: str) -> Component | None:
+        return next((c for c in self.components if c.name == name), None)
+
+    @property
+    def pins(self) -> list[Pin]:
+        return [p for c in self.components for p in c.pins]
+
+    @property
+    def files(self) -> list[ManagedFile]:
+        return [f for c in self.components for f in c.files]
+
+
+def _dest(options: DeployOptions, path: str) -> str:
+    root = options.root.rstrip("/")
+    return f"{root}{path}"
+
+
+def _context(spec: FileSpec, env_name: str) -> dict[str, Any]:
+    return {**spec.context, "banner": banner(env_name), "environment": env_name}
+
+
+def _file(options: DeployOptions, dest: str, template: str, context: Mapping[str, Any], *,
+          mode: int = 0o644, secret: bool = False, block: bool = False) -> ManagedFile:
+    full = {**context, "banner": banner(options.env_name), "environment": options.env_name}
+    text = environment().get_template(template).render(full)
+    return ManagedFile(_dest(options, dest), template, full, text, mode, secret, block)
+
+
+def rendered_by_host(index: Index) -> tuple[dict[str, list[tuple[str, FileSpec]]], FileSpec | None]:
+    """node -> [(absolute destination, spec)] from the render, plus the /etc/hosts fragment."""
+    out: dict[str, list[tuple[str, FileSpec]]] = {}
+    hosts_spec = None
+    for spec in file_specs(index):
+        parts = spec.path.split("/")
+        if spec.path == HOSTS_FRAGMENT:
+            hosts_spec = spec
+        elif parts[0] == "hosts" and len(parts) > 2:
+            out.setdefault(parts[1], []).append(("/" + "/".join(parts[2:]), spec))
+        elif parts[0] == "opensm" and len(parts) == 3:
+            out.setdefault(parts[1], []).append((f"/etc/opensm/{parts[2]}", spec))
+    return out, hosts_spec
+
+
+def host_plans(index: Index, options: DeployOptions) -> dict[str, HostPlan]:
+    """Every node's plan, in inventory order."""
+    inv = index.inv
+    rendered, hosts_spec = rendered_by_host(index)
+    addresses = _mgmt_addresses(index)
+    sm_nodes = {sm.node for sm in inv.opensm.sm_nodes} if inv.opensm else set()
+    plans: dict[str, HostPlan] = {}
+    for node in inv.nodes:
+        files: dict[str, list[ManagedFile]] = {}
+        for dest, spec in rendered.get(node.name, []):
+            comp = _TEMPLATE_COMPONENT.get(spec.template.split("/", 1)[0], "base")
+            mode = file_mode(dest.lstrip("/"))
+            text = environment().get_template(spec.template).render(_context(spec, options.env_name))
+            files.setdefault(comp, []).append(
+                ManagedFile(_dest(options, dest), spec.template, _context(spec, options.env_name), text, mode))
+        hw = index.hardware[node.name]
+        has_gpus = hw.gpus is not None and hw.gpus.count > 0
+        nvswitch = has_gpus and hw.gpus is not None and hw.gpus.nvlink_topology == "nvswitch"
+        comps: list[Component] = []
+        base = _base(index, options, hosts_spec)
+        ofed = _ofed(index, options, has_gpus) if hw.hcas else None
+        nvidia = _nvidia(index, nvswitch) if has_gpus else None
+        comp_list = [base, ofed, nvidia, _nccl(index, files.get("nccl", [])),
+                     _lustre(index, files.get("lustre", [])), _ipoib(files.get("ipoib", [])),
+                     _opensm(files.get("opensm", []), node.name in sm_nodes)]
+        comps = [c for c in comp_list if c is not None]
+        repo = _repo(options, [p for c in comps for p in c.pins])
+        if repo is not None:
+            comps.insert(0, repo)
+        selected = [c for c in comps if options.components is None or c.name in options.components]
+        plans[node.name] = HostPlan(node.name, addresses.get(node.name, node.name), node.rack, node.role,
+                                    tuple(selected), inv.deploy.reboot)
+    return plans
+
+
+def _mgmt_addresses(index: Index) -> dict[str, str]:
+    from ..model.addresses import allocate
+
+    addrs = allocate(index)
+    return {name: addrs.text(ip) for name, ip in addrs.mgmt.items()}
+
+
+def _repo(options: DeployOptions, pins: list[Pin]) -> Component | None:
+    if not pins:
+        return None
+    files = [_file(options, "/etc/apt/preferences.d/clusterforge.pref", "apt/preferences.j2",
+                   {"pins": [{"package": p.package, "version": p.version} for p in sorted(pins)]})]
+    mirror = options.repo
+    if mirror is not None:
+        opts = f"[{mirror.options}] " if mirror.options else ""
+        files.append(_file(options, "/etc/apt/sources.list.d/clusterforge.list", "apt/sources.list.j2",
+                           {"repos": [{"url": mirror.url, "suite": mirror.suite, "options": opts,
+                                       "components": " ".join(mirror.components)}]}))
+    if options.repo_auth is not None:
+        files.append(ManagedFile(_dest(options, "/etc/apt/auth.conf.d/clusterforge.conf"), "", {},
+                                 options.repo_auth, 0o600, secret=True))
+    return Component("repo", tuple(files), handler="apt-update")
+
+
+def _base(index: Index, options: DeployOptions, hosts_spec: FileSpec | None) -> Component:
+    files = [_file(options, "/etc/security/limits.d/90-clusterforge-rdma.conf", "base/rdma-limits.conf.j2",
+                   {"limits": [{"domain": "*", "type": t, "item": "memlock", "value": "unlimited"}
+                               for t in ("soft", "hard")]})]
+    mgmt = index.inv.addressing.management
+    if mgmt is not None and mgmt.gateway is not None:
+        files.append(_file(options, "/etc/systemd/timesyncd.conf.d/60-clusterforge.conf",
+                           "base/timesyncd.conf.j2", {"servers": [str(mgmt.gateway)]}))
+    if hosts_spec is not None:
+        ctx = _context(hosts_spec, options.env_name)
+        text = environment().get_template(hosts_spec.template).render(ctx)
+        files.append(ManagedFile(_dest(options, "/etc/hosts"), hosts_spec.template, ctx, text, 0o644, block=True))
+    return Component("base", tuple(files), handler="timesync-restart")
+
+
+def _ofed(index: Index, options: DeployOptions, gpus: bool) -> Component | None:
+    sw = index.inv.software
+    if sw.doca_ofed is None:
+        return None
+    modules = ("nvidia-peermem",) if sw.nvidia_driver and gpus else ()
+    files = [_file(options, "/etc/modules-load.d/nvidia-peermem.conf", "ofed/modules-load.conf.j2",
+                   {"modules": list(modules)})] if modules else []
+    return Component("ofed", tuple(files), tuple(ofed_pins(sw)), services=("openibd",), modules=modules)
+
+
+def _nvidia(index: Index, nvswitch: bool) -> Component | None:
+    sw = index.inv.software
+    if sw.nvidia_driver is None:
+        return None
+    services = ("nvidia-persistenced", "nvidia-fabricmanager") if nvswitch else ("nvidia-persistenced",)
+    return Component("nvidia", pins=tuple(nvidia_pins(sw, nvswitch)), services=services)
+
+
+def _nccl(index: Index, files: list[ManagedFile]) -> Component | None:
+    if not files:
+        return None
+    return Component("nccl", tuple(files), tuple(nccl_pins(index.inv.software)))
+
+
+def _lustre(index: Index, files: list[ManagedFile]) -> Component | None:
+    if not files:
+        return None
+    sw = index.inv.software
+    client = any(f.dest.endswith(".mount") for f in files)
+    problem = lustre_ofed_problem(sw.doca_ofed, sw.lustre_client) if client else None
+    units = tuple(f.dest.rsplit("/", 1)[1] for f in files if f.dest.endswith(".mount"))
+    return Component("lustre", tuple(files), tuple(lustre_pins(sw)) if client else (), services=units,
+                     handler="systemd-reload", problems=(problem,) if problem else ())
+
+
+def _ipoib(files: list[ManagedFile]) -> Component | None:
+    return Component("ipoib", tuple(files), handler="netplan-apply") if files else None
+
+
+def _opensm(files: list[ManagedFile], is_sm: bool) -> Component | None:
+    if not is_sm or not files:
+        return None
+    return Component("opensm", tuple(files), packages=("opensm",), services=("opensm",),
+                     handler="opensm-resweep")
+
+
+def merge_block(current: str, fragment: str, marker: str = HOSTS_MARKER) -> str:
+    """`current` with our marked block replaced (or appended): what Ansible's blockinfile writes."""
+    begin, end = marker.format(mark="BEGIN"), marker.format(mark="END")
+    lines = current.splitlines()
+    if begin in lines and end in lines[lines.index(begin):]:
+        start = lines.index(begin)
+        stop = start + lines[start:].index(end)
+        kept_before, kept_after = lines[:start], lines[stop + 1:]
+    else:
+        kept_before, kept_after = lines, []
+    block = [begin, *fragment.rstrip("\n").split("\n"), end]
+    return "\n".join([*kept_before, *block, *kept_after]) + "\n"

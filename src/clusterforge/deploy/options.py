@@ -1,0 +1,54 @@
+"""Run-time settings of a deploy that are not part of the inventory (engine, limits, secrets)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_AUTH_ENV = "CLUSTERFORGE_REPO_AUTH_FILE"
+"""Path of an apt auth.conf(5) file with the repository credentials (never read from the inventory)."""
+
+
+@dataclass(frozen=True)
+class Mirror:
+    url: str
+    suite: str = "stable"
+    components: tuple[str, ...] = ("main",)
+    options: str = ""
+    """apt source options, e.g. `signed-by=/etc/apt/keyrings/nvidia.gpg` (`trusted=yes` only for the lab)."""
+
+    @staticmethod
+    def parse(text: str, options: str = "") -> Mirror:
+        """`URL [SUITE [COMPONENT...]]` (the inventory's `deploy.package_mirror`)."""
+        parts = text.split()
+        if not parts:
+            raise ValueError("empty package mirror")
+        suite = parts[1] if len(parts) > 1 else "stable"
+        comps = tuple(parts[2:]) or ("main",)
+        return Mirror(parts[0], suite, comps, options)
+
+
+@dataclass(frozen=True)
+class DeployOptions:
+    env_name: str
+    repo: Mirror | None = None
+    repo_auth: str | None = None
+    """Contents of the apt auth file: a secret, shipped with mode 0600 and never printed."""
+    root: str = "/"
+    """Prefix of every managed path (benchmarks against hosts that share one file system)."""
+    components: tuple[str, ...] | None = None
+
+    def __repr__(self) -> str:  # keep the secret out of logs and tracebacks
+        auth = "<redacted>" if self.repo_auth else None
+        return (f"DeployOptions(env_name={self.env_name!r}, repo={self.repo!r}, repo_auth={auth}, "
+                f"root={self.root!r}, components={self.components!r})")
+
+
+def read_repo_auth(environ: dict[str, str] | None = None) -> str | None:
+    """The credentials file named by $CLUSTERFORGE_REPO_AUTH_FILE, or None."""
+    env = os.environ if environ is None else environ
+    path = env.get(REPO_AUTH_ENV)
+    if not path:
+        return None
+    return Path(path).read_text(encoding="utf-8")

@@ -1,0 +1,76 @@
+"""Package names and pinned versions per component, derived from `software` pins.
+
+One function feeds both the deploy and the lab's stand-in repository, so the names and
+versions the deploy asks for are exactly what the stand-in repository offers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.services import SoftwarePins
+
+
+@dataclass(frozen=True, order=True)
+class Pin:
+    package: str
+    version: str
+    hold: bool = True
+
+
+def deb_version(pin: str) -> str:
+    """An inventory pin as a Debian version: `550.90.07` -> `550.90.07-1`; with a revision, as is."""
+    return pin if "-" in pin else f"{pin}-1"
+
+
+def driver_branch(driver: str) -> str:
+    return driver.split(".", 1)[0]
+
+
+def cuda_tag(cuda: str | None) -> str:
+    """`12.4.1` -> `+cuda12.4` (NVIDIA's NCCL package suffix); no CUDA pin: no suffix."""
+    if cuda is None:
+        return ""
+    major_minor = ".".join(cuda.split(".")[:2])
+    return f"+cuda{major_minor}"
+
+
+def nvidia_pins(sw: SoftwarePins, nvswitch: bool) -> list[Pin]:
+    if sw.nvidia_driver is None:
+        return []
+    branch = driver_branch(sw.nvidia_driver)
+    version = deb_version(sw.nvidia_driver)
+    pins = [Pin(f"nvidia-driver-{branch}", version)]
+    if nvswitch:
+        pins.append(Pin(f"nvidia-fabricmanager-{branch}", version))
+    return pins
+
+
+def ofed_pins(sw: SoftwarePins) -> list[Pin]:
+    return [] if sw.doca_ofed is None else [Pin("doca-ofed", deb_version(sw.doca_ofed))]
+
+
+def nccl_pins(sw: SoftwarePins) -> list[Pin]:
+    if sw.nccl is None:
+        return []
+    version = deb_version(sw.nccl) + cuda_tag(sw.cuda)
+    pins = [Pin("libnccl2", version), Pin("libnccl-dev", version)]
+    if sw.nccl_tests is not None:
+        pins.append(Pin("nccl-tests", deb_version(sw.nccl_tests)))
+    return pins
+
+
+def lustre_pins(sw: SoftwarePins) -> list[Pin]:
+    if sw.lustre_client is None:
+        return []
+    version = deb_version(sw.lustre_client)
+    return [Pin("lustre-client-utils", version), Pin("lustre-client-modules-dkms", version)]
+
+
+def all_pins(sw: SoftwarePins) -> list[Pin]:
+    """Every pinned package of an environment (what a mirror or stand-in repo must hold)."""
+    return sorted({*nvidia_pins(sw, True), *ofed_pins(sw), *nccl_pins(sw), *lustre_pins(sw)})
+
+
+def headers_package(kernel_release: str) -> str:
+    return f"linux-headers-{kernel_release}"

@@ -1,0 +1,276 @@
+"""Run a deploy over SSH with pyinfra's API, one isolated greenlet per host.
+
+pyinfra's own `run_ops` lets an unexpected exception of one host (paramiko's EOFError when
+that host's sshd dies mid-run) escape the gevent pool and abort every host. Here each host
+runs its whole deploy (connect -> facts -> changes -> apply) inside its own greenlet with
+every exception caught and recorded against that host only; batches (`--batch`) get their
+own `State`, so one broken batch cannot poison the next, and `--max-fail-percent` stops
+starting new batches once too many hosts failed.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gevent  # type: ignore[import-untyped]
+from pyinfra.api.command import StringCommand
+from pyinfra.api.config import Config
+from pyinfra.api.inventory import Inventory
+from pyinfra.api.state import State
+
+from .changes import Change, component_changes, reboot_needed
+from .desired import HostPlan
+from .facts import HostFacts, HostState
+
+COMMAND_TIMEOUT_S = 900
+PROBE_TIMEOUT_S = 120
+KEEPALIVE_S = 5
+
+
+@dataclass(frozen=True)
+class SshSettings:
+    user: str = "root"
+    port: int = 22
+    key: Path | None = None
+    known_hosts: Path | None = None
+    connect_timeout_s: int = 10
+    channel_timeout_s: float = 30.0
+    """paramiko's channel_timeout: a black-holed host fails after this instead of hanging."""
+
+
+@dataclass
+class HostResult:
+    name: str
+    status: str = "pending"
+    """ok | changed | failed | unreachable | skipped | planned"""
+    changes: list[Change] = field(default_factory=list)
+    error: str = ""
+    notes: list[str] = field(default_factory=list)
+    reboot: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return self.status in ("failed", "unreachable", "skipped")
+
+
+class HostFailure(Exception):
+    """A host-level failure with a message fit for the summary."""
+
+
+class ConnectionLost(HostFailure):
+    """The host stopped answering in the middle of the deploy."""
+
+
+def _host_data(plan: HostPlan, ssh: SshSettings) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "ssh_hostname": plan.address, "ssh_port": ssh.port, "ssh_user": ssh.user,
+        "ssh_strict_host_key_checking": "yes", "ssh_allow_agent": False, "ssh_look_for_keys": False,
+        "ssh_connect_retries": 0,
+        "ssh_paramiko_connect_kwargs": {"channel_timeout": ssh.channel_timeout_s, "timeout": ssh.connect_timeout_s,
+                                        "banner_timeout": ssh.connect_timeout_s,
+                                        "auth_timeout": ssh.connect_timeout_s},
+    }
+    if ssh.key is not None:
+        data["ssh_key"] = str(ssh.key)
+    if ssh.known_hosts is not None:
+        data["ssh_known_hosts_file"] = str(ssh.known_hosts)
+    return data
+
+
+def make_state(plans: Sequence[HostPlan], ssh: SshSettings, parallel: int) -> State:
+    """A fresh pyinfra State for these hosts (known_hosts re-read: pyinfra memoizes it per process)."""
+    from pyinfra.connectors.sshuserclient import client
+
+    client.get_host_keys.cache.clear()
+    inventory = Inventory(  # type: ignore[no-untyped-call]
+        ([(p.name, _host_data(p, ssh)) for p in plans], {}))
+    config = Config(  # type: ignore[no-untyped-call]
+        PARALLEL=max(1, parallel), CONNECT_TIMEOUT=ssh.connect_timeout_s, FAIL_PERCENT=100)
+    return State(inventory, config)
+
+
+def probe_args(plan: HostPlan) -> dict[str, tuple[str, ...]]:
+    comps = plan.components
+    return {
+        "files": tuple(f.dest for c in comps for f in c.files if not f.secret),
+        "secret_files": tuple(f.dest for c in comps for f in c.files if f.secret),
+        "packages": tuple(sorted({p.package for c in comps for p in c.pins} | {p for c in comps for p in c.packages})),
+        "processes": ("opensm",) if plan.component("opensm") else (),
+        "services": tuple(s for c in comps for s in c.services),
+        "modules": tuple(m for c in comps for m in c.modules),
+        "binaries": ("netplan",) if plan.component("ipoib") else (),
+    }
+
+
+class HostSession:
+    """One host's connection: facts and commands through pyinfra, failures as HostFailure."""
+
+    def __init__(self, state: State, name: str) -> None:
+        self.host = state.inventory.get_host(name)
+
+    def connect(self) -> None:
+        self.host.connect(show_errors=False, raise_exceptions=True)
+        # keepalives make a dead peer (container killed, link cut) fail the next read instead of
+        # leaving a command waiting on a TCP connection that will never answer
+        client = getattr(self.host.connector, "client", None)
+        transport = client.get_transport() if client is not None else None
+        if transport is not None:
+            transport.set_keepalive(KEEPALIVE_S)
+
+    def facts(self, plan: HostPlan) -> HostFacts:
+        facts: HostFacts = self.host.get_fact(HostState, _timeout=PROBE_TIMEOUT_S, **probe_args(plan))
+        return facts
+
+    def run(self, script: str, what: str, timeout: int = COMMAND_TIMEOUT_S) -> str:
+        ok, output = self.host.run_shell_command(StringCommand(script), _timeout=timeout)
+        if not ok:
+            if not self.alive():
+                raise ConnectionLost(f"connection lost during {what}")
+            tail = "\n".join(output.stderr_lines[-5:] or output.stdout_lines[-5:])
+            raise HostFailure(f"{what} failed: {tail.strip() or 'no output'}")
+        return "\n".join(output.stdout_lines)
+
+    def alive(self) -> bool:
+        """Does the host still answer on this connection (a short no-op command)?"""
+        try:
+            ok, _ = self.host.run_shell_command(StringCommand("true"), _timeout=10)
+        except Exception:
+            return False
+        return bool(ok)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # a dead connection cannot be closed cleanly; nothing to keep
+            self.host.disconnect()
+
+
+def apply_script(changes: Sequence[Change]) -> str:
+    """One `set -e` script for a component's changes: uploads inline (base64), then commands."""
+    lines = ["set -e"]
+    for ch in changes:
+        if ch.upload is not None:
+            parent = ch.target.rsplit("/", 1)[0] or "/"
+            lines.append(f"mkdir -p '{parent}'")
+            lines.append(f"printf %s '{base64.b64encode(ch.upload).decode()}' | base64 -d > '{ch.target}.cf-new'")
+        lines += [c for c in ch.commands if not c.startswith("mkdir -p ")]
+    return "\n".join(lines)
+
+
+def deploy_host(session: HostSession, plan: HostPlan, *, dry_run: bool) -> HostResult:
+    """Connect, read facts, compute and (unless dry) apply every component's changes."""
+    result = HostResult(plan.name)
+    session.connect()
+    facts = session.facts(plan)
+    if not facts.systemd and any(c.services for c in plan.components):
+        result.notes.append("no systemd on this host: services are not enabled/started")
+    apt_updated = False
+    for comp in plan.components:
+        if comp.problems:
+            raise HostFailure(f"{comp.name} preflight: " + "; ".join(comp.problems))
+        changes = component_changes(comp, facts)
+        if not changes:
+            continue
+        result.changes += changes
+        if dry_run:
+            continue
+        if any(c.kind == "package" for c in changes) and not apt_updated:
+            session.run("DEBIAN_FRONTEND=noninteractive apt-get -q update", "apt-get update")
+            apt_updated = True
+        if comp.name == "nvidia":
+            _headers_preflight(session, facts)
+        if comp.name == "repo":
+            session.run(apply_script(changes), f"{comp.name}: apply")
+            session.run("DEBIAN_FRONTEND=noninteractive apt-get -q update", "apt-get update")
+            apt_updated = True
+            continue
+        session.run(apply_script(changes), f"{comp.name}: apply")
+        if comp.name == "ofed" and comp.pins:
+            _verify_ofed(session, comp.pins[0].version)
+    if not dry_run and any(c.component == "nvidia" and c.kind == "package" for c in result.changes):
+        after = session.facts(plan)
+        result.reboot = reboot_needed(plan.pins, after)
+    result.status = ("planned" if dry_run else "changed") if result.changes else "ok"
+    return result
+
+
+def _headers_preflight(session: HostSession, facts: HostFacts) -> None:
+    pkg = f"linux-headers-{facts.kernel}"
+    out = session.run(f"dpkg-query -W -f='${{Status}}' {pkg} 2>/dev/null || true; echo; "
+                      f"apt-cache policy {pkg} 2>/dev/null | sed -n 's/^ *Candidate: //p'", "kernel headers check")
+    status, _, candidate = out.partition("\n")
+    if "install ok installed" in status:
+        return
+    if candidate.strip() in ("", "(none)"):
+        raise HostFailure(f"nvidia preflight: kernel headers {pkg} for the running kernel are neither installed "
+                          "nor available from the configured repositories")
+    session.run(f"DEBIAN_FRONTEND=noninteractive apt-get -q -y install {pkg}", f"install {pkg}")
+
+
+def _verify_ofed(session: HostSession, version: str) -> None:
+    out = session.run("ofed_info -s", "ofed_info -s").strip()
+    if version.rsplit("-", 1)[0] not in out and version not in out:
+        raise HostFailure(f"ofed verify: `ofed_info -s` says {out!r}, expected {version}")
+
+
+def run_batch(plans: Sequence[HostPlan], ssh: SshSettings, *, dry_run: bool, parallel: int,
+              progress: Callable[[HostResult], None] | None = None,
+              deploy: Callable[..., HostResult] = deploy_host) -> list[HostResult]:
+    """Deploy one batch of hosts concurrently; every host's failure stays that host's."""
+    state = make_state(plans, ssh, parallel)
+
+    def one(plan: HostPlan) -> HostResult:
+        start = time.monotonic()
+        session = HostSession(state, plan.name)
+        try:
+            result = deploy(session, plan, dry_run=dry_run)
+        except ConnectionLost as exc:
+            result = HostResult(plan.name, "unreachable", error=str(exc))
+        except HostFailure as exc:
+            result = HostResult(plan.name, "failed", error=str(exc))
+        except Exception as exc:
+            result = _classify(plan.name, exc)
+        finally:
+            session.close()
+        result.seconds = time.monotonic() - start
+        if progress is not None:
+            progress(result)
+        return result
+
+    greenlets = [state.pool.spawn(one, plan) for plan in plans]
+    gevent.joinall(greenlets)
+    return [g.value if g.successful() else HostResult(p.name, "failed", error=repr(g.exception))
+            for g, p in zip(greenlets, plans, strict=True)]
+
+
+def _classify(name: str, exc: BaseException) -> HostResult:
+    from pyinfra.api.exceptions import ConnectError
+
+    text = f"{type(exc).__name__}: {exc}".strip()
+    if isinstance(exc, ConnectError):
+        return HostResult(name, "unreachable", error=f"cannot connect: {exc}")
+    if isinstance(exc, (EOFError, OSError, TimeoutError)) or "SSH" in type(exc).__name__:
+        return HostResult(name, "unreachable", error=f"connection lost: {text}")
+    return HostResult(name, "failed", error=text)
+
+
+def run_deploy(plans: Sequence[HostPlan], ssh: SshSettings, *, dry_run: bool = False, batch: int = 0,
+               max_fail_percent: int = 100, parallel: int = 64,
+               progress: Callable[[HostResult], None] | None = None) -> list[HostResult]:
+    """Deploy every plan, `batch` hosts at a time (0: all at once); stop starting batches past the limit."""
+    size = batch if batch > 0 else max(1, len(plans))
+    results: list[HostResult] = []
+    for i in range(0, len(plans), size):
+        done = len(results)
+        failed = sum(r.failed for r in results)
+        if done and failed * 100 > max_fail_percent * done:
+            results += [HostResult(p.name, "skipped", error=f"not started: {failed}/{done} hosts failed "
+                                   f"(> {max_fail_percent}%)") for p in plans[i:]]
+            break
+        results += run_batch(plans[i:i + size], ssh, dry_run=dry_run, parallel=parallel, progress=progress)
+    return results

@@ -1,0 +1,120 @@
+"""A local apt repository of LAB-ONLY stand-in packages with the real names and pinned versions.
+
+NVIDIA, DOCA/OFED and Lustre packages cannot be downloaded here, so the lab gets empty
+look-alikes: same package names, the inventory's pinned versions (plus optional older
+versions to exercise upgrades), a description and a /usr/share/doc file that say what they
+are, and the few commands the deploy verifies with (`ofed_info -s`). Repository setup,
+pinning, install, upgrade, hold and the reboot logic run against them for real.
+
+    build_repo(out_dir, pins, kernels=["6.1.0-18-amd64"], suite="lab")
+
+Needs `dpkg-deb` and `dpkg-scanpackages` (dpkg-dev) and `apt-ftparchive` (apt-utils).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from .packages import Pin
+
+LABEL = "clusterforge LAB-ONLY stand-in"
+TOOL_TIMEOUT_S = 120
+_EPOCH = "1700000000"
+
+_OFED_INFO = """#!/bin/sh
+# LAB-ONLY stand-in for ofed_info (clusterforge): no OFED is installed on this host.
+case "$1" in
+  -s) echo "OFED-internal-{version}:" ;;
+  -n) echo "{version}" ;;
+  *) echo "OFED-internal-{version} (clusterforge lab-only stand-in)" ;;
+esac
+"""
+
+
+def _control(name: str, version: str, description: str) -> str:
+    return (f"Package: {name}\nVersion: {version}\nArchitecture: all\nMaintainer: clusterforge lab <lab@invalid>\n"
+            f"Section: misc\nPriority: optional\n"
+            f"Description: {LABEL} for {name} {version}\n {description}\n")
+
+
+def _extra_files(name: str, version: str) -> dict[str, tuple[str, int]]:
+    """Path -> (content, mode) beyond the README every stand-in ships."""
+    if name == "doca-ofed":
+        return {"usr/bin/ofed_info": (_OFED_INFO.replace("{version}", version), 0o755)}
+    return {}
+
+
+def build_package(work: Path, name: str, version: str, description: str) -> Path:
+    root = work / f"{name}_{version}"
+    if root.exists():
+        shutil.rmtree(root)
+    (root / "DEBIAN").mkdir(parents=True)
+    (root / "DEBIAN/control").write_text(_control(name, version, description))
+    doc = root / "usr/share/doc" / name
+    doc.mkdir(parents=True)
+    (doc / "CLUSTERFORGE-LAB-STAND-IN").write_text(
+        f"{name} {version} is a {LABEL} package: it installs no real software.\n")
+    for rel, (content, mode) in _extra_files(name, version).items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+        path.chmod(mode)
+    deb = work / "pool" / f"{name}_{version.replace(':', '%3a')}_all.deb"
+    deb.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "SOURCE_DATE_EPOCH": _EPOCH}
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(root), str(deb)],
+                   check=True, capture_output=True, timeout=TOOL_TIMEOUT_S, env=env)
+    shutil.rmtree(root)
+    return deb
+
+
+#: Real Debian packages the lab hosts need from the repository too (Ansible's apt module needs python3-apt;
+#: the lab network has no route to a Debian mirror).
+SUPPORT_PACKAGES = ("python3-apt", "python-apt-common", "distro-info-data")
+
+
+def download_debs(names: Sequence[str], dest: Path) -> list[Path]:
+    """`apt-get download` real packages from this machine's configured mirror (cached in `dest`)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    missing = [n for n in names if not list(dest.glob(f"{n}_*.deb"))]
+    if missing:
+        subprocess.run(["apt-get", "download", *missing], cwd=dest, check=True, capture_output=True,
+                       timeout=TOOL_TIMEOUT_S)
+    return sorted(dest.glob("*.deb"))
+
+
+def build_repo(out: Path, pins: Iterable[Pin], *, kernels: Sequence[str] = (), suite: str = "lab",
+               extra_versions: Iterable[Pin] = (), real_debs: Sequence[Path] = ()) -> Path:
+    """Build (or rebuild) the repository under `out`; return `out`. Serve it with any HTTP server."""
+    out.mkdir(parents=True, exist_ok=True)
+    pool = out / "pool"
+    if pool.exists():
+        shutil.rmtree(pool)
+    pool.mkdir()
+    for deb in real_debs:
+        shutil.copyfile(deb, pool / deb.name)
+    wanted = {(p.package, p.version) for p in [*pins, *extra_versions]}
+    wanted |= {(f"linux-headers-{k}", "1.0-cfstandin1") for k in kernels}
+    for name, version in sorted(wanted):
+        build_package(out, name, version, "Lab-only placeholder with the real name and version; empty.")
+    binary = out / "dists" / suite / "main" / "binary-amd64"
+    binary.mkdir(parents=True, exist_ok=True)
+    scan = subprocess.run(["dpkg-scanpackages", "--multiversion", "pool", "/dev/null"], cwd=out, check=True,
+                          capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+    (binary / "Packages").write_text(scan.stdout)
+    with gzip.open(binary / "Packages.gz", "wt") as fh:
+        fh.write(scan.stdout)
+    release = subprocess.run(
+        ["apt-ftparchive", "-o", f"APT::FTPArchive::Release::Suite={suite}",
+         "-o", f"APT::FTPArchive::Release::Codename={suite}",
+         "-o", "APT::FTPArchive::Release::Components=main",
+         "-o", "APT::FTPArchive::Release::Architectures=amd64 all",
+         "-o", f"APT::FTPArchive::Release::Label={LABEL}", "release", f"dists/{suite}"],
+        cwd=out, check=True, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+    (out / "dists" / suite / "Release").write_text(release.stdout)
+    return out
