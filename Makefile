@@ -55,7 +55,7 @@ ifeq ($(ENV),lab)
 endif
 	$(CF) check $(INV)
 	$(CF) render $(INV) --output out/$(ENV)
-	$(CF) deploy $(INV) --engine $(ENGINE) $(if $(LIMIT),--limit $(LIMIT)) $(if $(DRY),--dry-run)
+	$(CF) deploy $(INV) --engine $(ENGINE) $(if $(LIMIT),--limit $(LIMIT)) $(if $(DRY),--dry-run,--no-diffs)
 ifeq ($(DRY),)
 	$(CF) validate $(INV) --junit out/$(ENV)/validate.xml
 endif

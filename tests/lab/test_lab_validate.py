@@ -65,9 +65,11 @@ def test_clean_lab_validates_clean(lab_env: Path, tmp_path: Path) -> None:
     data = json.loads(out[out.index("{"):])
     assert (code, data["findings"]) == (0, [])
     assert data["fabric_checked"] and len(data["hosts_checked"]) == 11
-    # every GPU host answered nvidia-smi (the lab's stand-in) and every host ibstat
+    # every GPU host answered nvidia-smi (the lab's stand-in), ibstat and dpkg-query; nothing
+    # is deployed in this lab, so ofed_info and lctl are absent (not installed: not collected)
     gpu01 = sorted(p.name for p in (tmp_path / "saved" / "hosts" / "gpu01").iterdir())
-    assert gpu01 == ["ibstat.txt", "nvidia-smi-nvlink.txt", "nvidia-smi-query-gpu.txt", "nvidia-smi-topo.txt"]
+    assert gpu01 == ["dpkg-query.txt", "ibstat.txt", "nvidia-smi-nvlink.txt", "nvidia-smi-query-gpu.txt",
+                     "nvidia-smi-topo.txt"]
     # offline re-validation from the saved outputs gives the same verdict
     code, out = cf("validate", str(lab_env), "--from", str(tmp_path / "saved"))
     assert code == 0 and "clean" in out
