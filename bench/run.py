@@ -164,7 +164,17 @@ def bench_lab(tmp: Path) -> list[dict[str, object]]:
     return lab_bench.fabric_only() + lab_bench.containers()
 
 
-BENCHES = {"load": bench_load, "validate": bench_validate, "plan": bench_plan, "lab": bench_lab}
+def bench_deploy(tmp: Path) -> list[dict[str, object]]:
+    """pyinfra vs Ansible on the lab (4 containers) and on 32/64 plain SSH hosts (network namespaces)."""
+    if os.geteuid() != 0:
+        return [{"bench": "deploy", "skipped": "needs root (network namespaces, podman)"}]
+    import deploy_bench
+
+    return deploy_bench.run()
+
+
+BENCHES = {"load": bench_load, "validate": bench_validate, "plan": bench_plan, "lab": bench_lab,
+           "deploy": bench_deploy}
 
 
 def main() -> None:
