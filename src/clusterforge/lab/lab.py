@@ -31,8 +31,7 @@ from clusterforge.lab.fabric_tools import (
     stop_opensm,
 )
 from clusterforge.lab.faults import FaultInjector
-from clusterforge.lab.guest import ENTRYPOINT, IBWRAP_SOURCE, sshd_config
-from clusterforge.lab.guest.ibwrap import ALL_TOOLS
+from clusterforge.lab.guestfiles import GUEST_ETC, GUEST_SBIN, write_guest_files
 from clusterforge.lab.ibsim import (
     DEFAULT_REMOTE_PORT,
     Console,
@@ -46,8 +45,8 @@ from clusterforge.lab.netfile import NetFile, parse_netfile
 from clusterforge.lab.observe import parse_ibstat
 from clusterforge.lab.podman import podman_usable
 from clusterforge.lab.proc import is_alive, run, stop_process
-from clusterforge.lab.spec import SM_ROLE, LabSpec, validate_spec
-from clusterforge.lab.sshkeys import generate_key, known_hosts_line, ssh_argv, write_known_hosts
+from clusterforge.lab.spec import LabSpec, validate_spec
+from clusterforge.lab.sshkeys import ssh_argv
 from clusterforge.lab.state import (
     HostRecord,
     LabState,
@@ -56,10 +55,7 @@ from clusterforge.lab.state import (
     write_state,
 )
 
-GUEST_ETC = "/etc/clusterforge-lab"
-GUEST_SBIN = "/usr/local/sbin"
 GUEST_INIT = GUEST_SBIN + "/cf-lab-init"
-IB_TOOL_TIMEOUT = 60
 
 
 @dataclass
@@ -331,7 +327,7 @@ def _up_podman_hosts(spec: LabSpec, state: LabState, packages: Sequence[str]) ->
     for rec in state.hosts.values():
         rec.container = containers.container_name(spec.name, rec.name)
     write_state(state)
-    _write_guest_files(spec, state)
+    write_guest_files(spec, state)
     for rec in state.hosts.values():
         rec.container_id = _start_container(spec, state, rec)
         write_state(state)
@@ -349,7 +345,7 @@ def _up_netns_hosts(spec: LabSpec, state: LabState) -> None:
         rec.netns = f"cf-lab-{spec.name}-{rec.name}"[:64]
         rec.veth = netns.short_ifname(spec.name, f"h{i}")
     write_state(state)
-    _write_guest_files(spec, state)
+    write_guest_files(spec, state)
     for rec in state.hosts.values():
         hostns.create_host_netns(rec.netns, state.bridge, rec.veth,
                                  f"{rec.address}/{spec.network.prefixlen}")
@@ -358,53 +354,6 @@ def _up_netns_hosts(spec: LabSpec, state: LabState) -> None:
         rec.sshd = hostns.start_sshd(rec.netns, rec.name, state.state_dir / "guest" / "sbin",
                                      hd / "sshd_config", state.state_dir / "run" / rec.name)
         write_state(state)
-
-
-def _write_guest_files(spec: LabSpec, state: LabState) -> None:
-    d = state.state_dir
-    pub = generate_key(state.ssh_key, f"clusterforge-lab-{spec.name}")
-    sbin = d / "guest" / "sbin"
-    if sbin.exists():
-        shutil.rmtree(sbin)
-    sbin.mkdir(parents=True)
-    shutil.copyfile(IBWRAP_SOURCE, sbin / "ibwrap")
-    os.chmod(sbin / "ibwrap", 0o755)
-    for tool in ALL_TOOLS:
-        (sbin / tool).symlink_to("ibwrap")
-    (sbin / "cf-lab-init").write_text(ENTRYPOINT)
-    os.chmod(sbin / "cf-lab-init", 0o755)
-    os.chmod(d / "guest", 0o755)
-    os.chmod(sbin, 0o755)
-
-    lines = []
-    for h in spec.hosts:
-        rec = state.hosts[h.name]
-        hd = d / "hosts" / h.name
-        hd.mkdir(parents=True, exist_ok=True)
-        os.chmod(hd.parent, 0o755)
-        os.chmod(hd, 0o755)
-        host_pub = generate_key(hd / "ssh_host_ed25519_key", f"root@{h.name}")
-        lines.append(known_hosts_line([h.name, h.address], host_pub))
-        (hd / "authorized_keys").write_text(pub + "\n")
-        os.chmod(hd / "authorized_keys", 0o644)
-        if state.mode == "podman":
-            config = sshd_config(h.address)
-        else:  # the host's own file system: point sshd at the state dir
-            config = sshd_config(
-                h.address, etc_dir=str(hd), pid_file=str(d / "run" / h.name / "sshd.pid"),
-                strict_modes=False, set_env={"CLUSTERFORGE_LAB_IB_CONF": str(hd / "ib.json")},
-            )
-        (hd / "sshd_config").write_text(config)
-        ib = {
-            "server": spec.ibsim_address,
-            "port": DEFAULT_REMOTE_PORT,
-            "devices": [{"name": dev, "sim_host": sim} for dev, sim in rec.hcas],
-            "timeout": IB_TOOL_TIMEOUT,
-        }
-        (hd / "ib.json").write_text(json.dumps(ib, indent=1) + "\n")
-        if h.role == SM_ROLE and spec.opensm_config is not None:
-            shutil.copyfile(spec.opensm_config, hd / "opensm.conf")
-    write_known_hosts(state.known_hosts, lines)
 
 
 def _start_container(spec: LabSpec, state: LabState, rec: HostRecord) -> str:

@@ -121,7 +121,7 @@ def parse(text: str) -> LnetNetShow:
                 mark = event.start_mark
                 ln = min(max(mark.line + 1 if mark is not None else 1, 1), len(lines))
                 raise fail(TOOL, ln, lines[ln - 1], "YAML aliases are not lnetctl output")
-        doc = yaml.load(text, Loader=loader)
+        doc = yaml.load(text, Loader=loader)  # BaseLoader: safe, builds plain str/list/dict only
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         ln = (mark.line + 1) if mark is not None else 1
