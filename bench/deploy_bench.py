@@ -15,8 +15,10 @@ They log in as `cfbench`, a uid-0 alias with /bin/sh as shell, so no heavy start
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import signal
 import resource
 import shutil
 import subprocess
@@ -148,6 +150,11 @@ def stop_hosts(n: int, sshds: list[subprocess.Popen[bytes]] | None = None) -> No
         proc.terminate()
         proc.wait(timeout=10)
     for i in range(n):
+        # sessions outlive their sshd (Ansible's ControlPersist masters): end every process in the namespace
+        pids = _sh(["ip", "netns", "pids", f"cfb{i}"], check=False).stdout.split()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pid), signal.SIGKILL)
         _sh(["ip", "netns", "del", f"cfb{i}"], check=False)
         _sh(["ip", "link", "del", f"cfbv{i}"], check=False)  # gone with the netns unless a process kept it
     _sh(["ip", "link", "del", "cfbench0"], check=False)
