@@ -18,9 +18,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import signal
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import time
