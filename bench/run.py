@@ -114,6 +114,7 @@ def bench_plan(tmp: Path) -> list[dict[str, object]]:
     from clusterforge.catalog import catalog
     from clusterforge.model import FabricSpec
     from clusterforge.model.index import Index
+    from clusterforge.parse._common import gc_paused
     from clusterforge.plan import plan_fabric
     from clusterforge.plan.bom import bill_of_materials
     from clusterforge.plan.merge import merge_plan
@@ -131,6 +132,10 @@ def bench_plan(tmp: Path) -> list[dict[str, object]]:
         inv = synthetic_inventory(Shape(nodes=n, ports_per_node=8, gpu_model="H100-SXM"), spec, catalog())
 
         def run(inv=inv) -> tuple[object, int, int]:
+            with gc_paused():
+                return _plan_and_export(inv)
+
+        def _plan_and_export(inv=inv) -> tuple[object, int, int]:
             plan = plan_fabric(inv)
             index = Index(merge_plan(inv, plan).inv)
             bill_of_materials(index, EXAMPLE_PRICES)

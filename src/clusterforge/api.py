@@ -10,6 +10,7 @@ from .errors import InventoryInvalid, InventoryIssue
 from .load import Source, load_inventory
 from .model import Inventory
 from .model.index import Index
+from .parse._common import gc_paused
 from .plan import apply_plan
 from .plan.errors import PlanError
 
@@ -28,6 +29,11 @@ def load_checked(env: Path, *, planned: bool = True) -> Checked:
     `plan --write` froze is kept; anything not yet written is added), so every later
     layer sees the whole fabric.
     """
+    with gc_paused():  # ~150k small acyclic objects: gen-2 GC passes would cost more than the load
+        return _load_checked(env, planned)
+
+
+def _load_checked(env: Path, planned: bool) -> Checked:
     inv, source = load_inventory(env)
     if planned and inv.fabric is not None:
         try:

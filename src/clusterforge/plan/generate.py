@@ -29,6 +29,7 @@ from ..model.cabling import Cable
 from ..model.index import Index
 from ..model.inventory import Inventory
 from ..model.nodes import Switch
+from ..parse._common import gc_paused
 from .design import Design, SwitchType, resolve
 from .endpoints import FabricNode, fabric_nodes
 from .errors import PlanError
@@ -54,7 +55,8 @@ def plan_fabric(inv: Inventory, index: Index | None = None, cat: Catalog | None 
     design = resolve(spec, cat, len(nodes), rails)
     floor = Floor(index, cat, spec.network_rack_suffix, spec.switch_row)
     builder = _Builder(design, floor, cat, spec.trunk_fiber)
-    builder.build(nodes)
+    with gc_paused():  # tens of thousands of small acyclic models: GC passes would dominate
+        builder.build(nodes)
     return Plan(design, tuple(builder.switches), tuple(builder.cables), tuple(builder.tiers),
                 tuple(builder.packer.panels), tuple(builder.packer.trunks), builder.packer.links)
 

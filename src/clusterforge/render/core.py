@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..model.index import Index
+from ..parse._common import gc_paused
 from .context_cabling import cabling_files
 from .context_diagram import diagram_files
 from .context_hosts import host_files
@@ -75,6 +76,11 @@ def file_specs(index: Index) -> list[FileSpec]:
 
 def render(index: Index, env_name: str, *, svg: bool = False) -> Rendered:
     """Render every file of the environment; with `svg`, also draw the diagram with `dot`."""
+    with gc_paused():  # many small acyclic contexts and strings: GC passes would dominate
+        return _render(index, env_name, svg)
+
+
+def _render(index: Index, env_name: str, svg: bool) -> Rendered:
     jinja = environment()
     lines = banner(env_name)
     files: dict[str, str] = {}
