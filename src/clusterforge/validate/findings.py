@@ -31,6 +31,7 @@ RULES: dict[str, str] = {
     "GPU-NVLINK": "GPU pairs are not connected with the NVLink class the model has",
     "GPU-NVLINK-DOWN": "NVLink links are inactive",
     "GPU-HCA-AFFINITY": "a GPU's paired HCA is not on its PCIe switch (PIX/PXB)",
+    "GPU-DPU-ROOT-COMPLEX": "a DPU shares a PCIe root complex with a GPU",
     "SW-VERSION": "an installed version differs from the pinned one",
     "LNET-NID": "a Lustre client lacks a NID on a declared LNet network",
     "PARSE": "a collected output could not be parsed",

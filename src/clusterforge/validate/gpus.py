@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..model.hardware import Hardware
 from ..model.index import Index
 from ..parse.nvidia_smi_nvlink import NvlinkStatus
 from ..parse.nvidia_smi_topo import NvidiaSmiTopo
@@ -79,6 +80,31 @@ def check_topo(index: Index, host: str, topo: NvidiaSmiTopo) -> list[Finding]:
                     floor=floor,
                 )
             )
+    out += _dpus(host, hw, topo, floor)
+    return out
+
+
+_SAME_ROOT = {"PIX", "PXB", "PHB"}  # paths that stay below one host bridge
+
+
+def _dpus(host: str, hw: Hardware, topo: NvidiaSmiTopo, floor: str) -> list[Finding]:
+    """The design brief: keep the DPU and the GPUs off the same PCIe root complex."""
+    legend = {dev: nic for nic, dev in topo.nic_legend.items()}
+    out: list[Finding] = []
+    for dpu in hw.dpus:
+        nic = legend.get(dpu.name)
+        if nic is None:
+            continue
+        near = [g for g in topo.gpus if topo.matrix.get(g, {}).get(nic) in _SAME_ROOT]
+        if near:
+            out.append(Finding(
+                "GPU-DPU-ROOT-COMPLEX", "error", f"{host} {dpu.name}",
+                f"{host} {dpu.name} ({dpu.model}) shares a PCIe root complex with {', '.join(near)}",
+                expected="NODE or SYS to every GPU", observed=", ".join(f"{g}: {topo.matrix[g][nic]}" for g in near),
+                action="move the DPU to a slot on another root complex; GPUDirect traffic and the DPU would "
+                       "otherwise contend for one host bridge",
+                floor=floor,
+            ))
     return out
 
 

@@ -153,3 +153,17 @@ def test_lnet_nids_of_a_lustre_client(tmp_path: Path) -> None:
     assert check_nids(checked.index, "gpu01", lctl_list_nids.parse("10.100.0.10@o2ib\n")) == []
     (f,) = check_nids(checked.index, "gpu01", lctl_list_nids.parse("10.0.0.10@tcp\n"))
     assert f.rule == "LNET-NID" and f.observed == "10.0.0.10@tcp"
+
+
+def test_dpu_on_a_gpu_root_complex(tmp_path: Path) -> None:
+    # In the DGX A100 capture NIC2 (mlx5_2) is PXB to GPU0/GPU1 and NIC6 (mlx5_6) is SYS to every GPU.
+    extra = DGX.format(gpu="A100-SXM", gpu0=2).replace("gpu: 7", "gpu: 4") + (
+        "    dpus:\n"
+        "      - {name: mlx5_2, model: BlueField-3, ports: [{port: 1, rate: NDR}]}\n"
+        "      - {name: mlx5_7, model: BlueField-3, ports: [{port: 1, rate: NDR}]}\n"
+    )
+    mlx5_6 = "      - {name: mlx5_6, model: ConnectX-6, gpu: 4, numa: 1, ports: [{port: 1, rate: HDR}]}\n"
+    extra = extra.replace(mlx5_6, "")
+    checked = env_with(tmp_path, extra)
+    findings = [f for f in check_topo(checked.index, "dgx01", topo_dgx_a100()) if f.rule == "GPU-DPU-ROOT-COMPLEX"]
+    assert [(f.subject, f.observed) for f in findings] == [("dgx01 mlx5_2", "GPU0: PXB, GPU1: PXB")]
