@@ -121,6 +121,14 @@ class Index:
             return None
         return PortInfo(device, None, port, sw[1], "switch")
 
+    def port_rate(self, device: str, hca: str | None, port: int) -> str | None:
+        """The declared rate of a port (None when there is no such port): `port()` without the record."""
+        if hca is not None:
+            info = self.host_ports.get((device, hca, port))
+            return info.rate if info is not None else None
+        sw = self.switch_ports.get(device)
+        return sw[1] if sw is not None and 1 <= port <= sw[0] else None
+
     @cached_property
     def cable_at(self) -> dict[PortKey, Cable]:
         """The cable plugged into each port (first one wins; duplicates are a check error)."""

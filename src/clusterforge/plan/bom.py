@@ -78,6 +78,7 @@ def bill_of_materials(index: Index, prices: PriceTable) -> Bom:
     racks = index.racks
     where = {n.name: (n.rack, n.u) for n in inv.nodes} | {s.name: (s.rack, s.u) for s in inv.switches}
     hcas: set[tuple[str, str]] = set()
+    jumper: dict[tuple[str, int, str, str], float] = {}  # (rack, U, trunk panels) -> orderable jumper
     for c in inv.cables:
         rates = []
         for ref in (c.a, c.b):
@@ -99,10 +100,13 @@ def bill_of_materials(index: Index, prices: PriceTable) -> Bom:
             continue
         for ref in (c.a, c.b):
             rack, u = where.get(ref.device, ("", 0))
-            panel = next((panels[p] for p in (trunk.a_panel, trunk.b_panel) if p in panels
-                          and panels[p].rack == rack), None)
-            run = geo.length(racks[rack], u, racks[rack], panel.u) if panel and rack in racks else 3.0
-            count[("jumper", f"jumper/{kind}", cat.orderable_length("fiber", run) or run)] += 1
+            key = (rack, u, trunk.a_panel, trunk.b_panel)
+            if key not in jumper:
+                panel = next((panels[p] for p in (trunk.a_panel, trunk.b_panel) if p in panels
+                              and panels[p].rack == rack), None)
+                run = geo.length(racks[rack], u, racks[rack], panel.u) if panel and rack in racks else 3.0
+                jumper[key] = cat.orderable_length("fiber", run) or run
+            count[("jumper", f"jumper/{kind}", jumper[key])] += 1
     for node, hca in sorted(hcas):
         h = index.hca(node, hca)
         if h is not None:

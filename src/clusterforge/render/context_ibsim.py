@@ -69,19 +69,31 @@ def net_context(fab: FabricView) -> tuple[dict[str, Any], list[str], list[str]]:
     slow: set[str] = set()
     rates: Counter[str] = Counter()
 
-    def port_line(key: tuple[str, str | None, int]) -> dict[str, Any] | None:
+    modes: dict[str | None, tuple[int, str, str]] = {}
+
+    def port_line(key: tuple[str, str | None, int], own_guid: str | None = None) -> str | None:
+        """The net-file line of a cabled port (None when nothing is plugged in).
+
+        Switch ports name the peer and, for a CA peer, its port GUID; CA ports carry their own
+        port GUID (`own_guid`). The trailing `lid 0 4xHDR` sets the port's enabled width/speed.
+        """
         hit = fab.peer.get(key)
         if hit is None:
             return None
         far, link = hit
-        lanes, speed, sim = link_mode(fab, link.rate)
+        if link.rate not in modes:
+            modes[link.rate] = link_mode(fab, link.rate)
+        lanes, speed, sim = modes[link.rate]
         if sim != speed:
             slow.add(f"{lanes}x{speed}")
         if link.rate:
             rates[link.rate] += 1
-        peer_guid = None if far[1] is None else f"{sim_guid[end(far)] + far[2]:016x}"
-        return {"port": key[2], "port_guid": None, "peer_id": ids[end(far)], "peer_port": far[2],
-                "peer_guid": peer_guid, "peer_desc": descs[end(far)], "mode": f"{lanes}x{sim}"}
+        peer = end(far)
+        if own_guid is not None:
+            return (f'[{key[2]}]({own_guid}) \t"{ids[peer]}"[{far[2]}]\t\t# lid 0 lmc 0 '
+                    f'"{descs[peer]}" lid 0 {lanes}x{sim}')
+        peer_guid = "" if far[1] is None else f"({sim_guid[peer] + far[2]:016x}) "
+        return f'[{key[2]}]\t"{ids[peer]}"[{far[2]}]{peer_guid}\t\t# "{descs[peer]}" lid 0 {lanes}x{sim}'
 
     records: list[dict[str, Any]] = []
     labels: list[str] = []
@@ -90,28 +102,29 @@ def net_context(fab: FabricView) -> tuple[dict[str, Any], list[str], list[str]]:
         count = fab.index.switch_port_count(sw) or max(
             [k[2] for k in fab.peer if k[0] == sw.name and k[1] is None], default=1)
         total_ports += count + 1
-        ports = [pl for p in range(1, count + 1) if (pl := port_line((sw.name, None, p)))]
+        lines = [pl for p in range(1, count + 1) if (pl := port_line((sw.name, None, p)))]
         model = fab.index.cat.switches.get(sw.model)
         records.append({"type": "Switch", "nports": count, "id": ids[sw.name], "desc": sw.name,
                         "guid_key": "switchguid", "guid": fmt(fab.guids.switch(sw.name)),
                         "vendid": f"0x{VENDOR_ID:04x}",
-                        "devid": f"0x{model.device_id:04x}" if model else None, "ports": ports})
+                        "devid": f"0x{model.device_id:04x}" if model else None,
+                        "lines": lines})
         labels.append(sw.name)
     for ca in fab.cas:
         nports = max(ca.ports)
         total_ports += nports
-        ports = []
+        ca_lines = []
         for p in ca.ports:
-            pl = port_line((ca.node, ca.name, p))
+            pl = port_line((ca.node, ca.name, p), f"{sim_guid[ca.label] + p:016x}")
             if pl is not None:
-                pl["port_guid"] = f"{sim_guid[ca.label] + p:016x}"
-                ports.append(pl)
+                ca_lines.append(pl)
             labels.append(f"{ca.label}/{p}")
         devid = fab.ca_device_id(ca)
         records.append({"type": "Hca", "nports": nports, "id": ids[ca.label], "desc": ca.desc,
                         "guid_key": "caguid", "guid": fmt(sim_guid[ca.label]),
                         "vendid": f"0x{VENDOR_ID:04x}",
-                        "devid": f"0x{devid:04x}" if devid is not None else None, "ports": ports})
+                        "devid": f"0x{devid:04x}" if devid is not None else None,
+                        "lines": ca_lines})
 
     default: str | None = fab.index.inv.fabric.rate if fab.index.inv.fabric else None
     if default is None and rates:

@@ -97,13 +97,14 @@ class FabricView:
     @cached_property
     def links(self) -> list[Link]:
         out: list[Link] = []
-        rates = self.index.cat.rates
+        gbps = {name: info.gbps for name, info in self.index.cat.rates.items()}
+        port_rate = self.index.port_rate
         for cable in self.index.inv.cables:
             a, b = cable.a.key, cable.b.key
-            pa, pb = self.index.port(*a), self.index.port(*b)
+            ra, rb = port_rate(*a), port_rate(*b)
             rate: str | None = None
-            if pa is not None and pb is not None and pa.rate and pb.rate:
-                rate = min((pa.rate, pb.rate), key=lambda r: rates[r].gbps if r in rates else 0)
+            if ra and rb:
+                rate = ra if ra == rb or gbps.get(ra, 0) <= gbps.get(rb, 0) else rb
             out.append(Link(cable, a, b, rate))
         return out
 

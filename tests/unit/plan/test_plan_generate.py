@@ -205,3 +205,13 @@ def test_node_in_an_undeclared_rack() -> None:
     nodes = [*inv.nodes[:-1], inv.nodes[-1].model_copy(update={"rack": "nowhere"})]
     with pytest.raises(PlanError, match="node node00008: rack 'nowhere' is not declared"):
         plan_fabric(inv.model_copy(update={"nodes": nodes}))
+
+
+def test_generated_cables_are_valid_models() -> None:
+    # the generator builds cables without re-validation: each must survive validation unchanged
+    from clusterforge.model import Cable
+
+    plan = plan_fabric(synth(96, 4, su_size=16))
+    assert plan.cables
+    for cable in plan.cables:
+        assert Cable.model_validate(cable.model_dump()) == cable

@@ -223,3 +223,14 @@ def test_example_environments_render(env: str) -> None:
     assert sum(k == "nccl/nccl.conf" for k in result.kinds.values()) == len(fab.nodes_of("compute"))
     assert len(result.files["cabling/work-order.csv"].splitlines()) == 1 + len(index.inv.cables)
     assert all(text.endswith("\n") for text in result.files.values())
+
+
+def test_csv_line_quotes_only_what_needs_it() -> None:
+    from clusterforge.render.context_cabling import csv_line
+
+    assert csv_line(["C-1", "r01", "2", ""]) == "C-1,r01,2,"
+    assert csv_line(["C-1", "a,b", "x"]) == 'C-1,"a,b",x'
+    assert csv_line(["C-1", ' edge', "x"]) == 'C-1," edge",x'
+    assert csv_line(["C-1", 'say "hi"', "x"]) == 'C-1,"say ""hi""",x'
+    assert csv_line(["C-1", "tab\tinside", "x"]) == "C-1,tab\tinside,x"
+    assert csv_line(["C-1", "two\nlines"]) == 'C-1,"two\nlines"'
