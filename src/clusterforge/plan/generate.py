@@ -23,9 +23,11 @@ and, last, its node links.
 
 from __future__ import annotations
 
+from typing import cast
+
 from ..catalog import Catalog
 from ..model.base import PortRef
-from ..model.cabling import Cable
+from ..model.cabling import Cable, FiberType, Media
 from ..model.index import Index
 from ..model.inventory import Inventory
 from ..model.nodes import Switch
@@ -101,7 +103,8 @@ class _Builder:
         if run.trunked:
             trunk, lane, fiber = self.packer.assign(ra, rb, rate)
         self.cables.append(Cable.model_construct(
-            id=cid, a=a, b=b, media=run.media, length_m=run.length_m, label=None, fiber_type=fiber,
+            id=cid, a=a, b=b, media=cast(Media, run.media), length_m=run.length_m, label=None,
+            fiber_type=cast(FiberType | None, fiber),
             trunk=trunk, lane_group=lane, generated=True))
         self.tiers.append(tier)
 
