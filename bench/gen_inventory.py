@@ -1,10 +1,10 @@
-"""Generate explicit rail-optimized two-tier inventories (lab, staging, prod, bench scale).
+"""Generate explicit rail-optimized inventories of N nodes (8 GPUs, 8 HCAs each) for the benchmark.
 
-Until the planner writes cabling from the `fabric` spec, the example environments list
-their switches and cables explicitly; this script is how they were produced, and the
-benchmark uses it for synthetic N-node inventories (8 GPUs and 8 HCAs per node).
+The benchmark measures load + check on inventories that list every switch and cable, as a
+frozen plan does: this generator writes them directly (2 tiers, or 3 when a 2-tier fabric
+cannot hold the leaves). It was also how the first example inventories were made, before the
+planner existed; those now come from their `fabric` spec (prod, staging) or are kept by hand (lab).
 
-    python bench/gen_inventory.py lab inventories/lab
     python bench/gen_inventory.py bench out/bench-2048 --nodes 2048
 """
 
@@ -48,74 +48,6 @@ class Spec:
     ipoib: str = "10.100.0.0/16"
     node_fmt: str = "gpu{n:04d}"
     extra: dict[str, str] = field(default_factory=dict)
-
-
-SPECS = {
-    "lab": Spec(
-        "lab",
-        nodes=8,
-        hcas=2,
-        rate="HDR",
-        gpu="A100-SXM",
-        gpus=8,
-        hca_model="ConnectX-6",
-        node_kw=6.5,
-        node_u=4,
-        nodes_per_rack=4,
-        cooling="air",
-        leaf_model="QM8700",
-        spine_model="QM8700",
-        su_size=4,
-        storage=2,
-        sm=1,
-        mgmt="198.18.10.0/24",
-        bmc="198.18.11.0/24",
-        ipoib="198.18.128.0/20",
-        node_fmt="gpu{n:02d}",
-    ),
-    "staging": Spec(
-        "staging",
-        nodes=32,
-        hcas=2,
-        rate="HDR",
-        gpu="A100-SXM",
-        gpus=8,
-        hca_model="ConnectX-6",
-        node_kw=6.5,
-        node_u=4,
-        nodes_per_rack=4,
-        cooling="air",
-        leaf_model="QM8700",
-        spine_model="QM8700",
-        su_size=16,
-        storage=4,
-        sm=2,
-        mgmt="10.20.0.0/22",
-        bmc="10.21.0.0/22",
-        ipoib="10.120.0.0/16",
-    ),
-    "prod": Spec(
-        "prod",
-        nodes=256,
-        hcas=2,
-        rate="HDR",
-        gpu="A100-SXM",
-        gpus=8,
-        hca_model="ConnectX-6",
-        node_kw=6.5,
-        node_u=4,
-        nodes_per_rack=4,
-        cooling="air",
-        leaf_model="QM8700",
-        spine_model="QM8700",
-        su_size=20,
-        storage=20,
-        sm=2,
-        mgmt="10.10.0.0/20",
-        bmc="10.11.0.0/20",
-        ipoib="10.100.0.0/16",
-    ),
-}
 
 
 def bench_spec(nodes: int) -> Spec:
@@ -431,11 +363,11 @@ def _services_yaml(spec: Spec, placed: list[tuple[str, str, str, int, str]]) -> 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("env", help="lab | staging | prod | bench")
+    ap.add_argument("env", choices=["bench"], help="bench (the only kind left)")
     ap.add_argument("out", type=Path)
     ap.add_argument("--nodes", type=int, default=256)
     args = ap.parse_args()
-    spec = bench_spec(args.nodes) if args.env == "bench" else SPECS[args.env]
+    spec = bench_spec(args.nodes)
     args.out.mkdir(parents=True, exist_ok=True)
     for name, text in generate(spec).items():
         (args.out / name).write_text(text, encoding="utf-8")
