@@ -65,6 +65,13 @@ def price(table: PriceTable, item: str, length: float | None) -> float | None:
     return (base or 0.0) + (per_m or 0.0) * (length or 0.0)
 
 
+def _slower(ra: str | None, rb: str | None, gbps: dict[str, int]) -> str:
+    """The rate a link runs at: the slower of its two ends (HDR when neither is known)."""
+    if ra and rb:
+        return ra if ra == rb or gbps[ra] <= gbps[rb] else rb
+    return ra or rb or "HDR"
+
+
 def bill_of_materials(index: Index, prices: PriceTable) -> Bom:
     inv, cat = index.inv, index.cat
     count: Counter[tuple[str, str, float | None]] = Counter()
@@ -79,16 +86,20 @@ def bill_of_materials(index: Index, prices: PriceTable) -> Bom:
     where = {n.name: (n.rack, n.u) for n in inv.nodes} | {s.name: (s.rack, s.u) for s in inv.switches}
     hcas: set[tuple[str, str]] = set()
     jumper: dict[tuple[str, int, str, str], float] = {}  # (rack, U, trunk panels) -> orderable jumper
+    host_rate = {k: p.rate for k, p in index.host_ports.items()}
     for c in inv.cables:
-        rates = []
-        for ref in (c.a, c.b):
-            if ref.hca is not None:
-                hcas.add((ref.device, ref.hca))
-                info = index.host_ports.get(ref.key)
-                rates.append(info.rate if info else None)
-            else:
-                rates.append(sw_rate.get(ref.device))
-        rate = min((r for r in rates if r), key=lambda r: gbps[r], default="HDR")
+        a, b = c.a, c.b
+        if a.hca is not None:
+            hcas.add((a.device, a.hca))
+            ra = host_rate.get((a.device, a.hca, a.port))
+        else:
+            ra = sw_rate.get(a.device)
+        if b.hca is not None:
+            hcas.add((b.device, b.hca))
+            rb = host_rate.get((b.device, b.hca, b.port))
+        else:
+            rb = sw_rate.get(b.device)
+        rate = _slower(ra, rb, gbps)
         if c.media != "fiber":
             count[("cable", f"cable/{c.media}/{rate}", c.length_m)] += 1
             continue
