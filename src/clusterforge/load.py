@@ -166,7 +166,7 @@ def read_environment(env: Path) -> tuple[dict[str, Any], Source]:
 def _syntax_issue(file: Path, text: str, exc: Exception) -> InventoryIssue:
     """Locate a YAML error: PyYAML's marks when it sees the problem too, else yaml-rs's."""
     try:
-        yaml.load(text, Loader=_StrictLoader)
+        yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: safe, plain data only
     except yaml.MarkedYAMLError as located:
         mark = located.problem_mark
         return InventoryIssue(
