@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -12,16 +13,23 @@ from .. import labenv
 from ..api import load_checked
 from ..collect.plan import sm_node
 from ..errors import ExitCode, InventoryInvalid
-from ..lab import LabError, down, fault_injector, status, up
+from ..lab import LabError, LabState, down, fault_injector, status, up
 from .common import err, fail_inventory, out
 
 app = typer.Typer(help="The local lab: containers with sshd on a simulated InfiniBand fabric.",
                   no_args_is_help=True)
 
 
-def _fail(exc: Exception) -> None:
+def _fail(exc: Exception) -> NoReturn:
     err.print(f"lab: {exc}", markup=False)
     raise typer.Exit(int(ExitCode.FAILURE))
+
+
+def _running(env: Path) -> LabState:
+    state = labenv.running(env)
+    if state is None:
+        _fail(LabError(f"no lab is up for {env}: run `clusterforge lab up {env}`"))
+    return state
 
 
 @app.command("up")
@@ -94,10 +102,7 @@ def lab_fault(
         checked = load_checked(env)
     except InventoryInvalid as exc:
         fail_inventory(exc)
-    state = labenv.running(env)
-    if state is None:
-        _fail(LabError(f"no lab is up for {env}: run `clusterforge lab up {env}`"))
-        return
+    state = _running(env)
     try:
         inj = fault_injector(state)
         ends = [labenv.cable_ports(checked, c) for c in cables]
@@ -125,10 +130,7 @@ def lab_fault(
 @app.command("heal")
 def lab_heal(env: Path = typer.Option(Path("inventories/lab"), "--env")) -> None:
     """Undo every injected fault."""
-    state = labenv.running(env)
-    if state is None:
-        _fail(LabError(f"no lab is up for {env}"))
-        return
+    state = _running(env)
     try:
         inj = fault_injector(state)
         n = inj.heal()
