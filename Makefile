@@ -5,7 +5,13 @@ PY := .venv/bin/python
 CF := .venv/bin/clusterforge
 INV := inventories/$(ENV)
 
-.PHONY: venv test test-fast lint check schema bench deploy plan render validate lab-up lab-down lab-status clean
+.PHONY: deps venv test test-fast lint check schema bench deploy plan render validate lab-up lab-down lab-status clean
+
+# Debian packages of the lab and the deploy tests (podman, ibsim, OpenSM, ...): installed when
+# missing and we are root; otherwise say what to run. Idempotent and quick when all are there.
+deps:
+	@if [ "$$(id -u)" = 0 ]; then sh scripts/lab-deps.sh; \
+	else echo "not root: run 'sudo sh scripts/lab-deps.sh' once for the lab"; fi
 
 venv: .venv/.stamp
 .venv/.stamp: pyproject.toml
@@ -14,7 +20,7 @@ venv: .venv/.stamp
 	.venv/bin/pip install -q -e '.[dev]'
 	touch $@
 
-test: venv
+test: venv deps
 	$(PY) -m pytest -q
 
 # everything but the lab (no podman/ibsim needed)
@@ -49,7 +55,7 @@ bench: venv
 # sshd on a simulated InfiniBand fabric (ibsim), OpenSM on the subnet-manager container.
 # Then: check, render, deploy (pyinfra, or ENGINE=ansible; LIMIT=host|rack|role; DRY=1 for a
 # dry run that prints per-host diffs), and validate the result against the inventory.
-deploy: venv
+deploy: venv deps
 ifeq ($(ENV),lab)
 	$(CF) lab up $(INV)
 endif
@@ -60,7 +66,7 @@ ifeq ($(DRY),)
 	$(CF) validate $(INV) --junit out/$(ENV)/validate.xml
 endif
 
-lab-up: venv
+lab-up: venv deps
 	$(CF) lab up $(INV)
 
 lab-down: venv

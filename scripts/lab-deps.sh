@@ -1,5 +1,6 @@
 #!/bin/sh
-# Install (idempotently) the Debian 12 packages the clusterforge local lab needs.
+# Install (idempotently) the Debian 12 packages the clusterforge local lab needs
+# (and the few others the project uses: graphviz, dpkg-dev, apt-utils).
 #
 #   podman mode : podman runc netavark iptables
 #                 (rootful podman, runc because crun fails on cgroup v1 hosts,
@@ -19,6 +20,8 @@
 set -eu
 
 PKGS="podman runc netavark iptables debootstrap ibsim-utils libumad2sim0 opensm infiniband-diags openssh-client iproute2"
+# the rest of the project: fabric diagrams (render), the deploy's stand-in apt repository
+PKGS="$PKGS graphviz dpkg-dev apt-utils"
 
 for arg in "$@"; do
     case "$arg" in
