@@ -1,4 +1,8 @@
-"""Every component, in dependency order, on the hosts that need it (pyinfra CLI entry point)."""
+"""Every component, in dependency order, on the hosts that need it (pyinfra CLI entry point).
+
+Every host gets the same operations in the same order (pyinfra lines operations up across
+hosts); a component a host does not have is a no-op there.
+"""
 
 from pyinfra import host
 
@@ -7,5 +11,4 @@ from clusterforge.deploy.ops import converge
 
 plan = host.data.cf_plan
 for component in COMPONENTS:
-    if plan.component(component) is not None:
-        converge(plan, component, name=f"clusterforge {component}")
+    converge(plan, component, name=f"clusterforge {component}")

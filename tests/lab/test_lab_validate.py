@@ -101,3 +101,23 @@ def test_fault_is_reported_exactly_then_healed(
         assert heal_code == 0, heal_out
     code, found, _ = findings(lab_env)
     assert (code, found) == (0, [])
+
+
+def test_deploy_then_pyinfra_cli_finds_nothing_to_change(lab_env: Path) -> None:
+    """`clusterforge deploy` converges the lab (and validate stays clean, now with the pinned
+    software versions to check); pyinfra's own CLI entry points then find nothing to change."""
+    import os
+    import sys
+
+    code, out = cf("deploy", str(lab_env), "--no-diffs")
+    assert code == 0, out
+    assert "deploying to the lab of" in out
+    code, found, _ = findings(lab_env)
+    assert (code, found) == (0, [])
+    env = {**os.environ, "CLUSTERFORGE_ENV": str(lab_env)}
+    pyinfra = Path(sys.executable).parent / "pyinfra"
+    proc = subprocess.run([str(pyinfra), "deploy/inventory.py", "deploy/site.py", "-y"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    total = next(line for line in (proc.stdout + proc.stderr).splitlines() if "Grand total" in line).split()
+    assert total[-1] == "88" and total[2] == "88", total  # 11 hosts x 8 components, all "No Change"

@@ -99,11 +99,16 @@ def lab_repo(state: LabState, index: Index) -> Path:
     return out
 
 
+def lab_mirror(state: LabState) -> Mirror:
+    """The apt source of the lab's stand-in repository, as the hosts are configured with it."""
+    return Mirror(repo_url(state), "lab", ("main",), "trusted=yes")
+
+
 @contextlib.contextmanager
 def lab_session(state: LabState, index: Index) -> Iterator[Mirror]:
     server = serve_repo(lab_repo(state, index), state.gateway)
     try:
-        yield Mirror(repo_url(state), "lab", ("main",), "trusted=yes")
+        yield lab_mirror(state)
     finally:
         server.terminate()
         server.wait(timeout=10)
