@@ -112,9 +112,9 @@ def bench_plan(tmp: Path) -> list[dict[str, object]]:
     (cabling work order + labels, BOM, OpenSM GUID files / node-name-map / partitions, Slurm
     topology.conf, ibsim net file, diagram source)."""
     from clusterforge.catalog import catalog
+    from clusterforge.gcpause import gc_paused
     from clusterforge.model import FabricSpec
     from clusterforge.model.index import Index
-    from clusterforge.parse._common import gc_paused
     from clusterforge.plan import plan_fabric
     from clusterforge.plan.bom import bill_of_materials
     from clusterforge.plan.merge import merge_plan

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from .check import run_checks
 from .errors import InventoryInvalid, InventoryIssue
+from .gcpause import gc_paused
 from .load import Source, load_inventory
 from .model import Inventory
 from .model.index import Index
-from .parse._common import gc_paused
 from .plan import apply_plan
 from .plan.errors import PlanError
 

@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-import gc
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 from clusterforge.parse.errors import ParseError
 
 _HEX_RE = re.compile(r"(?:0[xX])?([0-9a-fA-F]{1,16})")
 _INT_RE = re.compile(r"[+-]?\d+")
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while a parser allocates many small, acyclic objects.
-
-    With a large live heap in the caller (an inventory index), generation-2 passes
-    triggered by the allocations cost more than the parse itself.  The previous state
-    is restored on exit, also when the parser raises.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def split_lines(text: str) -> list[str]:

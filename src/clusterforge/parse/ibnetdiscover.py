@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from clusterforge.parse._common import empty_error, fail, gc_paused, shorten, split_lines
+from clusterforge.gcpause import gc_paused
+from clusterforge.parse._common import empty_error, fail, shorten, split_lines
 
 TOOL = "ibnetdiscover"
 

@@ -26,12 +26,12 @@ from __future__ import annotations
 from typing import cast
 
 from ..catalog import Catalog
+from ..gcpause import gc_paused
 from ..model.base import PortRef
 from ..model.cabling import Cable, FiberType, Media
 from ..model.index import Index
 from ..model.inventory import Inventory
 from ..model.nodes import Switch
-from ..parse._common import gc_paused
 from .design import Design, SwitchType, resolve
 from .endpoints import FabricNode, fabric_nodes
 from .errors import PlanError

@@ -11,8 +11,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..gcpause import gc_paused
 from ..model.index import Index
-from ..parse._common import gc_paused
 from .context_cabling import cabling_files
 from .context_diagram import diagram_files
 from .context_hosts import host_files
