@@ -96,6 +96,12 @@ class Catalog(_Entry):
         value = table.get(rate)
         return float(value) if value is not None else None
 
+    def slower(self, a: str | None, b: str | None) -> str | None:
+        """The rate a link runs at: the slower of its ends' rates (ties: `a`); None when neither is known."""
+        if a is None or b is None or a == b:
+            return a or b
+        return a if self.rates[a].gbps <= self.rates[b].gbps else b
+
     def orderable_length(self, media: str, length_m: float) -> float | None:
         """The shortest orderable length of `media` that covers `length_m`."""
         for size in self.media[media].orderable_m:

@@ -15,7 +15,7 @@ def check(index: Index) -> list[InventoryIssue]:
     inv, cat = index.inv, index.cat
     out: list[InventoryIssue] = []
     used: dict[tuple[str, str | None, int], str] = {}
-    trunks = {t.id: t for t in inv.trunks}
+    trunks = index.trunks
     lanes: dict[tuple[str, int], str] = {}
     fibers_per_link = cat.media["fiber"].fibers_per_link or {}
     reach_cache: dict[tuple[str, str, str | None], float | None] = {}
@@ -78,7 +78,6 @@ def _link(
         out.append(InventoryIssue(("cables", i), f"{a} and {b} are on the same node"))
     if a.rate is None or b.rate is None:
         return out
-    ga, gb = cat.rates[a.rate].gbps, cat.rates[b.rate].gbps
     if a.rate != b.rate and not _compatible(a.rate, b.rate):
         out.append(
             InventoryIssue(
@@ -87,10 +86,10 @@ def _link(
             )
         )
         return out
-    rate = a.rate if ga <= gb else b.rate
+    rate = cat.slower(a.rate, b.rate) or a.rate
     fiber_type = cable.fiber_type
     if fiber_type is None and cable.trunk is not None:
-        trunk = next((t for t in index.inv.trunks if t.id == cable.trunk), None)
+        trunk = index.trunks.get(cable.trunk)
         fiber_type = trunk.fiber_type if trunk else None
     rkey = (cable.media, rate, fiber_type)
     if rkey not in reach_cache:

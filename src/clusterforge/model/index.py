@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..catalog import Catalog, catalog
-from .cabling import Cable
+from .cabling import Cable, Trunk
 from .hardware import Hardware, Hca, Profile
 from .inventory import Inventory
 from .nodes import Node, Switch
@@ -53,6 +53,10 @@ class Index:
     @cached_property
     def switches(self) -> dict[str, Switch]:
         return {s.name: s for s in self.inv.switches}
+
+    @cached_property
+    def trunks(self) -> dict[str, Trunk]:
+        return {t.id: t for t in self.inv.trunks}
 
     @cached_property
     def hardware(self) -> dict[str, Hardware]:

@@ -65,22 +65,14 @@ def price(table: PriceTable, item: str, length: float | None) -> float | None:
     return (base or 0.0) + (per_m or 0.0) * (length or 0.0)
 
 
-def _slower(ra: str | None, rb: str | None, gbps: dict[str, int]) -> str:
-    """The rate a link runs at: the slower of its two ends (HDR when neither is known)."""
-    if ra and rb:
-        return ra if ra == rb or gbps[ra] <= gbps[rb] else rb
-    return ra or rb or "HDR"
-
-
 def bill_of_materials(index: Index, prices: PriceTable) -> Bom:
     inv, cat = index.inv, index.cat
     count: Counter[tuple[str, str, float | None]] = Counter()
     for sw in inv.switches:
         count[("switch", f"switch/{sw.model}", None)] += 1
-    gbps = {name: info.gbps for name, info in cat.rates.items()}
     sw_rate = {name: rate for name, (_, rate) in index.switch_ports.items()}
     panels = {p.name: p for p in inv.patch_panels}
-    trunks = {t.id: t for t in inv.trunks}
+    trunks = index.trunks
     geo = Geometry(inv.site, {r.name: r.index for r in inv.site.rows})
     racks = index.racks
     where = {n.name: (n.rack, n.u) for n in inv.nodes} | {s.name: (s.rack, s.u) for s in inv.switches}
@@ -99,7 +91,7 @@ def bill_of_materials(index: Index, prices: PriceTable) -> Bom:
             rb = host_rate.get((b.device, b.hca, b.port))
         else:
             rb = sw_rate.get(b.device)
-        rate = _slower(ra, rb, gbps)
+        rate = cat.slower(ra, rb) or "HDR"
         if c.media != "fiber":
             count[("cable", f"cable/{c.media}/{rate}", c.length_m)] += 1
             continue

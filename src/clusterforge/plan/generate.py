@@ -79,11 +79,8 @@ class _Builder:
         self.tiers: list[int] = []
         self.loc: dict[str, tuple[str, int]] = {}
         core = design.core or design.spine
-        self.rate_ls = self._slower(design.leaf.rate, design.spine.rate)
-        self.rate_sc = self._slower(design.spine.rate, core.rate)
-
-    def _slower(self, r1: str, r2: str) -> str:
-        return r1 if self.cat.rates[r1].gbps <= self.cat.rates[r2].gbps else r2
+        self.rate_ls = cat.slower(design.leaf.rate, design.spine.rate) or design.leaf.rate
+        self.rate_sc = cat.slower(design.spine.rate, core.rate) or design.spine.rate
 
     def _switch(self, name: str, role: str, st: SwitchType, where: tuple[str, int],
                 group: int | None, rail: int | None) -> None:
@@ -166,6 +163,6 @@ class _Builder:
                                     f"{d.leaf.model} leaves run {d.leaf.rate}{' (split)' if d.leaf.split else ''}: "
                                     "they cannot link up", ["a leaf_model (or split) whose ports run "
                                                             f"{ep.rate} or one generation above"])
-                rate = self._slower(ep.rate, d.leaf.rate)
+                rate = self.cat.slower(ep.rate, d.leaf.rate) or d.leaf.rate
                 self._link(0, f"{leaf}.{port}", _ref(node.name, ep.port, ep.hca), node.rack, node.u,
                            _ref(leaf, port), rate)

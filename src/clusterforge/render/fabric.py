@@ -96,16 +96,11 @@ class FabricView:
 
     @cached_property
     def links(self) -> list[Link]:
+        port_rate, slower = self.index.port_rate, self.index.cat.slower
         out: list[Link] = []
-        gbps = {name: info.gbps for name, info in self.index.cat.rates.items()}
-        port_rate = self.index.port_rate
         for cable in self.index.inv.cables:
             a, b = cable.a.key, cable.b.key
-            ra, rb = port_rate(*a), port_rate(*b)
-            rate: str | None = None
-            if ra and rb:
-                rate = ra if ra == rb or gbps.get(ra, 0) <= gbps.get(rb, 0) else rb
-            out.append(Link(cable, a, b, rate))
+            out.append(Link(cable, a, b, slower(port_rate(*a), port_rate(*b))))
         return out
 
     @cached_property

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..catalog import RATES
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
 
@@ -26,12 +25,7 @@ def port_text(key: PortKey) -> str:
 
 
 def link_rate(index: Index, a: PortKey, b: PortKey) -> str | None:
-    ra = index.port(*a)
-    rb = index.port(*b)
-    rates = [p.rate for p in (ra, rb) if p is not None and p.rate is not None]
-    if not rates:
-        return None
-    return min(rates, key=lambda r: (index.cat.rates[r].gbps, RATES.index(r)))
+    return index.cat.slower(index.port_rate(*a), index.port_rate(*b))
 
 
 def speed_name(rate: str) -> str:
@@ -65,7 +59,7 @@ def cable_text(index: Index, cable: Cable) -> str:
     label = f" (label {cable.label})" if cable.label else ""
     text = f"cable {cable.id}{label}, {cable.media} {cable.length_m:g} m"
     if cable.trunk:
-        trunk = next((t for t in index.inv.trunks if t.id == cable.trunk), None)
+        trunk = index.trunks.get(cable.trunk)
         if trunk is not None:
             text += (
                 f", on MPO trunk {trunk.id} lane group {cable.lane_group} between patch panels "

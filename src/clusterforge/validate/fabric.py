@@ -215,7 +215,7 @@ def _trunk_hint(index: Index, *trunks: str | None) -> str:
         return ""
     parts = []
     for tid in ids:
-        trunk = next((t for t in index.inv.trunks if t.id == tid), None)
+        trunk = index.trunks.get(tid)
         if trunk is not None:
             parts.append(f"trunk {tid} (patch panels {trunk.a_panel} / {trunk.b_panel})")
     return "; the links ride " + ", ".join(parts) if parts else ""
