@@ -10,15 +10,14 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterforge.lab.errors import CommandError, LabError
+from clusterforge.lab.errors import CommandError
 from clusterforge.lab.ibsim import MAX_CLIENTS, Endpoint, client_env
-from clusterforge.lab.proc import ProcessRecord, Result, is_alive, run, spawn_daemon, stop_process
+from clusterforge.lab.proc import ProcessRecord, Result, is_alive, run, spawn_daemon, stop_process, wait_for_log
 
 #: ibstat calls run at once by ``ibstat_many``: ibsim has 10 client slots and
 #: OpenSM holds one; keep a margin for the caller's own tools.
@@ -224,18 +223,8 @@ def start_opensm(
     if netns:
         argv = ["ip", "netns", "exec", netns, *argv]
     proc = spawn_daemon(argv, name="opensm", env=env, cwd=workdir, stdin=subprocess.DEVNULL, log=out)
-    sm = OpenSm(proc, workdir, sim_host)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        text = out.read_text(errors="replace")
-        if "Entering MASTER state" in text:
-            return sm
-        if not is_alive(proc):
-            stop_process(proc)
-            raise LabError(f"opensm exited while starting:\n{text[-2000:]}")
-        time.sleep(0.1)
-    stop_process(proc)
-    raise LabError(f"opensm did not reach MASTER within {timeout:g}s:\n{out.read_text()[-2000:]}")
+    wait_for_log(proc, out, "Entering MASTER state", "opensm", timeout)
+    return OpenSm(proc, workdir, sim_host)
 
 
 def stop_opensm(sm: OpenSm) -> None:

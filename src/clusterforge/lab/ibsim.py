@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterforge.lab.errors import LabError
-from clusterforge.lab.proc import ProcessRecord, is_alive, spawn_daemon, stop_process
+from clusterforge.lab.proc import ProcessRecord, is_alive, spawn_daemon, stop_process, tail, wait_for_log
 
 #: ibsim's default UDP control port in remote mode (Debian 12, ibsim 0.10).
 DEFAULT_REMOTE_PORT = 7070
@@ -185,18 +185,8 @@ def start_ibsim(
         proc = spawn_daemon(argv, name="ibsim", env=env, cwd=workdir, stdin=console_fd, log=log)
     finally:
         os.close(console_fd)
-    sim = IbSim(proc, endpoint, workdir, netfile)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        text = log.read_text(errors="replace")
-        if _PROMPT in text:
-            return sim
-        if not is_alive(proc):
-            stop_process(proc)
-            raise LabError(f"ibsim exited while starting:\n{_tail(text)}")
-        time.sleep(0.05)
-    stop_process(proc)
-    raise LabError(f"ibsim gave no console prompt within {timeout:g}s:\n{_tail(log.read_text())}")
+    wait_for_log(proc, log, _PROMPT, "ibsim", timeout, poll=0.05)
+    return IbSim(proc, endpoint, workdir, netfile)
 
 
 def stop_ibsim(sim: IbSim) -> None:
@@ -208,10 +198,6 @@ def stop_ibsim(sim: IbSim) -> None:
 
 def ibsim_running(sim: IbSim) -> bool:
     return is_alive(sim.process)
-
-
-def _tail(text: str, n: int = 15) -> str:
-    return "\n".join(text.strip().splitlines()[-n:])
 
 
 @dataclass(frozen=True)
@@ -269,7 +255,7 @@ class Console:
                     ln for ln in reply.splitlines() if ln.strip() and not ln.startswith("ibwarn:")
                 )
             if not ibsim_running(self.sim):
-                raise LabError(f"ibsim died running {line!r}:\n{_tail(chunk)}")
+                raise LabError(f"ibsim died running {line!r}:\n{tail(chunk)}")
             time.sleep(0.02)
         raise LabError(f"ibsim console did not answer {line!r} within {timeout:g}s")
 

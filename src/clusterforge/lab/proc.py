@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterforge.lab.errors import CommandError
+from clusterforge.lab.errors import CommandError, LabError
 
 # Popen objects of daemons started by this process, so that stopping them
 # also reaps them (no zombies while a test session is still running).
@@ -203,3 +203,23 @@ def _reap(pid: int, block: bool = False) -> None:
     except subprocess.TimeoutExpired:
         return
     _CHILDREN.pop(pid, None)
+
+
+def wait_for_log(rec: ProcessRecord, log: Path, marker: str, what: str, timeout: float, poll: float = 0.1) -> None:
+    """Wait until a daemon's log contains `marker`; stop it and raise LabError (with the log's
+    tail) when it exits first or the timeout passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace")
+        if marker in text:
+            return
+        if not is_alive(rec):
+            stop_process(rec)
+            raise LabError(f"{what} exited while starting:\n{tail(text)}")
+        time.sleep(poll)
+    stop_process(rec)
+    raise LabError(f"{what}: no {marker!r} within {timeout:g}s:\n{tail(log.read_text(errors='replace'))}")
+
+
+def tail(text: str, n: int = 15) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
