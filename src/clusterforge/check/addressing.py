@@ -16,23 +16,22 @@ def check(index: Index) -> list[InventoryIssue]:
     plan = inv.addressing
     addrs = allocate(index)
     out = list(addrs.issues)
-    nets: list[tuple[str, IPNetwork, ErrPath]] = []
+    subnets: list[tuple[str, Subnet, ErrPath]] = []
     if plan.management:
-        nets.append(("management", IPNetwork(str(plan.management.cidr)), ("addressing", "management")))
+        subnets.append(("management", plan.management, ("addressing", "management")))
     if plan.bmc:
-        nets.append(("bmc", IPNetwork(str(plan.bmc.cidr)), ("addressing", "bmc")))
-    for j, ib in enumerate(plan.ipoib):
-        nets.append((f"ipoib {ib.name}", IPNetwork(str(ib.cidr)), ("addressing", "ipoib", j)))
+        subnets.append(("bmc", plan.bmc, ("addressing", "bmc")))
+    subnets += [(f"ipoib {ib.name}", ib, ("addressing", "ipoib", j)) for j, ib in enumerate(plan.ipoib)]
+    nets = [(name, IPNetwork(str(sub.cidr)), sub, path) for name, sub, path in subnets]
     for a in range(len(nets)):
         for b in range(a + 1, len(nets)):
-            (na, neta, _), (nb, netb, pathb) = nets[a], nets[b]
+            (na, neta, _, _), (nb, netb, _, pathb) = nets[a], nets[b]
             if neta.first <= netb.last and netb.first <= neta.last:
                 out.append(
                     InventoryIssue((*pathb, "cidr"), f"{nb} subnet {netb} overlaps {na} subnet {neta}")
                 )
-    for _name, net, path in nets:
-        sub = _subnet(index, path)
-        if sub is not None and sub.gateway is not None and IPAddress(str(sub.gateway)) not in net:
+    for _name, net, sub, path in nets:
+        if sub.gateway is not None and IPAddress(str(sub.gateway)) not in net:
             out.append(InventoryIssue((*path, "gateway"), f"gateway {sub.gateway} is outside {net}"))
     names = [ib.name for ib in plan.ipoib]
     for j, ib in enumerate(plan.ipoib):
@@ -42,15 +41,6 @@ def check(index: Index) -> list[InventoryIssue]:
     out += _inside(index, addrs.bmc, plan.bmc, "bmc_ip", "bmc")
     out += _unique(index, addrs)
     return out
-
-
-def _subnet(index: Index, path: ErrPath) -> Subnet | None:
-    plan = index.inv.addressing
-    if path[1] == "management":
-        return plan.management
-    if path[1] == "bmc":
-        return plan.bmc
-    return plan.ipoib[int(path[2])]
 
 
 def _inside(
