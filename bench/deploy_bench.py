@@ -191,15 +191,16 @@ def lab_rows(nodes: tuple[str, ...] = ("gpu01", "gpu02", "sm01", "lus01"),
     """pyinfra then Ansible, each on fresh lab containers: dry run, first run, second (no-change) run."""
     from clusterforge.deploy.ansible_api import deploy_ansible
     from clusterforge.deploy.api import DeployRequest, deploy
-    from clusterforge.deploy.lablink import lab_spec
     from clusterforge.lab import down, up
+    from clusterforge.labenv import lab_spec
     from clusterforge.render import render_environment
 
     index = load_checked(ENV).index
     WORK.mkdir(parents=True, exist_ok=True)
     netfile = WORK / "ibsim.net"
     netfile.write_text(render_environment(index, "lab")["fabric/ibsim.net"])
-    spec = lab_spec(index, name="cfbench", cidr=cidr, state_dir=WORK / "lab", netfile=netfile, nodes=nodes)
+    spec = lab_spec(index, name="cfbench", cidr=cidr, state_dir=WORK / "lab", netfile=netfile, nodes=nodes,
+                    start_sm=True)
     rows: list[dict[str, Any]] = []
     try:
         for engine in ("pyinfra", "ansible"):

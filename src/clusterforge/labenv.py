@@ -8,8 +8,10 @@ simulator ports for fault injection, and lab SSH settings for collection.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import subprocess
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ from .lab import LabHca, LabHost, LabSpec, LabState, PortRef, read_state, ssh_co
 from .lab.errors import LabError
 from .lab.netfile import parse_netfile
 from .model.addresses import allocate
+from .model.index import Index
 from .render import render, write_tree
 from .sim import nvidia_smi
 
@@ -54,15 +57,28 @@ def prepare(checked: Checked, env: Path, root: Path | None = None) -> tuple[LabS
     """Render the environment into the lab's folder and describe the lab to start."""
     p = paths(env, root)
     write_tree(p.render_dir, render(checked.index, p.env_name).files)
-    net = parse_netfile(p.netfile)
-    sim_id = {node.desc: node.node_id for node in net.nodes.values()}
-    index = checked.index
-    plan = index.inv.addressing.management
+    plan = checked.index.inv.addressing.management
     if plan is None:
         raise LabError("the lab needs addressing.management: the containers sit on that subnet")
+    spec = lab_spec(checked.index, name=lab_name(p.env_name), cidr=str(plan.cidr), state_dir=p.state_dir,
+                    netfile=p.netfile)
+    return spec, p
+
+
+def lab_spec(index: Index, *, name: str, cidr: str, state_dir: Path, netfile: Path,
+             nodes: Iterable[str] | None = None, start_sm: bool = False) -> LabSpec:
+    """One lab host per inventory node (or the `nodes` subset) on `cidr`: each keeps the host part
+    of its management address, and each HCA is the net file's node `<host> <hca>` (by ibsim id)."""
+    net = ipaddress.ip_network(cidr)
+    sim_id = {node.desc: node.node_id for node in parse_netfile(netfile).nodes.values()}
+    mgmt = index.inv.addressing.management
+    base = int(ipaddress.ip_network(str(mgmt.cidr)).network_address) if mgmt else int(net.network_address)
     addrs = allocate(index)
+    wanted = set(nodes) if nodes is not None else None
     hosts = []
     for node in index.inv.nodes:
+        if wanted is not None and node.name not in wanted:
+            continue
         ip = addrs.mgmt.get(node.name)
         if ip is None:
             raise LabError(f"{node.name} has no management address")
@@ -71,12 +87,10 @@ def prepare(checked: Checked, env: Path, root: Path | None = None) -> tuple[LabS
             for h in index.hardware[node.name].hcas
             if f"{node.name} {h.name}" in sim_id
         )
-        hosts.append(LabHost(node.name, addrs.text(ip), hcas, node.role))
-    spec = LabSpec(
-        name=lab_name(p.env_name), network_cidr=str(plan.cidr), hosts=tuple(hosts), netfile=p.netfile,
-        state_dir=p.state_dir, start_sm=False,
-    )
-    return spec, p
+        address = str(net.network_address + (ip - base))
+        hosts.append(LabHost(node.name, address, hcas, node.role))
+    return LabSpec(name=name, network_cidr=cidr, hosts=tuple(hosts), netfile=netfile, state_dir=state_dir,
+                   start_sm=start_sm)
 
 
 def running(env: Path, root: Path | None = None) -> LabState | None:

@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from conftest import ENV, NODES, DeployLab
+from lab_deploy_support import ENV, NODES, DeployLab
 
 from clusterforge.deploy.ansible_api import deploy_ansible
 from clusterforge.deploy.api import DeployOutcome, DeployRequest, deploy, plans_for

@@ -3,34 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterable
 from pathlib import Path
 
-from ..lab import LabHca, LabHost, LabSpec, LabState
-from ..model.index import Index
+from ..lab import LabState
 from .desired import HostPlan
 from .runner import SshSettings
 
 REPO_PORT = 8765
-
-
-def lab_spec(index: Index, *, name: str, cidr: str, state_dir: Path, netfile: Path,
-             nodes: Iterable[str] | None = None) -> LabSpec:
-    """One lab host per inventory node (or the `nodes` subset), addresses from `cidr` (.10 upwards)."""
-    net = ipaddress.IPv4Network(cidr)
-    wanted = set(nodes) if nodes is not None else None
-    hosts = []
-    for i, node in enumerate(index.inv.nodes):
-        if wanted is not None and node.name not in wanted:
-            continue
-        hcas = tuple(LabHca(h.name, f"{node.name} {h.name}") for h in index.hardware[node.name].hcas)
-        hosts.append(LabHost(node.name, str(net.network_address + 10 + i), hcas, node.role))
-    return LabSpec(name=name, network_cidr=cidr, hosts=tuple(hosts), netfile=netfile, state_dir=state_dir)
 
 
 def lab_ssh(state: LabState, channel_timeout_s: float = 20.0) -> SshSettings:
