@@ -189,28 +189,19 @@ def generate(spec: Spec) -> dict[str, str]:
         switches.append(
             f"  - {{name: {name}, model: {spec.leaf_model}, role: leaf, rack: {rack.name}, u: {2 + i}}}"
         )
-    spine_list = []
     slot_sw = infra_leaves
-    for s in range(spines):
-        rack = racks[-core_racks + (slot_sw // 16)]
-        u = 2 + (slot_sw % 16)
+
+    def upper(name: str, role: str, extra: str = "") -> tuple[str, Rack, int]:
+        """Place a spine or core switch in the next free unit of the core racks (16 per rack)."""
+        nonlocal slot_sw
+        rack, u = racks[-core_racks + (slot_sw // 16)], 2 + (slot_sw % 16)
         slot_sw += 1
-        name = f"spine{s + 1:02d}"
-        spine_list.append((name, rack, u))
-        switches.append(
-            f"  - {{name: {name}, model: {spec.spine_model}, role: spine, rack: {rack.name}, u: {u}, "
-            f"group: {s // pod}}}"
-        )
-    core_list = []
-    for c in range(n_core):
-        rack = racks[-core_racks + (slot_sw // 16)]
-        u = 2 + (slot_sw % 16)
-        slot_sw += 1
-        name = f"core{c + 1:03d}"
-        core_list.append((name, rack, u))
-        switches.append(
-            f"  - {{name: {name}, model: {spec.spine_model}, role: core, rack: {rack.name}, u: {u}}}"
-        )
+        switches.append(f"  - {{name: {name}, model: {spec.spine_model}, role: {role}, rack: {rack.name}, "
+                        f"u: {u}{extra}}}")
+        return name, rack, u
+
+    spine_list = [upper(f"spine{s + 1:02d}", "spine", f", group: {s // pod}") for s in range(spines)]
+    core_list = [upper(f"core{c + 1:03d}", "core") for c in range(n_core)]
 
     cables = []
     cid = 0
