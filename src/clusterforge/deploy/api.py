@@ -122,21 +122,26 @@ def plans_for(env: Path, req: DeployRequest, mirror: Mirror | None, index: Index
     return {n: p for n, p in host_plans(index, opts).items() if n in wanted}
 
 
+@contextlib.contextmanager
+def deploy_targets(env: Path, req: DeployRequest, index: Index) -> Iterator[tuple[list[HostPlan], SshSettings]]:
+    """The host plans and SSH settings of a run, for either engine: the lab's containers (its
+    stand-in repository served for the run's duration) or the inventory's hosts."""
+    if req.lab_state is None:
+        yield list(plans_for(env, req, None, index).values()), req.ssh or ssh_from_inventory(env, index)
+        return
+    state = read_state(req.lab_state)
+    if state is None:
+        raise DeployError(f"no lab recorded in {req.lab_state}: start it first")
+    with lab_session(state, index) as mirror:
+        yield lab_plans(plans_for(env, req, mirror, index), state), req.ssh or lab_ssh(state)
+
+
 def deploy(env: Path, req: DeployRequest,
            progress: Callable[[HostResult], None] | None = None) -> DeployOutcome:
     start = time.monotonic()
-    checked = load_checked(env)
-    index = checked.index
-    if req.lab_state is not None:
-        state = read_state(req.lab_state)
-        if state is None:
-            raise DeployError(f"no lab recorded in {req.lab_state}: start it first")
-        with lab_session(state, index) as mirror:
-            plans = lab_plans(plans_for(env, req, mirror, index), state)
-            outcome = _run(plans, req.ssh or lab_ssh(state), req, progress)
-    else:
-        plans = list(plans_for(env, req, None, index).values())
-        outcome = _run(plans, req.ssh or ssh_from_inventory(env, index), req, progress)
+    index = load_checked(env).index
+    with deploy_targets(env, req, index) as (plans, ssh):
+        outcome = _run(plans, ssh, req, progress)
     outcome.seconds = time.monotonic() - start
     return outcome
 
