@@ -22,4 +22,18 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            _promote_survivors()
             gc.enable()
+
+
+def _promote_survivors() -> None:
+    """Move every tracked object into the oldest generation without scanning it.
+
+    Re-enabling the collector would otherwise start with a young-generation pass over every
+    object the block allocated (10^6 after a 2,048-node plan: 0.1-0.2 s) only to promote them.
+    They are long-lived results; a later full collection still visits them.
+    `freeze()` + `unfreeze()` is that promotion (permanent generation -> oldest), and leaves no
+    object frozen: nothing in clusterforge freezes objects for its own reasons.
+    """
+    gc.freeze()
+    gc.unfreeze()

@@ -134,6 +134,12 @@ class Index:
         return sw[1] if sw is not None and 1 <= port <= sw[0] else None
 
     @cached_property
+    def cable_rates(self) -> list[str | None]:
+        """The rate each cable of `inv.cables` runs at: its slower end's (None when an end's is unknown)."""
+        port_rate, slower = self.port_rate, self.cat.slower
+        return [slower(port_rate(*c.a.key), port_rate(*c.b.key)) for c in self.inv.cables]
+
+    @cached_property
     def cable_at(self) -> dict[PortKey, Cable]:
         """The cable plugged into each port (first one wins; duplicates are a check error)."""
         out: dict[PortKey, Cable] = {}

@@ -70,7 +70,6 @@ def bill_of_materials(index: Index, prices: PriceTable) -> Bom:
     count: Counter[tuple[str, str, float | None]] = Counter()
     for sw in inv.switches:
         count[("switch", f"switch/{sw.model}", None)] += 1
-    sw_rate = {name: rate for name, (_, rate) in index.switch_ports.items()}
     panels = {p.name: p for p in inv.patch_panels}
     trunks = index.trunks
     geo = Geometry(inv.site, {r.name: r.index for r in inv.site.rows})
@@ -78,20 +77,13 @@ def bill_of_materials(index: Index, prices: PriceTable) -> Bom:
     where = {n.name: (n.rack, n.u) for n in inv.nodes} | {s.name: (s.rack, s.u) for s in inv.switches}
     hcas: set[tuple[str, str]] = set()
     jumper: dict[tuple[str, int, str, str], float] = {}  # (rack, U, trunk panels) -> orderable jumper
-    host_rate = {k: p.rate for k, p in index.host_ports.items()}
-    for c in inv.cables:
+    for c, declared in zip(inv.cables, index.cable_rates, strict=True):
         a, b = c.a, c.b
         if a.hca is not None:
             hcas.add((a.device, a.hca))
-            ra = host_rate.get((a.device, a.hca, a.port))
-        else:
-            ra = sw_rate.get(a.device)
         if b.hca is not None:
             hcas.add((b.device, b.hca))
-            rb = host_rate.get((b.device, b.hca, b.port))
-        else:
-            rb = sw_rate.get(b.device)
-        rate = cat.slower(ra, rb) or "HDR"
+        rate = declared or "HDR"
         if c.media != "fiber":
             count[("cable", f"cable/{c.media}/{rate}", c.length_m)] += 1
             continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.index import PortKey
-from .fabric import FabricView, Link
+from .fabric import FabricView
 from .spec import FileSpec
 
 WORK_ORDER_HEADER = [
@@ -42,42 +42,43 @@ def _num(value: float) -> str:
     return f"{value:g}"
 
 
-def _end(fab: FabricView, key: PortKey) -> list[str]:
-    rack, u = fab.place(key[0])
-    return [rack, str(u), key[0], fab.port_text(key)]
+def _port(key: PortKey) -> str:
+    """How a technician names a port: `17` on a switch, `mlx5_0/1` on a node."""
+    return str(key[2]) if key[1] is None else f"{key[1]}/{key[2]}"
 
 
 def work_order(fab: FabricView) -> dict[str, Any]:
-    rows: list[list[str]] = []
+    place = fab.places
+    rows: list[str] = []
     for link in fab.links:
-        c = link.cable
-        rows.append([
-            c.id, c.label or c.id, *_end(fab, link.a), *_end(fab, link.b), c.media,
+        c, a, b = link.cable, link.a, link.b
+        (ra, ua), (rb, ub) = place[a[0]], place[b[0]]
+        rows.append(csv_line([
+            c.id, c.label or c.id, ra, str(ua), a[0], _port(a), rb, str(ub), b[0], _port(b), c.media,
             c.fiber_type or "", _num(c.length_m), c.trunk or "",
             "" if c.lane_group is None else str(c.lane_group),
-        ])
-    return {"header": csv_line(WORK_ORDER_HEADER), "rows": [csv_line(row) for row in rows]}
+        ]))
+    return {"header": csv_line(WORK_ORDER_HEADER), "rows": rows}
 
 
-def _where(fab: FabricView, key: PortKey) -> str:
+def _where(place: dict[str, tuple[str, int]], key: PortKey) -> str:
     """`lab-su01-net U2 leaf-su01-r0 port 1`, `lab-su01-r01 U2 gpu01 mlx5_0 port 1`."""
-    rack, u = fab.place(key[0])
+    rack, u = place[key[0]]
     device = key[0] if key[1] is None else f"{key[0]} {key[1]}"
     return f"{rack} U{u} {device} port {key[2]}"
 
 
-def _label_rows(fab: FabricView, link: Link) -> list[list[str]]:
-    c = link.cable
-    title = c.label or c.id
-    extra = f"{c.media} {_num(c.length_m)} m" + (f" trunk {c.trunk}" if c.trunk else "")
-    head = f"{title} ({extra})"
-    wa, wb = _where(fab, link.a), _where(fab, link.b)
-    return [[c.id, "A", head, wa, "to " + wb], [c.id, "B", head, wb, "to " + wa]]
-
-
 def labels(fab: FabricView) -> dict[str, Any]:
-    rows = [row for link in fab.links for row in _label_rows(fab, link)]
-    return {"header": csv_line(LABELS_HEADER), "rows": [csv_line(row) for row in rows]}
+    place = fab.places
+    rows: list[str] = []
+    for link in fab.links:
+        c = link.cable
+        extra = f"{c.media} {_num(c.length_m)} m" + (f" trunk {c.trunk}" if c.trunk else "")
+        head = f"{c.label or c.id} ({extra})"
+        wa, wb = _where(place, link.a), _where(place, link.b)
+        rows.append(csv_line([c.id, "A", head, wa, "to " + wb]))
+        rows.append(csv_line([c.id, "B", head, wb, "to " + wa]))
+    return {"header": csv_line(LABELS_HEADER), "rows": rows}
 
 
 def cabling_files(fab: FabricView) -> list[FileSpec]:

@@ -66,34 +66,28 @@ def net_context(fab: FabricView) -> tuple[dict[str, Any], list[str], list[str]]:
     def end(key: tuple[str, str | None, int]) -> str:
         return key[0] if key[1] is None else f"{key[0]}/{key[1]}"
 
-    slow: set[str] = set()
-    rates: Counter[str] = Counter()
-
-    modes: dict[str | None, tuple[int, str, str]] = {}
+    # per rate: the trailing `lid 0 4xHDR` that sets a port's enabled width/speed
+    rates: Counter[str] = Counter(link.rate for link in fab.links if link.rate)
+    modes = {rate: link_mode(fab, rate) for rate in {link.rate for link in fab.links}}
+    tail = {rate: f"lid 0 {lanes}x{sim}" for rate, (lanes, _speed, sim) in modes.items()}
+    slow = {f"{lanes}x{speed}" for lanes, speed, sim in modes.values() if sim != speed}
+    peer = fab.peer
 
     def port_line(key: tuple[str, str | None, int], own_guid: str | None = None) -> str | None:
         """The net-file line of a cabled port (None when nothing is plugged in).
 
         Switch ports name the peer and, for a CA peer, its port GUID; CA ports carry their own
-        port GUID (`own_guid`). The trailing `lid 0 4xHDR` sets the port's enabled width/speed.
+        port GUID (`own_guid`).
         """
-        hit = fab.peer.get(key)
+        hit = peer.get(key)
         if hit is None:
             return None
         far, link = hit
-        if link.rate not in modes:
-            modes[link.rate] = link_mode(fab, link.rate)
-        lanes, speed, sim = modes[link.rate]
-        if sim != speed:
-            slow.add(f"{lanes}x{speed}")
-        if link.rate:
-            rates[link.rate] += 1
-        peer = end(far)
+        who = end(far)
         if own_guid is not None:
-            return (f'[{key[2]}]({own_guid}) \t"{ids[peer]}"[{far[2]}]\t\t# lid 0 lmc 0 '
-                    f'"{descs[peer]}" lid 0 {lanes}x{sim}')
-        peer_guid = "" if far[1] is None else f"({sim_guid[peer] + far[2]:016x}) "
-        return f'[{key[2]}]\t"{ids[peer]}"[{far[2]}]{peer_guid}\t\t# "{descs[peer]}" lid 0 {lanes}x{sim}'
+            return f'[{key[2]}]({own_guid}) \t"{ids[who]}"[{far[2]}]\t\t# lid 0 lmc 0 "{descs[who]}" {tail[link.rate]}'
+        peer_guid = "" if far[1] is None else f"({sim_guid[who] + far[2]:016x}) "
+        return f'[{key[2]}]\t"{ids[who]}"[{far[2]}]{peer_guid}\t\t# "{descs[who]}" {tail[link.rate]}'
 
     records: list[dict[str, Any]] = []
     labels: list[str] = []

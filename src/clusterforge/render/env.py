@@ -11,10 +11,30 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 TEMPLATES_ENV_VAR = "CLUSTERFORGE_TEMPLATES"
+
+
+class _Environment(Environment):
+    """Jinja2's Environment, with `x.name` on a plain dict looked up as a key first.
+
+    Jinja tries `getattr(x, "name")` before `x["name"]`, so every `e.guid` over a dict
+    context raises and catches an AttributeError: a third of the time of rendering a
+    2,048-node node-name-map or ibsim net file (measured). Contexts are plain dicts whose
+    keys never shadow a dict method the templates call (the templates call none), so the
+    output is the same as Jinja's (and Ansible's, which render the same templates).
+    """
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
 
 
 def template_dir() -> Path:
@@ -27,7 +47,7 @@ def template_dir() -> Path:
 
 @cache
 def _environment(root: str) -> Environment:
-    return Environment(
+    return _Environment(
         loader=FileSystemLoader(root),
         undefined=StrictUndefined,
         trim_blocks=True,

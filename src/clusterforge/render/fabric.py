@@ -96,12 +96,8 @@ class FabricView:
 
     @cached_property
     def links(self) -> list[Link]:
-        port_rate, slower = self.index.port_rate, self.index.cat.slower
-        out: list[Link] = []
-        for cable in self.index.inv.cables:
-            a, b = cable.a.key, cable.b.key
-            out.append(Link(cable, a, b, slower(port_rate(*a), port_rate(*b))))
-        return out
+        return [Link(cable, cable.a.key, cable.b.key, rate)
+                for cable, rate in zip(self.index.inv.cables, self.index.cable_rates, strict=True)]
 
     @cached_property
     def peer(self) -> dict[PortKey, tuple[PortKey, Link]]:
@@ -164,19 +160,16 @@ class FabricView:
                 out[db][da] += 1
         return out
 
-    def port_text(self, key: PortKey) -> str:
-        """How a technician names a port: `17` on a switch, `mlx5_0/1` on a node."""
-        return str(key[2]) if key[1] is None else f"{key[1]}/{key[2]}"
-
     @cached_property
-    def _places(self) -> dict[str, tuple[str, int]]:
+    def places(self) -> dict[str, tuple[str, int]]:
+        """(rack, U) of every node and switch."""
         out = {n.name: (n.rack, n.u) for n in self.index.inv.nodes}
         out.update({s.name: (s.rack, s.u) for s in self.index.inv.switches})
         return out
 
     def place(self, device: str) -> tuple[str, int]:
         """(rack, U) of a node or switch."""
-        return self._places[device]
+        return self.places[device]
 
     def ca_device_id(self, ca: Ca) -> int | None:
         """NodeInfo:DeviceID of the CA model (`MT4123` -> 4123), None when unknown."""

@@ -24,10 +24,6 @@ def port_text(key: PortKey) -> str:
     return f"{device} {hca}/{port}" if hca else f"{device}/{port}"
 
 
-def link_rate(index: Index, a: PortKey, b: PortKey) -> str | None:
-    return index.cat.slower(index.port_rate(*a), index.port_rate(*b))
-
-
 def speed_name(rate: str) -> str:
     """HDR100 -> HDR, NDR200 -> NDR: the per-lane speed that ibnetdiscover prints."""
     return rate.rstrip("0123456789")
@@ -35,9 +31,9 @@ def speed_name(rate: str) -> str:
 
 def expected_links(index: Index) -> dict[frozenset[PortKey], ExpectedLink]:
     out: dict[frozenset[PortKey], ExpectedLink] = {}
-    for i, cable in enumerate(index.inv.cables):
+    for i, (cable, declared) in enumerate(zip(index.inv.cables, index.cable_rates, strict=True)):
         a, b = cable.a.key, cable.b.key
-        rate = link_rate(index, a, b) or "HDR"
+        rate = declared or "HDR"
         info = index.cat.rates[rate]
         out[frozenset((a, b))] = ExpectedLink(cable, i, a, b, info.width, speed_name(rate), rate)
     return out

@@ -79,3 +79,20 @@ def test_placeholder_never_collides_with_a_known_guid() -> None:
     assert book.switch("spine01") != taken  # re-salted
     assert is_placeholder(book.switch("spine01"))
     assert len(set(book.switches.values())) == len(index.inv.switches)
+
+
+def test_ca_placeholder_block_avoids_a_known_guid_inside_it() -> None:
+    # a known GUID inside the CA's would-be 16-GUID block (node GUID + ports) re-salts the CA
+    inside = placeholder_ca_guid("gpu01", "mlx5_0") + 3
+    data = lab_data()
+    data["guid_locks"] = {"switches": {"spine02": fmt(inside)}}
+    fab = FabricView(index_of(data))
+    book = fab.guids
+    node_guid = book.ca("gpu01", "mlx5_0")
+    assert node_guid != placeholder_ca_guid("gpu01", "mlx5_0")
+    assert node_guid == placeholder_ca_guid("gpu01", "mlx5_0", salt=1)
+    assert inside not in range(node_guid, node_guid + 16)
+    # every GUID in the book is distinct
+    every = [*book.switches.values(), *book.ca_nodes.values(),
+             *(g for (n, c, _p), g in book.ca_ports.items() if g != book.ca(n, c))]
+    assert len(every) == len(set(every))
