@@ -6,7 +6,7 @@ import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from clusterforge.catalog import catalog
@@ -110,3 +110,55 @@ def test_growth_never_moves_a_cable(case: Case, data: st.DataObject) -> None:
     assert all(big_trunks[t.id] == t for t in small.trunks)
     assert set(small.patch_panels) <= set(big.patch_panels)
     assert small.design.sus == math.ceil(fewer / small.design.su_size)
+
+
+@dataclass(frozen=True)
+class InfraCase:
+    inv: Inventory  # the last `infra` nodes are storage servers on infrastructure leaves
+    compute: int
+    infra: int
+
+
+@st.composite
+def infra_cases(draw: st.DrawFn) -> InfraCase:
+    case = draw(cases())
+    infra = draw(st.integers(min_value=1, max_value=min(8, case.nodes)))
+    inv = floor(case)
+    d_su = case.spec.su_size or 1
+    leaves = math.ceil(infra * case.ports / d_su) + draw(st.integers(min_value=0, max_value=1))
+    units = case.spec.max_sus or 1
+    assume(case.spec.tiers != 2 or (units + math.ceil(leaves / case.ports)) * case.ports
+           <= CAT.switches[case.spec.leaf_model].ports)  # 2 tiers: the extra leaves must fit the spines
+    assert inv.fabric is not None
+    spec = inv.fabric.model_copy(update={"infra_roles": ["storage"], "infra_leaves": leaves})
+    cut = case.nodes - infra
+    nodes = [n.model_copy(update={"role": "storage"}) if i >= cut else n for i, n in enumerate(inv.nodes)]
+    return InfraCase(inv.model_copy(update={"nodes": nodes, "fabric": spec}), cut, infra)
+
+
+@FAST
+@given(infra_cases(), st.data())
+def test_infrastructure_leaves_hold_only_infrastructure_nodes_and_grow_in_place(
+        case: InfraCase, data: st.DataObject) -> None:
+    inv = case.inv
+    plan = plan_fabric(inv)
+    ends = Counter(ref.key for c in plan.cables for ref in (c.a, c.b))
+    assert max(ends.values()) == 1
+    assert {k for k in ends if k[1] is not None} == set(Index(inv).host_ports)
+    storage = {n.name for n in inv.nodes if n.role == "storage"}
+    for c in plan.cables:
+        if c.a.hca is not None:
+            assert c.b.device.startswith("leaf-infra-") == (c.a.device in storage), c.id
+    merged_inv = merged(inv, plan)
+    assert run_checks(Index(merged_inv)) == []
+    report = check_plan(Index(merged_inv))
+    assert report.ok, report.findings
+    # fewer compute nodes and fewer storage servers: every cable of that plan is in this one
+    compute = data.draw(st.integers(min_value=1, max_value=max(1, case.compute))) if case.compute else 0
+    infra = data.draw(st.integers(min_value=1, max_value=case.infra))
+    nodes = inv.nodes[:compute] + inv.nodes[case.compute:case.compute + infra]
+    small = plan_fabric(inv.model_copy(update={"nodes": nodes}))
+    big_cables = {c.id: c for c in plan.cables}
+    assert all(big_cables[c.id] == c for c in small.cables)
+    big_switches = {s.name: s for s in plan.switches}
+    assert all(big_switches[s.name] == s for s in small.switches)

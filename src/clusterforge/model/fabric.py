@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from .base import Model, Name, Rate
 from .nodes import NodeRole
@@ -44,3 +44,25 @@ class FabricSpec(Model):
     trunk_fiber: Literal["OM3", "OM4", "OM5", "OS2"] | None = Field(
         default=None, description="fiber of the MPO-24 trunks (default: OM4 where it reaches, else OS2)",
     )
+    infra_roles: list[NodeRole] = Field(
+        default_factory=list,
+        description="roles whose nodes (subnet managers, storage servers, ...) go to dedicated "
+        "infrastructure leaves instead of the rail leaves of a scalable unit; their ports are spread "
+        "over those leaves, a node's ports on different leaves",
+    )
+    infra_leaves: int | None = Field(
+        default=None, ge=1,
+        description="infrastructure leaves (default: the fewest that hold the infrastructure nodes' "
+        "ports, at least two when there are two ports or more); set it with room to grow: changing it "
+        "re-spreads the infrastructure nodes' cables",
+    )
+
+    @field_validator("infra_roles")
+    @classmethod
+    def _infra_roles_join_the_fabric(cls, value: list[NodeRole], info: ValidationInfo) -> list[NodeRole]:
+        roles = info.data.get("roles")
+        outside = [r for r in value if roles is not None and r not in roles]
+        if outside:
+            raise ValueError(f"{', '.join(outside)} not in fabric.roles: infrastructure nodes join the fabric "
+                             "too; add the role(s) to `roles`")
+        return value

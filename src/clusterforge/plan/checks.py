@@ -9,7 +9,8 @@
   core that nothing below reaches (a warning).
 * FT-DISCONNECTED: two leaves with nodes that cannot reach each other.
 * RAIL-MIXED / RAIL-LABEL / RAIL-SU (rail-optimized fabrics): a leaf serves one rail,
-  the one its `rail` field names, and a node's leaves belong to one scalable unit.
+  the one its `rail` field names, and a node's leaves belong to one scalable unit
+  (nodes of `fabric.infra_roles` are exempt: they sit on infrastructure leaves).
 * OVERSUB: a leaf's node bandwidth over its uplink bandwidth exceeds the spec's ratio.
 
 Metrics: oversubscription actually achieved (the worst leaf, by bandwidth of the cabled
@@ -111,7 +112,7 @@ def check_plan(index: Index, spec: FabricSpec | None = None) -> PlanReport:
     planes = _planes(g, pods, out)
     rail_opt = spec.kind == "rail-optimized" if spec else any(s.rail is not None for s in index.inv.switches)
     if rail_opt:
-        _rails(index, g, out)
+        _rails(index, g, out, set(spec.infra_roles) if spec else set())
     ratios = {leaf: g.down_gbps[leaf] / g.up_gbps[leaf] for leaf in g.of_role("leaf") if g.up_gbps[leaf] > 0}
     worst = max(ratios.values(), default=None)
     if spec is not None and worst is not None:
@@ -198,13 +199,15 @@ def _planes(g: FabricGraph, pods: list[list[str]], out: _Findings) -> list[list[
     return planes
 
 
-def _rails(index: Index, g: FabricGraph, out: _Findings) -> None:
+def _rails(index: Index, g: FabricGraph, out: _Findings, infra_roles: set[str]) -> None:
+    """Rail rules over the nodes on rail leaves (infrastructure nodes have leaves of their own)."""
     rail_cache: dict[int, dict[tuple[str, int], int]] = {}
     leaf_rails: dict[str, set[int]] = defaultdict(set)
     node_leaves: dict[str, set[str]] = defaultdict(set)
+    nodes = index.nodes
     for node, hca, port, leaf in g.host_leaf:
         hw = index.hardware.get(node)
-        if hw is None:
+        if hw is None or (node in nodes and nodes[node].role in infra_roles):
             continue
         rails = rail_cache.get(id(hw))
         if rails is None:

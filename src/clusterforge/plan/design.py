@@ -17,12 +17,17 @@ The rules (also in docs/planner.md):
   of its plane q times, C x q = spine uplinks. C is the fewest cores that divide the
   spine uplinks evenly and whose ports hold every pod: pods x q <= core radix.
 * tiers auto: 2 when the leaves fit one layer of spines (leaves <= spine radix), else 3.
+* Infrastructure leaves (`fabric.infra_roles`): `infra_leaves` leaves (default: the fewest
+  whose `su_size` down ports hold the infrastructure ports, at least two for two ports or
+  more) take the first ceil(infra_leaves / rails) unit positions, ahead of the scalable
+  units, with the same uplinks as every leaf: the Clos stays uniform, and scalable units
+  added later land after them.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..catalog import Catalog
 from ..model.fabric import FabricSpec
@@ -55,13 +60,20 @@ class Design:
     ratio: int  # leaf down:up = ratio:1
     su_size: int
     uplinks: int  # per leaf
-    sus: int  # scalable units the nodes fill now
-    design_sus: int  # scalable units the upper tiers are sized for
+    sus: int  # unit positions filled now: infrastructure units + the scalable units the nodes fill
+    design_sus: int  # unit positions the upper tiers are sized for (infrastructure units included)
     sus_per_pod: int  # 2 tiers: design_sus (one pod)
     spines_per_pod: int
     leaf_spine_links: int  # p: links from each leaf to each spine of its pod
     cores_per_plane: int  # 0 in 2 tiers
     spine_core_links: int  # q: links from each spine to each core of its plane
+    infra_sus: int = 0  # unit positions (first ones) that hold the infrastructure leaves
+    infra_leaves: int = 0
+
+    @property
+    def compute_sus(self) -> int:
+        """Scalable units of rail leaves the nodes fill now."""
+        return self.sus - self.infra_sus
 
     @property
     def oversubscription(self) -> str:
@@ -82,7 +94,7 @@ class Design:
 
     @property
     def leaves(self) -> int:
-        return self.sus * self.rails
+        return self.compute_sus * self.rails + self.infra_leaves
 
     @property
     def spines(self) -> int:
@@ -130,8 +142,9 @@ def _nearest(values: list[int], target: int) -> list[int]:
     return ([max(below)] if below else []) + ([min(above)] if above else [])
 
 
-def resolve(spec: FabricSpec, cat: Catalog, nodes: int, rails: int) -> Design:
-    """The design for `nodes` fabric nodes with `rails` ports each, or PlanError."""
+def resolve(spec: FabricSpec, cat: Catalog, nodes: int, rails: int, infra_ports: int = 0) -> Design:
+    """The design for `nodes` fabric nodes with `rails` ports each (plus `infra_ports` ports of
+    infrastructure nodes on their own leaves), or PlanError."""
     ratio = RATIOS[spec.oversubscription]
     leaf = switch_type(cat, spec.leaf_model, spec.split, "leaf_model")
     spine = switch_type(cat, spec.spine_model or spec.leaf_model, spec.split, "spine_model")
@@ -150,18 +163,36 @@ def resolve(spec: FabricSpec, cat: Catalog, nodes: int, rails: int) -> Design:
             f"leaf; {leaf.model} has {leaf.ports}{' split' if leaf.split else ''} ports",
             [f"su_size: {best} ({best} down + {best // ratio} up)",
              *([] if leaf.split else _split_hint(cat, spec.leaf_model))])
-    sus = max(1, math.ceil(nodes / su))
+    infra_leaves = _infra_leaves(spec, su, infra_ports)
+    infra_sus = math.ceil(infra_leaves / rails)
+    sus = math.ceil(nodes / su) if nodes or infra_ports else 1
     if spec.max_sus is not None and spec.max_sus < sus:
         raise PlanError(f"{nodes} nodes fill {sus} scalable units of {su}, more than fabric.max_sus "
                         f"{spec.max_sus}", [f"max_sus: {sus}"])
-    design_sus = spec.max_sus or sus
+    design_sus = infra_sus + (spec.max_sus or sus)
+    sus += infra_sus
     tiers = spec.tiers
     if tiers == "auto":
         tiers = 2 if design_sus * rails <= spine.ports else 3
     if tiers == 2:
-        return _two_tier(spec, leaf, spine, rails, ratio, su, up, sus, design_sus)
-    core = switch_type(cat, spec.core_model or spec.spine_model or spec.leaf_model, spec.split, "core_model")
-    return _three_tier(spec, leaf, spine, core, rails, ratio, su, up, sus, design_sus)
+        d = _two_tier(spec, leaf, spine, rails, ratio, su, up, sus, design_sus)
+    else:
+        core = switch_type(cat, spec.core_model or spec.spine_model or spec.leaf_model, spec.split, "core_model")
+        d = _three_tier(spec, leaf, spine, core, rails, ratio, su, up, sus, design_sus)
+    return replace(d, infra_sus=infra_sus, infra_leaves=infra_leaves) if infra_leaves else d
+
+
+def _infra_leaves(spec: FabricSpec, su: int, ports: int) -> int:
+    """How many infrastructure leaves (0 without infrastructure ports), or PlanError."""
+    if not ports:
+        return 0
+    need = math.ceil(ports / su)
+    if spec.infra_leaves is None:
+        return max(need, min(2, ports))
+    if spec.infra_leaves < need:
+        raise PlanError(f"{ports} infrastructure node ports need {need} leaves of {su} down ports; "
+                        f"fabric.infra_leaves is {spec.infra_leaves}", [f"infra_leaves: {need}"])
+    return spec.infra_leaves
 
 
 def _split_hint(cat: Catalog, model: str) -> list[str]:

@@ -29,6 +29,7 @@ class FabricNode:
     rack: str
     u: int
     ports: tuple[Endpoint | None, ...]  # index = rail; None: the node has no port on that rail
+    infra: bool = False  # role in fabric.infra_roles: its ports (no None) go to the infrastructure leaves
 
 
 def rail_ports(hw: Hardware) -> list[tuple[int, Endpoint]]:
@@ -47,13 +48,17 @@ def rail_ports(hw: Hardware) -> list[tuple[int, Endpoint]]:
 
 
 def fabric_nodes(index: Index, spec: FabricSpec) -> tuple[list[FabricNode], int]:
-    """The fabric's nodes in declared order and the rail count (fabric.rails or the most ports).
+    """The fabric's nodes in declared order and the rail count (fabric.rails, else the most ports of
+    a node on the rail leaves).
 
-    Nodes whose role is not in `spec.roles` or that have no InfiniBand port are left out.
+    Nodes whose role is not in `spec.roles` or that have no InfiniBand port are left out; nodes
+    whose role is in `spec.infra_roles` come back with `infra` set and their ports in rail order.
     """
     roles = set(spec.roles)
+    infra_roles = set(spec.infra_roles)
     cache: dict[int, list[tuple[int, Endpoint]]] = {}
     found: list[tuple[str, str, int, list[tuple[int, Endpoint]]]] = []
+    infra: list[FabricNode] = []
     for node in index.inv.nodes:
         if node.role not in roles:
             continue
@@ -65,8 +70,12 @@ def fabric_nodes(index: Index, spec: FabricSpec) -> tuple[list[FabricNode], int]
             if node.rack not in index.racks:
                 raise PlanError(f"node {node.name}: rack {node.rack!r} is not declared",
                                 ["declare the rack under `racks`"])
-            found.append((node.name, node.rack, node.u, ports))
-    rails = spec.rails or max((ports[-1][0] + 1 for *_, ports in found), default=1)
+            if node.role in infra_roles:
+                infra.append(FabricNode(node.name, node.rack, node.u, tuple(ep for _, ep in ports), infra=True))
+            else:
+                found.append((node.name, node.rack, node.u, ports))
+    rails = spec.rails or max((ports[-1][0] + 1 for *_, ports in found),
+                              default=max((len(n.ports) for n in infra), default=1))
     out: list[FabricNode] = []
     for name, rack, u, ports in found:
         slots: list[Endpoint | None] = [None] * rails
@@ -82,6 +91,7 @@ def fabric_nodes(index: Index, spec: FabricSpec) -> tuple[list[FabricNode], int]
                                 ["give each single-port HCA its own `rail`"])
             slots[rail] = ep
         out.append(FabricNode(name, rack, u, tuple(slots)))
+    out.extend(infra)
     if not out:
         raise PlanError(f"no node with an InfiniBand port has a role in fabric.roles ({', '.join(spec.roles)})")
     return out, rails

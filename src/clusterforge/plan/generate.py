@@ -32,7 +32,7 @@ from ..model.index import Index
 from ..model.inventory import Inventory
 from ..model.nodes import Switch
 from .design import Design, SwitchType, resolve
-from .endpoints import FabricNode, fabric_nodes
+from .endpoints import Endpoint, FabricNode, fabric_nodes
 from .errors import PlanError
 from .media import MediaPicker
 from .placement import Floor
@@ -53,11 +53,13 @@ def plan_fabric(inv: Inventory, index: Index | None = None, cat: Catalog | None 
     index = index if index is not None else Index(inv)
     cat = cat if cat is not None else index.cat
     nodes, rails = fabric_nodes(index, spec)
-    design = resolve(spec, cat, len(nodes), rails)
+    compute = [n for n in nodes if not n.infra]
+    infra = [n for n in nodes if n.infra]
+    design = resolve(spec, cat, len(compute), rails, sum(len(n.ports) for n in infra))
     floor = Floor(index, cat, spec.network_rack_suffix, spec.switch_row)
     builder = _Builder(design, floor, cat, spec.trunk_fiber)
     with gc_paused():  # tens of thousands of small acyclic models: GC passes would dominate
-        builder.build(nodes)
+        builder.build(compute, infra)
     return Plan(design, tuple(builder.switches), tuple(builder.cables), tuple(builder.tiers),
                 tuple(builder.packer.panels), tuple(builder.packer.trunks), builder.packer.links)
 
@@ -91,9 +93,9 @@ class _Builder:
              "group": group, "rail": rail}))
 
     def _link(self, tier: int, cid: str, a: dict[str, object], ra: str, ua: int, b: dict[str, object],
-              rate: str) -> None:
+              rate: str, trunk: bool = True) -> None:
         rb, ub = self.loc[cast(str, b["device"])]
-        run = self.picker.pick(ra, ua, rb, ub, rate)
+        run = self.picker.pick(ra, ua, rb, ub, rate, trunk)
         trunk: str | None = None
         lane: int | None = None
         fiber = run.fiber_type
@@ -109,7 +111,7 @@ class _Builder:
         ra, ua = self.loc[lower]
         self._link(tier, f"{lower}.{port}", _ref(lower, port), ra, ua, _ref(upper, upper_port), rate)
 
-    def build(self, nodes: list[FabricNode]) -> None:
+    def build(self, nodes: list[FabricNode], infra: list[FabricNode]) -> None:
         d = self.d
         cores: list[list[str]] = []
         if d.tiers == 3 and d.core is not None:
@@ -118,6 +120,7 @@ class _Builder:
                 for name in names:
                     self._switch(name, "core", d.core, self.floor.place_upper(d.core, name), plane, None)
                 cores.append(names)
+        spread = infra_spread(infra, d.infra_leaves, d.su_size)
         for pod in range(d.pods):
             spines = [f"spine{s + 1:02d}" if d.tiers == 2 else f"spine-p{pod + 1:02d}-{s + 1:02d}"
                       for s in range(d.spines_per_pod)]
@@ -126,9 +129,12 @@ class _Builder:
             if cores:
                 self._spine_core(pod, spines, cores)
             first = pod * d.sus_per_pod
-            for su in range(first, min(first + d.sus_per_pod, d.sus)):
-                members = nodes[su * d.su_size:(su + 1) * d.su_size]
-                self._unit(su, su - first, members, spines)
+            for pos in range(first, min(first + d.sus_per_pod, d.sus)):
+                if pos < d.infra_sus:
+                    self._infra_unit(pos, pos - first, infra, spread, spines)
+                else:
+                    su = pos - d.infra_sus
+                    self._unit(su, pos - first, nodes[su * d.su_size:(su + 1) * d.su_size], spines)
 
     def _spine_core(self, pod: int, spines: list[str], cores: list[list[str]]) -> None:
         d = self.d
@@ -143,14 +149,9 @@ class _Builder:
         rail_opt = d.kind == "rail-optimized"
         leaves = [f"leaf-su{su + 1:02d}-{'r' if rail_opt else ''}{i}" for i in range(d.rails)]
         for i, (name, where) in enumerate(zip(leaves, self.floor.place_leaves(
-                members[0].rack, d.leaf, d.rails, su), strict=True)):
+                members[0].rack, d.leaf, d.rails, f"scalable unit {su + 1}"), strict=True)):
             self._switch(name, "leaf", d.leaf, where, su, i if rail_opt else None)
-        p = d.leaf_spine_links
-        for i, leaf in enumerate(leaves):
-            pos = in_pod * d.rails + i
-            for s, spine in enumerate(spines):
-                for j in range(p):
-                    self._up(1, leaf, d.su_size + s * p + j + 1, spine, pos * p + j + 1, self.rate_ls)
+        self._uplinks(in_pod, leaves, spines)
         for k, node in enumerate(members):
             for rail, ep in enumerate(node.ports):
                 if ep is None:
@@ -160,11 +161,70 @@ class _Builder:
                 else:
                     slot = k * d.rails + rail
                     leaf, port = leaves[slot // d.su_size], slot % d.su_size + 1
-                if ep.rate != d.leaf.rate and frozenset((ep.rate, d.leaf.rate)) not in _LINKS_UP:
-                    raise PlanError(f"node {node.name}: {ep.hca}/{ep.port} runs {ep.rate}, but the ports of "
-                                    f"{d.leaf.model} leaves run {d.leaf.rate}{' (split)' if d.leaf.split else ''}: "
-                                    "they cannot link up", ["a leaf_model (or split) whose ports run "
-                                                            f"{ep.rate} or one generation above"])
-                rate = self.cat.slower(ep.rate, d.leaf.rate) or d.leaf.rate
-                self._link(0, f"{leaf}.{port}", _ref(node.name, ep.port, ep.hca), node.rack, node.u,
-                           _ref(leaf, port), rate)
+                self._host(node, ep, leaf, port)
+
+    def _uplinks(self, in_pod: int, leaves: list[str], spines: list[str]) -> None:
+        """Leaf i of the unit at position `in_pod` of its pod: p links to every spine of the pod."""
+        d = self.d
+        p = d.leaf_spine_links
+        for i, leaf in enumerate(leaves):
+            pos = in_pod * d.rails + i
+            for s, spine in enumerate(spines):
+                for j in range(p):
+                    self._up(1, leaf, d.su_size + s * p + j + 1, spine, pos * p + j + 1, self.rate_ls)
+
+    def _host(self, node: FabricNode, ep: Endpoint, leaf: str, port: int) -> None:
+        d = self.d
+        if ep.rate != d.leaf.rate and frozenset((ep.rate, d.leaf.rate)) not in _LINKS_UP:
+            raise PlanError(f"node {node.name}: {ep.hca}/{ep.port} runs {ep.rate}, but the ports of "
+                            f"{d.leaf.model} leaves run {d.leaf.rate}{' (split)' if d.leaf.split else ''}: "
+                            "they cannot link up", ["a leaf_model (or split) whose ports run "
+                                                    f"{ep.rate} or one generation above"])
+        rate = self.cat.slower(ep.rate, d.leaf.rate) or d.leaf.rate
+        # infrastructure nodes grow apart from the scalable units: their links stay off the MPO trunks,
+        # whose lanes and panel ports are handed out in one growth order (no re-packing either way)
+        self._link(0, f"{leaf}.{port}", _ref(node.name, ep.port, ep.hca), node.rack, node.u, _ref(leaf, port), rate,
+                   trunk=not node.infra)
+
+    def _infra_unit(self, pos: int, in_pod: int, infra: list[FabricNode], spread: list[list[tuple[int, int]]],
+                    spines: list[str]) -> None:
+        """Unit position `pos` of the infrastructure leaves: room for `rails` leaves is kept on the
+        floor (so that more infrastructure leaves later move nothing), the ones in use are created."""
+        d = self.d
+        first = pos * d.rails
+        count = min(d.rails, d.infra_leaves - first)
+        places = self.floor.place_leaves(infra[0].rack, d.leaf, d.rails, "the infrastructure leaves")
+        leaves = [f"leaf-infra-{first + i + 1:02d}" for i in range(count)]
+        for name, where in zip(leaves, places, strict=False):
+            self._switch(name, "leaf", d.leaf, where, None, None)
+        self._uplinks(in_pod, leaves, spines)
+        for node, ports in zip(infra, spread, strict=True):
+            for ep, (leaf_no, port) in zip(node.ports, ports, strict=True):
+                if first <= leaf_no < first + count:
+                    assert ep is not None  # infrastructure nodes list their ports without gaps
+                    self._host(node, ep, leaves[leaf_no - first], port)
+
+
+def infra_spread(infra: list[FabricNode], leaves: int, down: int) -> list[list[tuple[int, int]]]:
+    """(leaf number, port) of every port of every infrastructure node, in node order.
+
+    Port j of the k-th node goes to leaf (k + j) mod `leaves`, or the next leaf with a free
+    port: single-port nodes take turns, a node's ports land on different leaves (where there
+    are enough), and a node added at the end takes only ports nobody had. Ports on a leaf are
+    taken from 1 up.
+    """
+    used = [0] * leaves
+    out: list[list[tuple[int, int]]] = []
+    for k, node in enumerate(infra):
+        mine: list[tuple[int, int]] = []
+        for j in range(len(node.ports)):
+            free = [x for x in ((k + j + step) % leaves for step in range(leaves)) if used[x] < down]
+            if not free:
+                raise PlanError(f"node {node.name}: no free port left on the {leaves} infrastructure leaves",
+                                [f"infra_leaves: {leaves + 1}"])
+            taken = {m for m, _ in mine}
+            leaf = next((x for x in free if x not in taken), free[0])
+            used[leaf] += 1
+            mine.append((leaf, used[leaf]))
+        out.append(mine)
+    return out

@@ -4,7 +4,8 @@
   link rate, else active copper (ACC), else an active optical cable (AOC).
 * Another rack in the same row: AOC where it reaches, else transceivers and fiber.
 * Another row: transceivers and fiber over an MPO-24 trunk between patch panels
-  (trunks.py packs them).
+  (trunks.py packs them); links asked for without a trunk (the infrastructure nodes')
+  are chosen as within a row: AOC where it reaches, else an individual fiber.
 * Lengths are the routed run (plan/geometry.py) rounded up to the medium's next
   orderable length (catalog `orderable_m`). Fiber: `fabric.trunk_fiber` if set, else
   OM4 multimode where it reaches at the rate, else OS2 single-mode.
@@ -36,10 +37,10 @@ class MediaPicker:
         self.fiber = fiber
         self._cache: dict[tuple[float, int, str], Run] = {}
 
-    def pick(self, ra: str, ua: int, rb: str, ub: int, rate: str) -> Run:
+    def pick(self, ra: str, ua: int, rb: str, ub: int, rate: str, trunk: bool = True) -> Run:
         raw = self.floor.length(ra, ua, rb, ub)
         floor = self.floor
-        where = 0 if ra == rb else 1 if floor.row_of(ra) == floor.row_of(rb) else 2
+        where = 0 if ra == rb else 1 if not trunk or floor.row_of(ra) == floor.row_of(rb) else 2
         key = (raw, where, rate)
         run = self._cache.get(key)
         if run is None:

@@ -81,11 +81,11 @@ class Floor:
         self.load_kw[rack.name] += st.power_w / 1000
         return u
 
-    def place_leaves(self, first_node_rack: str, st: SwitchType, count: int, su: int) -> list[tuple[str, int]]:
-        """Rack and unit of each of an SU's `count` leaves, nearest network rack first."""
+    def place_leaves(self, first_node_rack: str, st: SwitchType, count: int, unit: str) -> list[tuple[str, int]]:
+        """Rack and unit of each of the `count` leaves of `unit` (`scalable unit 3`), nearest network rack first."""
         home = self.racks.get(first_node_rack)
         if home is None:
-            raise PlanError(f"scalable unit {su + 1}: its first node's rack {first_node_rack!r} is not declared")
+            raise PlanError(f"{unit}: its first node's rack {first_node_rack!r} is not declared")
         near = sorted(self.network.get(home.row, []), key=lambda r: (abs(r.position - home.position), r.position))
         others = sorted((r for r in self.racks.values() if r.row == home.row and r.name != home.name
                          and r not in near), key=lambda r: (abs(r.position - home.position), r.position))
@@ -95,7 +95,7 @@ class Floor:
             rack = next((r for r in order if self._room(r, st)), None)
             if rack is None:
                 raise PlanError(
-                    f"no room for the {count} leaves of scalable unit {su + 1} in row {home.row} (switches "
+                    f"no room for the {count} leaves of {unit} in row {home.row} (switches "
                     f"take at most half of the units nodes leave free in a rack, within its power limit)",
                     [f"add a rack whose name ends with {self.suffix!r} to row {home.row}"])
             out.append((rack.name, self._put(rack, st)))

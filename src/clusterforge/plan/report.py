@@ -13,7 +13,8 @@ from .merge import Deviation
 def design_dict(d: Design) -> dict[str, Any]:
     return {
         "kind": d.kind, "tiers": d.tiers, "rate": d.rate, "rails": d.rails, "su_size": d.su_size,
-        "scalable_units": d.sus, "sized_for_units": d.design_sus, "oversubscription": d.oversubscription,
+        "scalable_units": d.compute_sus, "sized_for_units": d.design_sus - d.infra_sus,
+        "infra_leaves": d.infra_leaves, "oversubscription": d.oversubscription,
         "leaf": {"model": d.leaf.model, "ports": d.leaf.ports, "down": d.su_size, "up": d.uplinks},
         "spine": {"model": d.spine.model, "per_pod": d.spines_per_pod, "links_from_each_leaf": d.leaf_spine_links},
         "core": None if d.core is None else {"model": d.core.model, "per_plane": d.cores_per_plane,
@@ -59,7 +60,8 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
                    f"of {d['su_size']} nodes x {d['rails']} rail(s) (sized for {d['sized_for_units']}); leaf "
                    f"{d['leaf']['model']} {d['leaf']['down']} down / {d['leaf']['up']} up; "
                    f"{d['spine']['per_pod']} {d['spine']['model']} spine(s) per pod, "
-                   f"{d['spine']['links_from_each_leaf']} link(s) from each leaf{core}")
+                   f"{d['spine']['links_from_each_leaf']} link(s) from each leaf{core}"
+                   + (f"; {d['infra_leaves']} infrastructure leaves" if d["infra_leaves"] else ""))
     sw, cb = s["switches"], s["cables"]
     out.append(f"switches: {sw['leaf']} leaf, {sw['spine']} spine, {sw['core']} core")
     out.append(f"cables: {cb['node_leaf']} node-leaf, {cb['leaf_spine']} leaf-spine, {cb['spine_core']} spine-core; "
