@@ -108,7 +108,7 @@ def test_spread_takes_turns_and_keeps_a_nodes_ports_apart() -> None:
     spread = infra_spread(nodes, leaves=3, down=2)
     assert spread == [[(0, 1)], [(1, 1)], [(2, 1), (0, 2)], [(1, 2), (2, 2)]]
     with pytest.raises(PlanError, match="no free port left"):
-        infra_spread(nodes + [FabricNode("lus03", "r", 7, one, True)], leaves=3, down=2)
+        infra_spread([*nodes, FabricNode("lus03", "r", 7, one, True)], leaves=3, down=2)
 
 
 def test_too_few_infrastructure_leaves_is_an_error_with_the_count_needed() -> None:
@@ -119,5 +119,5 @@ def test_too_few_infrastructure_leaves_is_an_error_with_the_count_needed() -> No
 
 
 def test_infrastructure_roles_must_be_fabric_roles() -> None:
-    with pytest.raises(ValidationError, match="storage not in fabric.roles"):
+    with pytest.raises(ValidationError, match=r"storage not in fabric\.roles"):
         FabricSpec(roles=["compute"], infra_roles=["storage"])
