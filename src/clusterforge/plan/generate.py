@@ -93,9 +93,9 @@ class _Builder:
              "group": group, "rail": rail}))
 
     def _link(self, tier: int, cid: str, a: dict[str, object], ra: str, ua: int, b: dict[str, object],
-              rate: str, trunk: bool = True) -> None:
+              rate: str, on_trunk: bool = True) -> None:
         rb, ub = self.loc[cast(str, b["device"])]
-        run = self.picker.pick(ra, ua, rb, ub, rate, trunk)
+        run = self.picker.pick(ra, ua, rb, ub, rate, on_trunk)
         trunk: str | None = None
         lane: int | None = None
         fiber = run.fiber_type
@@ -184,7 +184,7 @@ class _Builder:
         # infrastructure nodes grow apart from the scalable units: their links stay off the MPO trunks,
         # whose lanes and panel ports are handed out in one growth order (no re-packing either way)
         self._link(0, f"{leaf}.{port}", _ref(node.name, ep.port, ep.hca), node.rack, node.u, _ref(leaf, port), rate,
-                   trunk=not node.infra)
+                   on_trunk=not node.infra)
 
     def _infra_unit(self, pos: int, in_pod: int, infra: list[FabricNode], spread: list[list[tuple[int, int]]],
                     spines: list[str]) -> None:
