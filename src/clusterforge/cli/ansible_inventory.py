@@ -6,8 +6,6 @@ from pathlib import Path
 
 import typer
 
-from ..deploy.ansible import inventory
-from ..deploy.api import DeployRequest, plans_for, ssh_from_inventory
 from ..errors import InventoryInvalid
 from .common import fail_inventory, print_json
 
@@ -20,6 +18,8 @@ def ansible_inventory(
 ) -> None:
     """Print hosts, groups by role and rack, and hostvars with every render context."""
     from ..api import load_checked
+    from ..deploy.ansible import inventory
+    from ..deploy.api import DeployRequest, plans_for, ssh_from_inventory
 
     try:
         checked = load_checked(env)

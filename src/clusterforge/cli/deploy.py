@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from .. import labenv
-from ..deploy.api import EXIT_USAGE, DeployError, DeployOutcome, DeployRequest, deploy
-from ..deploy.report import format_changes, format_summary, to_json, write_plan
-from ..deploy.runner import HostResult
 from ..errors import InventoryInvalid
 from .common import err, fail_inventory, out
+
+if TYPE_CHECKING:
+    from ..deploy.api import DeployOutcome
+    from ..deploy.runner import HostResult
 
 
 class Engine(StrEnum):
@@ -34,6 +36,10 @@ def deploy_cmd(
     diffs: bool = typer.Option(True, "--diffs/--no-diffs", help="print file diffs"),
 ) -> None:
     """Deploy the inventory (pyinfra or Ansible); per-host summary; exit 2 when any host failed."""
+    # the deploy engines (pyinfra, gevent, ansible-core) take 0.5 s to import: only when deploying
+    from ..deploy.api import EXIT_USAGE, DeployError, DeployRequest, deploy
+    from ..deploy.report import format_changes, format_summary, to_json, write_plan
+
     tokens = tuple(t for item in limit for t in item.split(",") if t)
     if lab is None and labenv.running(env) is not None:
         lab = labenv.paths(env).state_dir

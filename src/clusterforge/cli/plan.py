@@ -24,6 +24,7 @@ from typer.core import TyperGroup
 from ..check import run_checks
 from ..errors import ExitCode, InventoryInvalid, InventoryIssue
 from ..fsutil import write_atomic
+from ..gcpause import gc_paused
 from ..load import Source, load_inventory
 from ..model.index import Index
 from ..model.inventory import Inventory, PriceTable
@@ -121,8 +122,9 @@ def show(
     export: Path | None = typer.Option(None, "--export", help="write plan.json, bom.csv and cables.csv here"),
 ) -> None:
     """Plan ENV's fabric from its `fabric` spec (or check the declared one) and print a summary."""
-    merged, inv, index = _checked(env)
-    report = check_plan(index)
+    with gc_paused():  # 10^5-10^6 small acyclic objects: collector passes would dominate
+        merged, inv, index = _checked(env)
+        report = check_plan(index)
     summary = summary_dict(report, merged.plan.design if merged else None, merged.deviations if merged else ())
     summary["environment"] = str(env)
     if write:
@@ -133,7 +135,8 @@ def show(
         write_atomic(target, generated_yaml(merged.switches, merged.cables, merged.patch_panels, merged.trunks))
         summary["written"] = str(target)
     if export is not None:
-        _export(export, summary, inv, index)
+        with gc_paused():
+            _export(export, summary, inv, index)
     if fmt is Format.json:
         print_json(summary)
     else:
