@@ -154,13 +154,32 @@ def bench_plan(tmp: Path) -> list[dict[str, object]]:
         plan_s = best_of(lambda inv=inv: plan_fabric(inv))
         total_s = best_of(run, runs=2)
         plan, files, size = run()
+        cli_s = _cli_plan(tmp / f"plan-{n}", inv)
         rows.append({
             "bench": "plan+exports", "nodes": n, "endpoints": n * 8, "tiers": plan.design.tiers,  # type: ignore[attr-defined]
             "switches": len(plan.switches), "cables": len(plan.cables),  # type: ignore[attr-defined]
             "trunks": len(plan.trunks), "export_files": files, "export_mb": round(size / 1e6, 2),  # type: ignore[attr-defined]
-            "plan_s": round(plan_s, 3), "plan+exports_s": round(total_s, 3),
+            "plan_s": round(plan_s, 3), "plan+exports_s": round(total_s, 3), "cli_plan_export_s": round(cli_s, 3),
         })
     return rows
+
+
+def _cli_plan(env: Path, inv: object) -> float:
+    """Wall time of `clusterforge plan show ENV --export DIR` on `inv` written as YAML (spec, no cables):
+    interpreter start, load, plan, inventory and plan checks, plan.json / bom.csv / cables.csv."""
+    import subprocess
+
+    import yaml
+
+    from clusterforge.model import Inventory
+
+    assert isinstance(inv, Inventory)
+    env.mkdir()
+    data = inv.model_dump(mode="json", exclude_defaults=True, exclude={"switches", "cables", "patch_panels", "trunks"})
+    data["nodes"] = [n.model_dump(mode="json", exclude_defaults=True) for n in inv.nodes]
+    (env / "inventory.yaml").write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    cmd = [str(ROOT / ".venv" / "bin" / "clusterforge"), "plan", "show", str(env), "--export", str(env.parent / "x")]
+    return best_of(lambda: subprocess.run(cmd, check=True, capture_output=True), runs=2)
 
 
 def bench_lab(tmp: Path) -> list[dict[str, object]]:
