@@ -23,7 +23,6 @@ from .fsutil import write_atomic
 from .lab import LabHca, LabHost, LabSpec, LabState, PortRef, read_state, ssh_command
 from .lab.errors import LabError
 from .lab.netfile import parse_netfile
-from .model.addresses import allocate
 from .model.index import Index
 from .render import render, write_tree
 from .sim import nvidia_smi
@@ -73,7 +72,7 @@ def lab_spec(index: Index, *, name: str, cidr: str, state_dir: Path, netfile: Pa
     sim_id = {node.desc: node.node_id for node in parse_netfile(netfile).nodes.values()}
     mgmt = index.inv.addressing.management
     base = int(ipaddress.ip_network(str(mgmt.cidr)).network_address) if mgmt else int(net.network_address)
-    addrs = allocate(index)
+    addrs = index.addresses
     wanted = set(nodes) if nodes is not None else None
     hosts = []
     for node in index.inv.nodes:

@@ -6,7 +6,7 @@ from netaddr import IPAddress, IPNetwork
 
 from ..errors import InventoryIssue
 from ..errors import Path as ErrPath
-from ..model.addresses import Addresses, allocate
+from ..model.addresses import Addresses
 from ..model.addressing import Subnet
 from ..model.index import Index
 
@@ -14,7 +14,7 @@ from ..model.index import Index
 def check(index: Index) -> list[InventoryIssue]:
     inv = index.inv
     plan = inv.addressing
-    addrs = allocate(index)
+    addrs = index.addresses
     out = list(addrs.issues)
     subnets: list[tuple[str, Subnet, ErrPath]] = []
     if plan.management:

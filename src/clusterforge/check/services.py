@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from netaddr import AddrFormatError, IPAddress
+
 from ..errors import InventoryIssue
 from ..model.index import Index
 
@@ -94,6 +96,39 @@ def _lustre(index: Index) -> list[InventoryIssue]:
                             ("lustre", i, "mgs_nids", j), f"MGS NID {nid} is not on LNet network {fs.lnet}"
                         )
                     )
+            out += _mgs_on_a_server(index, i)
+    return out
+
+
+def _mgs_on_a_server(index: Index, i: int) -> list[InventoryIssue]:
+    """An o2ib MGS NID must be the IPoIB address of one of the file system's servers.
+
+    Pool addresses follow node order, so inserting a node before the servers silently
+    renumbers them: the NID would then point at another node (or at nobody).
+    """
+    fs = index.inv.lustre[i]
+    addrs = index.addresses
+    servers = [s for s in fs.servers if s in index.nodes]
+    if not servers:
+        return []
+    owner = {ip: node for (node, _ifname), ip in addrs.ipoib.items()}
+    mine = {addrs.ipoib[(s, f)] for s in servers for f in fs.interfaces if (s, f) in addrs.ipoib}
+    out: list[InventoryIssue] = []
+    for j, nid in enumerate(fs.mgs_nids):
+        try:
+            ip = int(IPAddress(nid.split("@", 1)[0]))
+        except (AddrFormatError, ValueError):
+            continue  # the model validated the NID's form
+        if ip in mine:
+            continue
+        who = owner.get(ip)
+        where = f"it is {who}'s IPoIB address" if who else "no node has that IPoIB address"
+        out.append(InventoryIssue(
+            ("lustre", i, "mgs_nids", j),
+            f"MGS NID {nid} is not the {'/'.join(fs.interfaces)} address of a server of {fs.name} "
+            f"({', '.join(servers)}): {where}; the servers have "
+            + (", ".join(sorted(f"{addrs.text(x)}@{fs.lnet}" for x in mine)) or "no IPoIB address"),
+        ))
     return out
 
 

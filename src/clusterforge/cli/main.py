@@ -7,6 +7,7 @@ import typer
 from . import ansible_inventory as ansible_inventory_cmd
 from . import check as check_cmd
 from . import deploy as deploy_cmd
+from . import diff as diff_cmd
 from . import lab as lab_cmd
 from . import learn as learn_cmd
 from . import parse as parse_cmd
@@ -32,6 +33,7 @@ app.add_typer(plan_cmd.app, name="plan")
 app.command("render")(render_cmd.render)
 app.command("deploy")(deploy_cmd.deploy_cmd)
 app.command("ansible-inventory")(ansible_inventory_cmd.ansible_inventory)
+app.command("diff")(diff_cmd.diff)
 
 
 def main() -> None:  # pragma: no cover - console entry

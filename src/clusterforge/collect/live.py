@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..model.addresses import allocate
 from ..model.index import Index
 from .plan import Target, default_targets
 from .ssh import SshConfig, collect
@@ -18,7 +17,7 @@ def ssh_config(env: Path, index: Index) -> SshConfig:
 
 
 def targets(index: Index) -> tuple[list[Target], Target | None]:
-    addrs = allocate(index)
+    addrs = index.addresses
     return default_targets(index, {n: addrs.text(ip) for n, ip in addrs.mgmt.items()})
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from ..model.index import Index
 from ..model.inventory import RebootPolicy
 from ..render import banner, file_specs
+from ..render.core import HOST_BUILDERS
 from ..render.env import environment
 from ..render.spec import FileSpec
 from ..render.writer import file_mode
@@ -101,7 +102,7 @@ def rendered_by_host(index: Index) -> tuple[dict[str, list[tuple[str, FileSpec]]
     """node -> [(absolute destination, spec)] from the render, plus the /etc/hosts fragment."""
     out: dict[str, list[tuple[str, FileSpec]]] = {}
     hosts_spec = None
-    for spec in file_specs(index):
+    for spec in file_specs(index, HOST_BUILDERS):
         parts = spec.path.split("/")
         if spec.path == HOSTS_FRAGMENT:
             hosts_spec = spec
@@ -119,6 +120,12 @@ def host_plans(index: Index, options: DeployOptions) -> dict[str, HostPlan]:
     addresses = _mgmt_addresses(index)
     sm_nodes = {sm.node for sm in inv.opensm.sm_nodes} if inv.opensm else set()
     plans: dict[str, HostPlan] = {}
+    # the same for every node (or for every node alike): built once, not once per node. /etc/hosts
+    # lists every node, so rendering it per node was quadratic (2,048 nodes: 90 s)
+    base = _base(index, options, hosts_spec)
+    ofed_for: dict[bool, Component | None] = {}
+    nvidia_for: dict[bool, Component | None] = {}
+    repo_for: dict[tuple[Pin, ...], Component | None] = {}
     for node in inv.nodes:
         files: dict[str, list[ManagedFile]] = {}
         for dest, spec in rendered.get(node.name, []):
@@ -130,15 +137,20 @@ def host_plans(index: Index, options: DeployOptions) -> dict[str, HostPlan]:
         hw = index.hardware[node.name]
         has_gpus = hw.gpus is not None and hw.gpus.count > 0
         nvswitch = has_gpus and hw.gpus is not None and hw.gpus.nvlink_topology == "nvswitch"
-        comps: list[Component] = []
-        base = _base(index, options, hosts_spec)
-        ofed = _ofed(index, options, has_gpus) if hw.hcas else None
-        nvidia = _nvidia(index, nvswitch) if has_gpus else None
+        if has_gpus not in ofed_for:
+            ofed_for[has_gpus] = _ofed(index, options, has_gpus)
+        if nvswitch not in nvidia_for:
+            nvidia_for[nvswitch] = _nvidia(index, nvswitch)
+        ofed = ofed_for[has_gpus] if hw.hcas else None
+        nvidia = nvidia_for[nvswitch] if has_gpus else None
         comp_list = [base, ofed, nvidia, _nccl(index, files.get("nccl", [])),
                      _lustre(index, files.get("lustre", [])), _ipoib(files.get("ipoib", [])),
                      _opensm(files.get("opensm", []), node.name in sm_nodes)]
         comps = [c for c in comp_list if c is not None]
-        repo = _repo(options, [p for c in comps for p in c.pins])
+        pins = tuple(p for c in comps for p in c.pins)
+        if pins not in repo_for:
+            repo_for[pins] = _repo(options, list(pins))
+        repo = repo_for[pins]
         if repo is not None:
             comps.insert(0, repo)
         selected = [c for c in comps if options.components is None or c.name in options.components]
@@ -148,9 +160,8 @@ def host_plans(index: Index, options: DeployOptions) -> dict[str, HostPlan]:
 
 
 def _mgmt_addresses(index: Index) -> dict[str, str]:
-    from ..model.addresses import allocate
 
-    addrs = allocate(index)
+    addrs = index.addresses
     return {name: addrs.text(ip) for name, ip in addrs.mgmt.items()}
 
 

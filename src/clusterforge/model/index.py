@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from ..catalog import Catalog, catalog
 from .cabling import Cable, Trunk
@@ -15,6 +16,9 @@ from .hardware import Hardware, Hca, Profile
 from .inventory import Inventory
 from .nodes import Node, Switch
 from .site import Rack
+
+if TYPE_CHECKING:
+    from .addresses import Addresses
 
 PortKey = tuple[str, str | None, int]
 
@@ -132,6 +136,13 @@ class Index:
             return info.rate if info is not None else None
         sw = self.switch_ports.get(device)
         return sw[1] if sw is not None and 1 <= port <= sw[0] else None
+
+    @cached_property
+    def addresses(self) -> Addresses:
+        """Every node's management, BMC and IPoIB address (model/addresses.py), computed once."""
+        from .addresses import allocate
+
+        return allocate(self)
 
     @cached_property
     def cable_rates(self) -> list[str | None]:

@@ -8,7 +8,7 @@ with Graphviz's `dot` (`svg=True`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..gcpause import gc_paused
@@ -62,10 +62,14 @@ BUILDERS: tuple[Builder, ...] = (
 )
 
 
-def file_specs(index: Index) -> list[FileSpec]:
-    """Every file of the environment with its template and context, before rendering."""
+HOST_BUILDERS: tuple[Builder, ...] = (opensm_files, host_files, lustre_files)
+"""The builders of the files that go onto hosts (what a deploy needs of the render)."""
+
+
+def file_specs(index: Index, builders: Sequence[Builder] = BUILDERS) -> list[FileSpec]:
+    """Every file of the environment (or of `builders`) with its template and context, before rendering."""
     fab = FabricView(index)
-    specs = [spec for build in BUILDERS for spec in build(fab)]
+    specs = [spec for build in builders for spec in build(fab)]
     seen: set[str] = set()
     for spec in specs:
         if spec.path in seen:

@@ -42,6 +42,11 @@ def template_dir() -> Path:
     override = os.environ.get(TEMPLATES_ENV_VAR)
     if override:
         return Path(override)
+    return _checkout_templates()
+
+
+@cache
+def _checkout_templates() -> Path:
     return Path(__file__).resolve().parents[3] / "templates"
 
 

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cache, cached_property
 
-from ..model.addresses import Addresses, allocate
+from ..model.addresses import Addresses
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
 from ..model.nodes import Node, Switch
@@ -92,7 +92,7 @@ class FabricView:
 
     @cached_property
     def addresses(self) -> Addresses:
-        return allocate(self.index)
+        return self.index.addresses
 
     @cached_property
     def links(self) -> list[Link]:

@@ -1,0 +1,59 @@
+"""`clusterforge diff OLD NEW` (or `diff ENV --rev REV`): the day-2 change plan between two inventories."""
+
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack
+from pathlib import Path
+
+import typer
+
+from ..api import load_checked
+from ..errors import ExitCode, InventoryInvalid
+from ..fsutil import write_atomic
+from ..gitsnap import GitError, env_at_revision
+from .common import Format, err, fail_inventory, out, print_json
+
+
+def diff(
+    old: Path = typer.Argument(..., help="the inventory as built (with --rev: the environment in git)"),
+    new: Path | None = typer.Argument(None, help="the inventory as wanted (default: OLD's working copy)"),
+    rev: str | None = typer.Option(None, "--rev", help="read OLD as committed at this git revision"),
+    fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write the plan as JSON here"),
+    exit_code: bool = typer.Option(False, "--exit-code", help="exit 1 when there is anything to do"),
+) -> None:
+    """Devices, cables and hosts that change, and the ordered plan: drain, recable, deploy rack by rack,
+    reconfigure the subnet manager, validate, resume."""
+    from ..day2 import change_plan
+
+    if new is None:
+        if rev is None:
+            err.print("diff: give NEW, or --rev REV to compare ENV with a git revision", markup=False)
+            raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+        new = old
+    with ExitStack() as stack:
+        try:
+            old_dir = stack.enter_context(env_at_revision(old, rev)) if rev is not None else old
+        except GitError as exc:
+            err.print(f"diff: {old} at {rev}: {exc}", markup=False)
+            raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
+        indexes = []
+        for label, path in (("old", old_dir), ("new", new)):
+            try:
+                indexes.append(load_checked(path).index)
+            except InventoryInvalid as exc:
+                err.print(f"the {label} inventory{f' (at {rev})' if label == 'old' and rev else ''} is invalid:",
+                          markup=False)
+                fail_inventory(exc)
+        plan = change_plan(indexes[0], indexes[1], str(new), new.resolve().name)
+    data = plan.to_dict()
+    if output is not None:
+        write_atomic(output, json.dumps(data, indent=2) + "\n")
+    if fmt is Format.json:
+        print_json(data)
+    else:
+        for line in plan.lines():
+            out.print(line, markup=False)
+    if exit_code and not plan.empty:
+        raise typer.Exit(int(ExitCode.FAILURE))

@@ -1,0 +1,126 @@
+"""Which hosts a new inventory changes, component by component, and which changes disrupt jobs. Pure.
+
+Both inventories go through the deploy's own desired state (`deploy.desired.host_plans`,
+the files and package pins each host gets), so a change shows here exactly when a deploy
+would make it: a node added to the fabric changes `/etc/hosts` on every host, a new
+NCCL pin changes the `nccl` component of the GPU nodes, an edited OpenSM setting the
+`opensm` component of the subnet-manager nodes.
+
+A host must be drained first when the change interrupts what runs on it: a new GPU
+driver (it reboots), a new OFED (openibd restarts the InfiniBand stack), a new Lustre
+client or LNet configuration (the file system is remounted), new IPoIB addresses (the
+interfaces are re-applied). Everything else (NCCL, /etc/hosts, apt sources, time sync,
+OpenSM files, which the subnet manager re-reads) is applied in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..deploy.desired import Component, HostPlan, host_plans
+from ..deploy.options import DeployOptions, Mirror
+from ..model.index import Index
+
+_DISRUPTIVE_PINS = {
+    "nvidia": "new GPU driver (reboot)",
+    "ofed": "new DOCA/MLNX OFED (InfiniBand stack restart)",
+    "lustre": "new Lustre client (file system remount)",
+}
+_DISRUPTIVE_FILES = {
+    "lustre": "new LNet configuration (file system remount)",
+    "ipoib": "new IPoIB configuration (interfaces re-applied)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentChange:
+    component: str
+    files: tuple[str, ...] = ()  # `~/etc/nccl.conf` changed, `+...` added, `-...` removed
+    pins: tuple[str, ...] = ()  # `nvidia-driver-550: 550.54.15-1 -> 550.90.07-1` (`+`/`-` when added/removed)
+    other: tuple[str, ...] = ()  # packages, services, kernel modules added or removed
+
+    def __str__(self) -> str:
+        parts = [*self.files, *self.pins, *self.other]
+        return f"{self.component}: {', '.join(parts)}" if parts else self.component
+
+
+@dataclass(frozen=True, slots=True)
+class HostChange:
+    host: str
+    rack: str
+    change: str  # `added`, `removed`, `changed`
+    components: tuple[ComponentChange, ...]
+    disruptive: tuple[str, ...]  # why the host must be drained first (empty: applied in place)
+    reboot: bool
+
+    @property
+    def component_names(self) -> tuple[str, ...]:
+        return tuple(c.component for c in self.components)
+
+
+def desired(index: Index, env_name: str) -> dict[str, HostPlan]:
+    """Every host's desired state, as a deploy computes it (no secrets: credentials are not compared)."""
+    mirror = index.inv.deploy.package_mirror
+    return host_plans(index, DeployOptions(env_name, repo=Mirror.parse(mirror) if mirror else None))
+
+
+def diff_hosts(old: Index, new: Index, env_name: str) -> list[HostChange]:
+    """Hosts whose desired state differs, in the new inventory's node order (removed hosts last)."""
+    before, after = desired(old, env_name), desired(new, env_name)
+    out: list[HostChange] = []
+    for name, plan in after.items():
+        prev = before.get(name)
+        if prev is None:
+            comps = tuple(_component_diff(None, c) for c in plan.components)
+            out.append(HostChange(name, plan.rack, "added", comps, (), False))
+            continue
+        comps = _components_diff(prev, plan)
+        if comps:
+            reasons = tuple(dict.fromkeys(r for c in comps if (r := _disruption(c))))
+            reboot = any(c.component == "nvidia" and c.pins for c in comps)
+            out.append(HostChange(name, plan.rack, "changed", comps, reasons, reboot))
+    for name, prev in before.items():
+        if name not in after:
+            out.append(HostChange(name, prev.rack, "removed", (), ("it leaves",), False))
+    return out
+
+
+def _components_diff(before: HostPlan, after: HostPlan) -> tuple[ComponentChange, ...]:
+    names = list(dict.fromkeys([*(c.name for c in after.components), *(c.name for c in before.components)]))
+    out = []
+    for name in names:
+        # (comparing the components whole would compare every file's template context too)
+        change = _component_diff(before.component(name), after.component(name))
+        if change.files or change.pins or change.other:
+            out.append(change)
+    return tuple(out)
+
+
+def _component_diff(a: Component | None, b: Component | None) -> ComponentChange:
+    either = b or a
+    assert either is not None
+    name = either.name
+    fa = {f.dest: f for f in a.files} if a else {}
+    fb = {f.dest: f for f in b.files} if b else {}
+    files = [f"+{d}" for d in fb if d not in fa]
+    files += [f"~{d}" for d in fb if d in fa and (fa[d].content, fa[d].mode) != (fb[d].content, fb[d].mode)]
+    files += [f"-{d}" for d in fa if d not in fb]
+    pa = {p.package: p.version for p in a.pins} if a else {}
+    pb = {p.package: p.version for p in b.pins} if b else {}
+    pins = [f"+{p} {v}" for p, v in pb.items() if p not in pa]
+    pins += [f"{p}: {pa[p]} -> {v}" for p, v in pb.items() if p in pa and pa[p] != v]
+    pins += [f"-{p} {v}" for p, v in pa.items() if p not in pb]
+    other: list[str] = []
+    for label, xa, xb in (("package", a.packages if a else (), b.packages if b else ()),
+                          ("service", a.services if a else (), b.services if b else ()),
+                          ("module", a.modules if a else (), b.modules if b else ())):
+        other += [f"+{label} {x}" for x in xb if x not in xa] + [f"-{label} {x}" for x in xa if x not in xb]
+    return ComponentChange(name, tuple(files), tuple(pins), tuple(other))
+
+
+def _disruption(c: ComponentChange) -> str:
+    if c.pins and c.component in _DISRUPTIVE_PINS:
+        return _DISRUPTIVE_PINS[c.component]
+    if c.files and c.component in _DISRUPTIVE_FILES:
+        return _DISRUPTIVE_FILES[c.component]
+    return ""

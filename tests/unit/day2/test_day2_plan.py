@@ -1,0 +1,168 @@
+"""Change plans for the day-2 work people do on the lab inventory: add a node, bump pins, move a cable,
+add a spine, retire a server. Each checks what is done, where, in which order, and who is drained."""
+
+from __future__ import annotations
+
+from _day2_util import add_gpu09, cable, lab_data, node, phases, plan_for
+
+from clusterforge.day2.changeplan import RACK_PHASES
+
+DRAIN = ["scontrol", "update", "nodename={host}", "state=drain", "reason=clusterforge"]
+RESUME = ["scontrol", "update", "nodename={host}", "state=resume"]
+
+
+def test_same_inventory_is_no_change() -> None:
+    plan = plan_for(lab_data())
+    assert plan.empty and plan.steps == () and plan.hosts == ()
+    assert plan.lines() == ["inventories/lab: no change"]
+    assert plan.to_dict()["changes"] is False
+
+
+def test_add_a_node_at_the_end_and_bump_nccl() -> None:
+    data = lab_data()
+    add_gpu09(data)
+    data["software"]["nccl"] = "2.22.3-1"
+    plan = plan_for(data)
+    assert plan.warnings == ()  # appended: nobody is renumbered
+    assert plan.drained == ()  # NCCL and /etc/hosts are applied in place
+    assert [(d.kind, d.name, d.change) for d in plan.diff.devices] == [("node", "gpu09", "added")]
+    assert [(c.change, c.id) for c in plan.diff.cables] == [("added", "C-00040"), ("added", "C-00041")]
+    su2 = [s for s in plan.steps if s.rack == "lab-su02-r01"]
+    assert [s.phase for s in su2] == ["install", "plug", "plug", "deploy", "deploy"]
+    assert su2[0].action == "install node at lab-su02-r01 U18 (gpu-node)"
+    assert "gpu09 mlx5_0/1 [lab-su02-r01 U18] - leaf-su02-r0 port 5 [lab-su02-net U2]: AOC 10 m" in su2[1].action
+    # the old GPU nodes of the rack: new NCCL and the new host in /etc/hosts, one command
+    assert su2[3].argv == ("clusterforge", "deploy", "inventories/lab", "--limit", "gpu05,gpu06,gpu07,gpu08",
+                           "--component", "repo", "--component", "base", "--component", "nccl")
+    assert "libnccl2: 2.21.5-1+cuda12.4 -> 2.22.3-1+cuda12.4" in su2[3].action
+    assert su2[4].argv[:5] == ("clusterforge", "deploy", "inventories/lab", "--limit", "gpu09")
+    assert "a new host, every component" in su2[4].action
+    # every other host gets the new /etc/hosts; the SM's GUID files are deployed once the racks are cabled
+    gpu_hosts = {h.host for h in plan.hosts}
+    assert gpu_hosts == {f"gpu0{i}" for i in range(1, 10)} | {"sm01", "lus01", "lus02"}
+    fabric = [s for s in plan.steps if s.phase == "fabric"]
+    assert len(fabric) == 1 and fabric[0].argv[-2:] == ("--component", "opensm")
+    assert "cn-guids.conf" in fabric[0].action and "node-name-map" in fabric[0].action
+    assert [s.phase for s in plan.steps][-2:] == ["fabric", "validate"]
+    # racks in floor order: the first scalable unit before the second, and steps numbered 1..n
+    racks = [s.rack for s in plan.steps if s.rack]
+    assert racks.index("lab-su01-r01") < racks.index("lab-su02-r01")
+    assert [s.n for s in plan.steps] == list(range(1, len(plan.steps) + 1))
+
+
+def test_inserting_a_node_before_the_servers_renumbers_them_and_says_so() -> None:
+    data = lab_data()
+    add_gpu09(data, at_end=False)
+    plan = plan_for(data)
+    renumbered = sorted(w.split()[1] for w in plan.warnings)
+    assert renumbered == ["lus01", "lus02", "sm01"]
+    assert "ib0 198.18.128.19 -> 198.18.128.20" in next(w for w in plan.warnings if " lus01 " in w)
+    assert set(plan.drained) == {"sm01", "lus01", "lus02"}
+    drains = [s for s in plan.steps if s.phase == "drain"]
+    assert all(s.action.startswith("take out of service") for s in drains)  # not compute: no Slurm drain
+    assert "its addresses change" in drains[0].action
+
+
+def test_new_gpu_driver_drains_reboots_and_resumes_rack_by_rack() -> None:
+    data = lab_data()
+    data["software"]["nvidia_driver"] = "550.127.05"
+    data["deploy"]["reboot"] = {"mode": "rolling-by-rack", "drain": DRAIN, "resume": RESUME}
+    plan = plan_for(data)
+    gpus = [f"gpu0{i}" for i in range(1, 9)]
+    assert list(plan.drained) == gpus
+    assert all(h.reboot and h.disruptive == ("new GPU driver (reboot)",) for h in plan.hosts)
+    for rack, members in (("lab-su01-r01", gpus[:4]), ("lab-su02-r01", gpus[4:])):
+        steps = [s for s in plan.steps if s.rack == rack]
+        assert [s.phase for s in steps] == ["drain"] * 4 + ["deploy"] + ["resume"] * 4
+        assert steps[0].argv == ("scontrol", "update", f"nodename={members[0]}", "state=drain",
+                                 "reason=clusterforge")
+        assert steps[4].argv == ("clusterforge", "deploy", "inventories/lab", "--limit", ",".join(members),
+                                 "--component", "repo", "--component", "nvidia")
+        assert "(reboots)" in steps[4].action
+        assert "nvidia-driver-550: 550.90.07-1 -> 550.127.05-1" in steps[4].action
+    order = [s.phase for s in plan.steps]
+    assert order.index("validate") < order.index("resume")  # resume only after a clean validation
+    assert max(i for i, p in enumerate(order) if p == "deploy") < order.index("validate")
+    assert plan.summary()["reboots"] == 8
+
+
+def test_moved_cable_is_unplugged_and_plugged_with_its_host_drained() -> None:
+    data = lab_data()
+    cable(data, "C-00015")["b"] = "leaf-su02-r0/6"
+    plan = plan_for(data)
+    [change] = plan.diff.cables
+    assert (change.change, change.id, change.fields) == ("moved", "C-00015", ("b",))
+    assert plan.drained == ("gpu08",)
+    assert phases(plan, "lab-su02-r01") == ["drain", "unplug", "plug", "resume"]
+    unplug, plug = (s for s in plan.steps if s.phase in ("unplug", "plug"))
+    assert "leaf-su02-r0 port 4" in unplug.action and "leaf-su02-r0 port 6" in plug.action
+    assert plan.hosts == ()  # nothing rendered for gpu08 depends on its leaf port
+
+
+def test_new_spine_is_installed_cabled_and_the_subnet_manager_reconfigured() -> None:
+    data = lab_data()
+    data["switches"].append({"name": "spine03", "model": "QM8700", "role": "spine", "rack": "lab-core01", "u": 5})
+    data["cables"] += [{"id": "C-00042", "a": "leaf-infra01/25", "b": "spine03/1", "media": "AOC", "length_m": 3}]
+    plan = plan_for(data)
+    core = [s for s in plan.steps if s.rack == "lab-core01"]
+    assert [s.phase for s in core] == ["install", "plug"]
+    assert core[0].subject == "spine03" and "(QM8700)" in core[0].action
+    assert plan.drained == ()
+    fabric = [s for s in plan.steps if s.phase == "fabric"]
+    assert [s.subject for s in fabric] == ["sm01"]
+    assert "root-guids.conf" in fabric[0].action
+
+
+def test_retired_server_is_drained_unplugged_removed_and_not_resumed() -> None:
+    data = lab_data()
+    data["nodes"] = [n for n in data["nodes"] if n["name"] != "lus02"]
+    data["cables"] = [c for c in data["cables"] if c["id"] != "C-00019"]
+    data["lustre"][0]["servers"] = ["lus01"]
+    plan = plan_for(data)
+    core = [s for s in plan.steps if s.rack == "lab-core01"]
+    assert [s.phase for s in core][:3] == ["drain", "unplug", "remove"]
+    assert core[0].subject == "lus02" and "it leaves" in core[0].action
+    assert core[2].action == "take out node at lab-core01 U24"
+    assert not [s for s in plan.steps if s.phase == "resume" and s.subject == "lus02"]
+    assert [h.change for h in plan.hosts if h.host == "lus02"] == ["removed"]
+
+
+def test_profile_edit_changes_the_hardware_of_every_node_using_it() -> None:
+    data = lab_data()
+    profile = next(p for p in data["profiles"] if p["name"] == "gpu-node")
+    profile["hcas"][0]["model"] = "ConnectX-7"
+    plan = plan_for(data)
+    changed = [d for d in plan.diff.devices if d.kind == "node"]
+    assert [d.name for d in changed] == [f"gpu0{i}" for i in range(1, 9)]
+    assert all(d.fields == ("hardware.hcas",) for d in changed)
+    assert len(plan.drained) == 8
+    assert all(s.action == "change hardware: hardware.hcas" for s in plan.steps if s.phase == "install")
+
+
+def test_rack_phases_always_in_order_and_deterministic() -> None:
+    data = lab_data()
+    add_gpu09(data)
+    cable(data, "C-00001")["label"] = "L-0001"
+    node(data, "gpu02")["u"] = 30
+    data["software"]["doca_ofed"] = "24.10-1.1.4.0"
+    a, b = plan_for(data), plan_for(data)
+    assert a.to_dict() == b.to_dict()
+    for rack in {s.rack for s in a.steps if s.rack}:
+        seen = [p for p in phases(a, rack) if p in RACK_PHASES]
+        assert seen == sorted(seen, key=RACK_PHASES.index), rack
+    moved = next(d for d in a.diff.devices if d.name == "gpu02")
+    assert (moved.change, moved.old_place, moved.new_place) == ("moved", ("lab-su01-r01", 6), ("lab-su01-r01", 30))
+    assert "new DOCA/MLNX OFED (InfiniBand stack restart)" in dict(
+        (h.host, h.disruptive) for h in a.hosts)["gpu01"]
+
+
+def test_plan_serializes_to_json_with_argv_lists() -> None:
+    data = lab_data()
+    add_gpu09(data)
+    plan = plan_for(data)
+    d = plan.to_dict()
+    assert d["changes"] is True
+    assert d["summary"]["devices"] == {"node": {"added": 1}}
+    assert d["summary"]["cables"] == {"added": 2}
+    assert all(isinstance(s["argv"], list) for s in d["steps"])
+    assert d["cables"][0]["new"]["a"] == "gpu09/mlx5_0/1"
