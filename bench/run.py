@@ -182,6 +182,45 @@ def _cli_plan(env: Path, inv: object) -> float:
     return best_of(lambda: subprocess.run(cmd, check=True, capture_output=True), runs=2)
 
 
+def bench_day2(tmp: Path) -> list[dict[str, object]]:
+    """Day-2 change plan between a generated inventory and a variant of it (NCCL pin bumped on every
+    GPU node, two cables' leaf ends swapped): inventory diff, every host's desired state twice, ordering."""
+    import re
+    import shutil
+
+    from clusterforge.day2 import change_plan
+    from clusterforge.gcpause import gc_paused
+
+    rows = []
+    for n in SIZES:
+        old = tmp / f"day2-{n}"
+        old.mkdir()
+        for name, text in generate(bench_spec(n)).items():
+            (old / name).write_text(text, encoding="utf-8")
+        new = tmp / f"day2-{n}-new"
+        shutil.copytree(old, new)
+        svc = new / "services.yaml"
+        svc.write_text(svc.read_text(encoding="utf-8").replace("nccl: 2.21.5-1", "nccl: 2.22.3-1"), encoding="utf-8")
+        fab = new / "fabric.yaml"
+        text = fab.read_text(encoding="utf-8")
+        x, y = list(re.finditer(r"\{id: (\S+), a: (\S+), b: (\S+),", text))[:2]
+        text = text.replace(x.group(0), f"{{id: {x.group(1)}, a: {x.group(2)}, b: {y.group(3)},", 1)
+        text = text.replace(y.group(0), f"{{id: {y.group(1)}, a: {y.group(2)}, b: {x.group(3)},", 1)
+        fab.write_text(text, encoding="utf-8")
+        a, b = load_checked(old).index, load_checked(new).index
+
+        def run(a=a, b=b, new=new) -> object:
+            with gc_paused():
+                return change_plan(a, b, str(new), "bench")
+
+        plan = run()
+        summary = plan.summary()  # type: ignore[attr-defined]
+        rows.append({"bench": "day2 diff+plan", "nodes": n, "hosts_to_deploy": summary["hosts_to_deploy"],
+                     "cables_changed": sum(summary["cables"].values()), "drained": summary["hosts_to_drain"],
+                     "steps": summary["steps"], "seconds": round(best_of(run, runs=2), 3)})
+    return rows
+
+
 def bench_lab(tmp: Path) -> list[dict[str, object]]:
     import lab_bench
 
@@ -197,7 +236,7 @@ def bench_deploy(tmp: Path) -> list[dict[str, object]]:
     return deploy_bench.run()
 
 
-BENCHES = {"load": bench_load, "validate": bench_validate, "plan": bench_plan, "lab": bench_lab,
+BENCHES = {"load": bench_load, "validate": bench_validate, "plan": bench_plan, "day2": bench_day2, "lab": bench_lab,
            "deploy": bench_deploy}
 
 
