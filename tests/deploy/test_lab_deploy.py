@@ -12,6 +12,7 @@ from lab_deploy_support import ENV, NODES, DeployLab
 
 from clusterforge.deploy.ansible_api import deploy_ansible
 from clusterforge.deploy.api import DeployOutcome, DeployRequest, deploy, plans_for
+from clusterforge.deploy.record import read_record
 from clusterforge.deploy.report import change_keys
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
@@ -56,6 +57,16 @@ def test_dry_run_predicts_the_first_deploy_then_nothing_changes(deploy_lab: Depl
     assert set(_status(second).values()) == {"ok"}
     holds = run(ssh_command(deploy_lab.state, "gpu01", ["apt-mark", "showhold"]), timeout=30).stdout.split()
     assert {"nvidia-driver-550", "libnccl2", "doca-ofed", "lustre-client-utils"} <= set(holds)
+
+
+def test_the_run_is_on_record_and_changed_then_selects_nothing(deploy_lab: DeployLab) -> None:
+    # after the converged deploy above: every host's components on record, in the lab's own state
+    record = read_record(deploy_lab.state_dir)
+    assert set(record) == set(NODES)
+    assert all(r["target"].startswith("lab:") and "nccl" in r["components"]
+               for name, r in record.items() if name.startswith("gpu"))
+    again = _deploy(deploy_lab, changed_only=True)
+    assert again.exit_code == 0 and again.results == []
 
 
 def test_drift_is_predicted_and_repaired(deploy_lab: DeployLab) -> None:

@@ -34,10 +34,16 @@ def deploy_cmd(
     lab: Path | None = typer.Option(None, "--lab", help="lab state directory: deploy to the lab's containers"),
     plan_file: Path | None = typer.Option(None, "--plan-file", help="where to write the plan/result JSON"),
     diffs: bool = typer.Option(True, "--diffs/--no-diffs", help="print file diffs"),
+    changed: bool = typer.Option(False, "--changed",
+                                 help="only hosts and components whose desired state changed since the last deploy "
+                                      "on record (day-2)"),
+    record: Path | None = typer.Option(None, "--record", help="deploy record directory for the inventory's hosts "
+                                       "(default state/<env>, or $CLUSTERFORGE_STATE_DIR/<env>; a lab keeps its own)"),
 ) -> None:
     """Deploy the inventory (pyinfra or Ansible); per-host summary; exit 2 when any host failed."""
     # the deploy engines (pyinfra, gevent, ansible-core) take 0.5 s to import: only when deploying
     from ..deploy.api import EXIT_USAGE, DeployError, DeployRequest, deploy
+    from ..deploy.record import default_dir
     from ..deploy.report import format_changes, format_summary, to_json, write_plan
 
     tokens = tuple(t for item in limit for t in item.split(",") if t)
@@ -45,7 +51,8 @@ def deploy_cmd(
         lab = labenv.paths(env).state_dir
         err.print(f"deploying to the lab of {env} ({lab})", markup=False)
     req = DeployRequest(dry_run=dry_run, limit=tokens, batch=batch, max_fail_percent=max_fail_percent,
-                        components=tuple(component) or None, lab_state=lab)
+                        components=tuple(component) or None, lab_state=lab, changed_only=changed,
+                        record_dir=record or default_dir(env))
 
     def progress(r: HostResult) -> None:
         err.print(f"{r.name}: {r.status} ({len(r.changes)} change(s), {r.seconds:.1f}s)"
@@ -73,6 +80,8 @@ def deploy_cmd(
         out.print(changes, markup=False)
     for o in outcome.reboots:
         out.print(f"reboot {o.host}: {o.message}", markup=False)
+    if changed and not outcome.results:
+        out.print("nothing changed since the last deploy on record", markup=False)
     out.print(format_summary(outcome.results), markup=False)
     out.print(f"{'plan' if dry_run else 'result'} written to {target} ({outcome.seconds:.1f}s)", markup=False)
     raise typer.Exit(outcome.exit_code)

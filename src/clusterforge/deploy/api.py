@@ -24,6 +24,7 @@ from .lablink import lab_plans, lab_ssh, repo_url, serve_repo
 from .options import DeployOptions, Mirror, read_repo_auth
 from .packages import all_pins
 from .reboot import RebootOutcome, reboot_hosts
+from .record import RecordError, changed_plans, read_record, update_record
 from .runner import HostResult, HostSession, SshSettings, make_state, run_deploy
 from .standin import SUPPORT_PACKAGES, build_repo, download_debs
 
@@ -49,6 +50,14 @@ class DeployRequest:
     ssh: SshSettings | None = None
     repo: Mirror | None = None
     root: str = "/"
+    changed_only: bool = False
+    """Only hosts and components whose desired state is not the one on record (record.py)."""
+    record_dir: Path | None = None
+    """Where a run against the inventory's hosts keeps its record (a lab run keeps it in the lab's state)."""
+
+    @property
+    def record_at(self) -> Path | None:
+        return self.lab_state if self.lab_state is not None else self.record_dir
 
 
 @dataclass
@@ -127,13 +136,46 @@ def deploy_targets(env: Path, req: DeployRequest, index: Index) -> Iterator[tupl
     """The host plans and SSH settings of a run, for either engine: the lab's containers (its
     stand-in repository served for the run's duration) or the inventory's hosts."""
     if req.lab_state is None:
-        yield list(plans_for(env, req, None, index).values()), req.ssh or ssh_from_inventory(env, index)
+        plans = list(plans_for(env, req, None, index).values())
+        yield _only_changed(plans, req, None), req.ssh or ssh_from_inventory(env, index)
         return
     state = read_state(req.lab_state)
     if state is None:
         raise DeployError(f"no lab recorded in {req.lab_state}: start it first")
     with lab_session(state, index) as mirror:
-        yield lab_plans(plans_for(env, req, mirror, index), state), req.ssh or lab_ssh(state)
+        plans = lab_plans(plans_for(env, req, mirror, index), state)
+        yield _only_changed(plans, req, state), req.ssh or lab_ssh(state)
+
+
+def targets(plans: Sequence[HostPlan], state: LabState | None) -> dict[str, str]:
+    """What each host is, for the record: its lab container (re-created: a new one), else its address."""
+    out = {}
+    for p in plans:
+        rec = state.hosts.get(p.name) if state is not None else None
+        out[p.name] = f"lab:{rec.container_id or rec.address}" if rec is not None else f"ssh:{p.address}"
+    return out
+
+
+def _only_changed(plans: list[HostPlan], req: DeployRequest, state: LabState | None) -> list[HostPlan]:
+    if not req.changed_only:
+        return plans
+    where = req.record_at
+    if where is None:
+        raise DeployError("--changed needs a deploy record: none is kept for this run")
+    try:
+        return changed_plans(plans, read_record(where), targets(plans, state))
+    except RecordError as exc:
+        raise DeployError(str(exc)) from None
+
+
+def keep_record(env: Path, req: DeployRequest, plans: Sequence[HostPlan], results: Sequence[HostResult],
+                engine: str) -> None:
+    """After a real run: what each finished host got (a dry run changes nothing, so records nothing)."""
+    where = req.record_at
+    if req.dry_run or where is None or not results:
+        return
+    state = read_state(req.lab_state) if req.lab_state is not None else None
+    update_record(where, plans, results, engine=engine, env=env, targets=targets(plans, state))
 
 
 def deploy(env: Path, req: DeployRequest,
@@ -141,7 +183,8 @@ def deploy(env: Path, req: DeployRequest,
     start = time.monotonic()
     index = load_checked(env).index
     with deploy_targets(env, req, index) as (plans, ssh):
-        outcome = _run(plans, ssh, req, progress)
+        outcome = _run(plans, ssh, req, progress) if plans else DeployOutcome([])
+    keep_record(env, req, plans, outcome.results, "pyinfra")
     outcome.seconds = time.monotonic() - start
     return outcome
 

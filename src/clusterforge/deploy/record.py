@@ -1,0 +1,136 @@
+"""What was applied, kept on record: per host and component, a digest of the desired state deployed.
+
+After a real (not dry) run, every host that finished (`ok` or `changed`) has the digests of
+the components that run deployed written to `<dir>/applied.json`; a failed or unreachable
+host keeps its previous record, so the next run retries it. One line per run is appended to
+`<dir>/history.jsonl` (when, engine, environment, inventory digest, git commit, hosts by
+status). The directory is the lab's state directory for a lab run (the record goes with the
+lab), else `state/<env>/` (or `$CLUSTERFORGE_STATE_DIR/<env>/`).
+
+`deploy --changed` deploys only the hosts and components whose desired state differs from
+the record (or has none): after an inventory change, the hosts it touches. It trusts the
+record: drift made by hand on a host is repaired by a full deploy, which is the default.
+
+A digest covers a component's files (path, mode, content), package pins, packages, services
+and modules. A secret file (repository credentials) counts by its path only: no digest of a
+secret is ever written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..fsutil import write_atomic
+from .desired import Component, HostPlan
+
+RECORD_FILE = "applied.json"
+HISTORY_FILE = "history.jsonl"
+STATE_DIR_ENV = "CLUSTERFORGE_STATE_DIR"
+RECORD_VERSION = 1
+
+
+class RecordError(Exception):
+    """The record file exists but cannot be read: say so rather than redeploying everything silently."""
+
+
+def default_dir(env: Path) -> Path:
+    return Path(os.environ.get(STATE_DIR_ENV) or "state") / env.resolve().name
+
+
+def component_digest(c: Component) -> str:
+    h = hashlib.sha256()
+    h.update(c.name.encode())
+    for f in sorted(c.files, key=lambda f: f.dest):
+        content = b"<secret>" if f.secret else f.content.encode()
+        h.update(f"\0file\0{f.dest}\0{f.mode:o}\0{int(f.block)}\0".encode() + hashlib.sha256(content).digest())
+    for p in sorted(c.pins):
+        h.update(f"\0pin\0{p.package}\0{p.version}\0{int(p.hold)}".encode())
+    for label, items in (("package", c.packages), ("service", c.services), ("module", c.modules)):
+        for item in sorted(items):
+            h.update(f"\0{label}\0{item}".encode())
+    return h.hexdigest()[:32]
+
+
+def host_digests(plan: HostPlan) -> dict[str, str]:
+    return {c.name: component_digest(c) for c in plan.components}
+
+
+def read_record(directory: Path) -> dict[str, dict[str, Any]]:
+    """host -> {target, when, engine, components: {name: digest}}; empty when there is no record."""
+    path = directory / RECORD_FILE
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        hosts = data["hosts"]
+        if data.get("version") != RECORD_VERSION or not isinstance(hosts, dict):
+            raise ValueError(f"version {data.get('version')!r}")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RecordError(f"{path}: not a deploy record ({exc}); move it away to start a new one") from None
+    return hosts
+
+
+def changed_plans(plans: Iterable[HostPlan], record: Mapping[str, Mapping[str, Any]],
+                  targets: Mapping[str, str]) -> list[HostPlan]:
+    """The plans cut down to the components whose desired state is not the one on record (hosts with
+    none such left out). A host recorded for another target (a re-created lab container) has no record."""
+    out = []
+    for plan in plans:
+        rec = record.get(plan.name)
+        applied = rec.get("components", {}) if rec and rec.get("target") == targets.get(plan.name) else {}
+        todo = tuple(c for c in plan.components if applied.get(c.name) != component_digest(c))
+        if todo:
+            out.append(dataclasses.replace(plan, components=todo))
+    return out
+
+
+def update_record(directory: Path, plans: Iterable[HostPlan], results: Iterable[Any], *, engine: str, env: Path,
+                  targets: Mapping[str, str]) -> None:
+    """Record the components of every host that finished; append the run to the history."""
+    record = read_record(directory)
+    when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    by_name = {p.name: p for p in plans}
+    statuses: dict[str, list[str]] = {}
+    for r in results:
+        statuses.setdefault(r.status, []).append(r.name)
+        plan = by_name.get(r.name)
+        if plan is None or r.status not in ("ok", "changed"):
+            continue
+        target = targets.get(r.name, plan.address)
+        prev = record.get(r.name) or {}
+        components = dict(prev.get("components", {})) if prev.get("target") == target else {}
+        components.update(host_digests(plan))
+        record[r.name] = {"target": target, "when": when, "engine": engine, "components": components}
+    write_atomic(directory / RECORD_FILE, json.dumps(
+        {"version": RECORD_VERSION, "env": env.resolve().name, "hosts": dict(sorted(record.items()))},
+        indent=1) + "\n")
+    line = {"when": when, "engine": engine, "env": str(env), "inventory": inventory_digest(env),
+            "commit": _git_commit(env), "hosts": {k: sorted(v) for k, v in sorted(statuses.items())}}
+    with (directory / HISTORY_FILE).open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
+def inventory_digest(env: Path) -> str:
+    """sha256 over the environment's YAML files (names and bytes), to tell which inventory was applied."""
+    h = hashlib.sha256()
+    files = sorted(env.glob("*.y*ml")) if env.is_dir() else [env]
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:32]
+
+
+def _git_commit(env: Path) -> str | None:
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=env if env.is_dir() else env.parent,
+                              capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
