@@ -38,13 +38,18 @@ def best_of(fn: Callable[[], object], runs: int = 3) -> float:
     return min(times)
 
 
+def write_env(env: Path, nodes: int) -> Path:
+    """The generated explicit inventory of `nodes` nodes, written into `env`."""
+    env.mkdir()
+    for name, text in generate(bench_spec(nodes)).items():
+        (env / name).write_text(text, encoding="utf-8")
+    return env
+
+
 def bench_load(tmp: Path) -> list[dict[str, object]]:
     rows = []
     for n in SIZES:
-        env = tmp / f"bench-{n}"
-        env.mkdir()
-        for name, text in generate(bench_spec(n)).items():
-            (env / name).write_text(text, encoding="utf-8")
+        env = write_env(tmp / f"bench-{n}", n)
         size = sum(f.stat().st_size for f in env.iterdir())
         counts = summary(load_checked(env).index)
         seconds = best_of(lambda env=env: load_checked(env))
@@ -81,10 +86,7 @@ def bench_validate(tmp: Path) -> list[dict[str, object]]:
 
     rows = []
     for n in (256, 512, 1024, 2048):
-        env = tmp / f"validate-{n}"
-        env.mkdir()
-        for name, text in generate(bench_spec(n)).items():
-            (env / name).write_text(text, encoding="utf-8")
+        env = write_env(tmp / f"validate-{n}", n)
         index = load_checked(env).index
         text = render(index, from_index(index))
         parse_s = best_of(lambda text=text: ibnetdiscover.parse(text))
@@ -193,10 +195,7 @@ def bench_day2(tmp: Path) -> list[dict[str, object]]:
 
     rows = []
     for n in SIZES:
-        old = tmp / f"day2-{n}"
-        old.mkdir()
-        for name, text in generate(bench_spec(n)).items():
-            (old / name).write_text(text, encoding="utf-8")
+        old = write_env(tmp / f"day2-{n}", n)
         new = tmp / f"day2-{n}-new"
         shutil.copytree(old, new)
         svc = new / "services.yaml"
