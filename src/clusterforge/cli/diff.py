@@ -19,6 +19,9 @@ def diff(
     old: Path = typer.Argument(..., help="the inventory as built (with --rev: the environment in git)"),
     new: Path | None = typer.Argument(None, help="the inventory as wanted (default: OLD's working copy)"),
     rev: str | None = typer.Option(None, "--rev", help="read OLD as committed at this git revision"),
+    deployed: bool = typer.Option(False, "--deployed",
+                                  help="--rev of the last deploy on record (the lab's, else state/<env>)"),
+    record: Path | None = typer.Option(None, "--record", help="with --deployed: the deploy record directory"),
     fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
     output: Path | None = typer.Option(None, "--output", "-o", help="also write the plan as JSON here"),
     exit_code: bool = typer.Option(False, "--exit-code", help="exit 1 when there is anything to do"),
@@ -27,6 +30,9 @@ def diff(
     reconfigure the subnet manager, validate, resume."""
     from ..day2 import change_plan
 
+    deployed_digest = None
+    if deployed:
+        rev, deployed_digest = _deployed_rev(old, record)
     if new is None:
         if rev is None:
             err.print("diff: give NEW, or --rev REV to compare ENV with a git revision", markup=False)
@@ -46,6 +52,12 @@ def diff(
                 err.print(f"the {label} inventory{f' (at {rev})' if label == 'old' and rev else ''} is invalid:",
                           markup=False)
                 fail_inventory(exc)
+        if deployed_digest is not None:
+            from ..deploy.record import inventory_digest
+
+            if inventory_digest(old_dir) != deployed_digest:
+                err.print(f"note: the last deploy ran with uncommitted inventory changes; comparing with {rev}",
+                          markup=False)
         plan = change_plan(indexes[0], indexes[1], str(new), new.resolve().name)
     data = plan.to_dict()
     if output is not None:
@@ -57,3 +69,18 @@ def diff(
             out.print(line, markup=False)
     if exit_code and not plan.empty:
         raise typer.Exit(int(ExitCode.FAILURE))
+
+
+def _deployed_rev(env: Path, record: Path | None) -> tuple[str, str | None]:
+    """The git commit (and inventory digest) of the newest deploy on record for `env`."""
+    from .. import labenv
+    from ..deploy.record import default_dir, last_deploy
+
+    lab = labenv.running(env)
+    where = record or (lab.state_dir if lab is not None else default_dir(env))
+    run = last_deploy(where)
+    if run is None:
+        err.print(f"diff: no deploy with a git commit on record in {where}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    digest = run.get("inventory")
+    return str(run["commit"]), digest if isinstance(digest, str) else None

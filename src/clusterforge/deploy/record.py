@@ -118,6 +118,21 @@ def update_record(directory: Path, plans: Iterable[HostPlan], results: Iterable[
         fh.write(json.dumps(line) + "\n")
 
 
+def last_deploy(directory: Path) -> dict[str, Any] | None:
+    """The newest run in the history that recorded a git commit, or None."""
+    path = directory / HISTORY_FILE
+    if not path.exists():
+        return None
+    for line in reversed(path.read_text(encoding="utf-8").splitlines()):
+        try:
+            run = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(run, dict) and run.get("commit"):
+            return run
+    return None
+
+
 def inventory_digest(env: Path) -> str:
     """sha256 over the environment's YAML files (names and bytes), to tell which inventory was applied."""
     h = hashlib.sha256()

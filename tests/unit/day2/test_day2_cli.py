@@ -86,3 +86,30 @@ def test_invalid_new_inventory_is_reported_with_its_location(repo: Path) -> None
     assert result.exit_code == 3
     assert "the new inventory is invalid" in result.output
     assert "nodes.yaml:4:" in result.output and "nodes[1].u" in result.output
+
+
+def _record_a_deploy(env: Path, record: Path) -> None:
+    from clusterforge.api import load_checked
+    from clusterforge.deploy.api import DeployRequest, plans_for
+    from clusterforge.deploy.record import update_record
+    from clusterforge.deploy.runner import HostResult
+
+    plans = list(plans_for(env, DeployRequest(), None, load_checked(env).index).values())
+    update_record(record, plans, [HostResult(p.name, "ok") for p in plans], engine="pyinfra", env=env,
+                  targets={p.name: f"ssh:{p.address}" for p in plans})
+
+
+def test_deployed_compares_with_the_commit_of_the_last_deploy(repo: Path, tmp_path: Path) -> None:
+    record = tmp_path / "record"
+    runner = CliRunner()
+    none = runner.invoke(app, ["diff", str(repo), "--deployed", "--record", str(record)])
+    assert none.exit_code == 2 and "no deploy with a git commit on record" in none.output
+    _record_a_deploy(repo, record)  # deployed from a clean working copy at HEAD
+    _bump_nccl(repo)  # then the inventory changed
+    result = runner.invoke(app, ["diff", str(repo), "--deployed", "--record", str(record)])
+    assert result.exit_code == 0, result.output
+    assert "8 host(s) to deploy" in result.output
+    assert "uncommitted" not in result.output
+    _record_a_deploy(repo, tmp_path / "dirty")  # deployed with the bump not committed
+    noted = runner.invoke(app, ["diff", str(repo), "--deployed", "--record", str(tmp_path / "dirty")])
+    assert "the last deploy ran with uncommitted inventory changes" in noted.output
