@@ -54,6 +54,8 @@ def format_changes(results: Sequence[HostResult], *, diffs: bool) -> str:
 
 
 def format_summary(results: Sequence[HostResult]) -> str:
+    if not results:
+        return "0 host(s), 0 change(s)"
     width = max((len(r.name) for r in results), default=4)
     lines = [f"{'HOST':<{width}}  {'STATUS':<11}  {'CHANGES':>7}  {'SECONDS':>7}  DETAIL"]
     for r in results:

@@ -116,7 +116,7 @@ def test_an_unreadable_record_is_an_error_not_a_full_redeploy(tmp_path: Path) ->
 
 
 def test_cli_changed_with_an_up_to_date_record_touches_no_host(tmp_path: Path) -> None:
-    env = tmp_path / "lab"  # a copy: no lab runs for it, so the deploy would go to the inventory's hosts
+    env = tmp_path / "lab-copy"  # no lab runs for this environment: the deploy would go to its hosts
     shutil.copytree(LAB, env)
     plans = _plans(env)
     record = tmp_path / "record"
