@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from lab_deploy_support import ENV, NODES, DeployLab
 
+from clusterforge.api import load_checked
+from clusterforge.day2 import change_plan
 from clusterforge.deploy.ansible_api import deploy_ansible
 from clusterforge.deploy.api import DeployOutcome, DeployRequest, deploy, plans_for
 from clusterforge.deploy.record import read_record
@@ -30,8 +34,6 @@ def _status(out: DeployOutcome) -> dict[str, str]:
 
 def _snapshot(lab: DeployLab) -> dict[str, dict[str, str]]:
     """sha256 of every file the deploy manages, per host, read over SSH."""
-    from clusterforge.api import load_checked
-
     index = load_checked(ENV).index
     plans = plans_for(ENV, DeployRequest(), None, index)
     out: dict[str, dict[str, str]] = {}
@@ -67,6 +69,28 @@ def test_the_run_is_on_record_and_changed_then_selects_nothing(deploy_lab: Deplo
                for name, r in record.items() if name.startswith("gpu"))
     again = _deploy(deploy_lab, changed_only=True)
     assert again.exit_code == 0 and again.results == []
+
+
+def test_day2_a_new_pin_reaches_only_the_hosts_it_touches(deploy_lab: DeployLab, tmp_path: Path) -> None:
+    # the inventory changes (a new NCCL): diff plans it, `--changed` deploys just that, a full deploy of
+    # the old inventory converges back
+    bumped = tmp_path / "lab"
+    shutil.copytree(ENV, bumped)
+    services = bumped / "services.yaml"
+    services.write_text(services.read_text().replace("nccl: 2.21.5-1", "nccl: 2.22.3-1"))
+    plan = change_plan(load_checked(ENV).index, load_checked(bumped).index, str(bumped), "lab")
+    assert {h.host for h in plan.hosts} == {f"gpu0{i}" for i in range(1, 9)} and plan.drained == ()
+    out = deploy(bumped, DeployRequest(lab_state=deploy_lab.state_dir, changed_only=True))
+    assert out.exit_code == 0, [r.error for r in out.results]
+    assert sorted(r.name for r in out.results) == ["gpu01", "gpu02"]  # the lab's GPU nodes; not sm01, lus01
+    assert {c.component for r in out.results for c in r.changes} == {"repo", "nccl"}
+    version = run(ssh_command(deploy_lab.state, "gpu01", ["dpkg-query", "-W", "-f", "${Version}", "libnccl2"]),
+                  timeout=30).stdout
+    assert version == "2.22.3-1+cuda12.4"
+    assert deploy(bumped, DeployRequest(lab_state=deploy_lab.state_dir, changed_only=True)).results == []
+    back = _deploy(deploy_lab)  # the committed inventory again: a full deploy converges the two hosts back
+    assert back.exit_code == 0 and sorted(r.name for r in back.results if r.changes) == ["gpu01", "gpu02"]
+    assert sum(len(r.changes) for r in _deploy(deploy_lab).results) == 0
 
 
 def test_drift_is_predicted_and_repaired(deploy_lab: DeployLab) -> None:
