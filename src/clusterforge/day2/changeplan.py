@@ -29,9 +29,11 @@ from ..model.index import Index, PortKey
 from .host_diff import HostChange, diff_hosts
 from .inventory_diff import CableChange, DeviceChange, InventoryDiff, diff_inventories
 
-Phase = Literal["drain", "unplug", "remove", "install", "plug", "relabel", "deploy", "fabric", "validate",
-                "resume"]
+Phase = Literal["drain", "unplug", "remove", "install", "trunks", "plug", "relabel", "deploy", "fabric",
+                "validate", "resume"]
 RACK_PHASES: tuple[Phase, ...] = ("drain", "unplug", "remove", "install", "plug", "relabel", "deploy")
+_BEFORE_TRUNKS: tuple[Phase, ...] = ("drain", "unplug", "remove", "install")
+_AFTER_TRUNKS: tuple[Phase, ...] = ("plug", "relabel", "deploy")
 _INTERRUPTING = ("moved", "replaced", "rerouted", "removed")
 _HARDWARE = ("gpus", "hcas", "dpus", "u_height", "profile")
 
@@ -144,6 +146,7 @@ class _Planner:
         self.by_rack: dict[str | None, dict[Phase, list[tuple[str, str, tuple[str, ...]]]]] = {}
         self.drain: dict[str, list[str]] = {}  # host -> reasons, in the order found
         self.warnings: list[str] = []
+        self.trunk_steps: list[tuple[str, str]] = []
 
     # -- where things are ---------------------------------------------------------------
     def _rack_of(self, device: str, index: Index) -> str:
@@ -247,17 +250,20 @@ class _Planner:
                                          "at the end of the list, or declare mgmt_ip/bmc_ip")
 
     def _trunk(self, d: DeviceChange) -> None:
+        """Trunks join panels in two racks: laid (or pulled) in a pass of their own, once every rack's
+        old cables are out and new panels in, before any cable is patched onto them."""
         trunk = (self.new.trunks.get(d.name) if d.change != "removed" else None) or self.old.trunks.get(d.name)
         index = self.new if d.change != "removed" else self.old
         panels = {p.name: p for p in index.inv.patch_panels}
-        rack = panels[trunk.a_panel].rack if trunk is not None and trunk.a_panel in panels else None
+        ends = "" if trunk is None else " - ".join(
+            f"{name} [{panels[name].rack} U{panels[name].u}]" if name in panels else name
+            for name in (trunk.a_panel, trunk.b_panel))
         if d.change == "removed":
-            self._add(rack, "unplug", d.name, "pull the MPO-24 trunk out")
+            self.trunk_steps.append((d.name, f"pull the MPO-24 trunk out: {ends}"))
         elif d.change == "added" and trunk is not None:
-            self._add(rack, "plug", d.name, f"lay the MPO-24 trunk {trunk.a_panel} - {trunk.b_panel} "
-                      f"({trunk.fiber_type}, {trunk.length_m:g} m)")
+            self.trunk_steps.append((d.name, f"lay the MPO-24 trunk {ends} ({trunk.fiber_type}, {trunk.length_m:g} m)"))
         else:
-            self._add(rack, "plug", d.name, f"re-lay the MPO-24 trunk: {', '.join(d.fields) or 'panels'}")
+            self.trunk_steps.append((d.name, f"re-lay the MPO-24 trunk {ends}: {', '.join(d.fields) or 'panels'}"))
 
     def _drains(self) -> None:
         policy = self.new.inv.deploy.reboot
@@ -302,14 +308,19 @@ class _Planner:
         def emit(phase: Phase, rack: str | None, subject: str, action: str, argv: tuple[str, ...] = ()) -> None:
             steps.append(Step(len(steps) + 1, phase, rack, subject, action, argv))
 
-        for rack in self._rack_order():
-            phases = self.by_rack.get(rack, {})
-            for phase in RACK_PHASES:
-                for subject, action, argv in phases.get(phase, []):
-                    emit(phase, rack, subject, action, argv)
-        for subject, action, argv in self.by_rack.get(None, {}).get("plug", []) + \
-                self.by_rack.get(None, {}).get("unplug", []):
-            emit("fabric", None, subject, action, argv)
+        def racks(phases: tuple[Phase, ...]) -> None:
+            for rack in self._rack_order():
+                for phase in phases:
+                    for subject, action, argv in self.by_rack.get(rack, {}).get(phase, []):
+                        emit(phase, rack, subject, action, argv)
+
+        if self.trunk_steps:  # two passes: out and in, the trunks, then patch and deploy
+            racks(_BEFORE_TRUNKS)
+            for subject, action in self.trunk_steps:
+                emit("trunks", None, subject, action)
+            racks(_AFTER_TRUNKS)
+        else:
+            racks(RACK_PHASES)
         if fabric_hosts:
             hosts = [h.host for h in fabric_hosts]
             what = "; ".join(str(c) for c in fabric_hosts[0].components if c.component == "opensm")

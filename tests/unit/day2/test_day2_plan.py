@@ -166,3 +166,24 @@ def test_plan_serializes_to_json_with_argv_lists() -> None:
     assert d["summary"]["cables"] == {"added": 2}
     assert all(isinstance(s["argv"], list) for s in d["steps"])
     assert d["cables"][0]["new"]["a"] == "gpu09/mlx5_0/1"
+
+
+def test_new_trunk_is_laid_between_the_two_rack_passes() -> None:
+    # an AOC uplink replaced by fiber over a new MPO-24 trunk between two new patch panels
+    data = lab_data()
+    data["patch_panels"] = [{"name": "pp-su01", "rack": "lab-su01-net", "u": 40},
+                            {"name": "pp-core", "rack": "lab-core01", "u": 40}]
+    data["trunks"] = [{"id": "T-1", "a_panel": "pp-su01", "b_panel": "pp-core", "length_m": 20}]
+    cable(data, "C-00020").update(media="fiber", length_m=20, fiber_type="OM4", trunk="T-1", lane_group=0)
+    plan = plan_for(data)
+    [change] = plan.diff.cables
+    assert change.change == "replaced"
+    order = [(s.phase, s.subject) for s in plan.steps]
+    lay = order.index(("trunks", "T-1"))
+    assert order.index(("unplug", "C-00020")) < lay < order.index(("plug", "C-00020"))
+    assert order.index(("install", "pp-su01")) < lay and order.index(("install", "pp-core")) < lay
+    step = plan.steps[lay]
+    assert step.rack is None
+    assert step.action == ("lay the MPO-24 trunk pp-su01 [lab-su01-net U40] - pp-core [lab-core01 U40] "
+                           "(OM4, 20 m)")
+    assert "trunk T-1 lanes 0" in plan.steps[order.index(("plug", "C-00020"))].action
