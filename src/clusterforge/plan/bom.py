@@ -77,6 +77,8 @@ def bill_of_materials(index: Index, prices: PriceTable) -> Bom:
     where = {n.name: (n.rack, n.u) for n in inv.nodes} | {s.name: (s.rack, s.u) for s in inv.switches}
     hcas: set[tuple[str, str]] = set()
     jumper: dict[tuple[str, int, str, str], float] = {}  # (rack, U, trunk panels) -> orderable jumper
+    copper: Counter[tuple[str, str, float]] = Counter()  # (media, rate, length): named after the loop
+    optics: Counter[tuple[str, str]] = Counter()  # (rate, fiber kind): two transceivers a link
     for c, declared in zip(inv.cables, index.cable_rates, strict=True):
         a, b = c.a, c.b
         if a.hca is not None:
@@ -85,15 +87,15 @@ def bill_of_materials(index: Index, prices: PriceTable) -> Bom:
             hcas.add((b.device, b.hca))
         rate = declared or "HDR"
         if c.media != "fiber":
-            count[("cable", f"cable/{c.media}/{rate}", c.length_m)] += 1
+            copper[(c.media, rate, c.length_m)] += 1
             continue
         trunk = trunks.get(c.trunk) if c.trunk else None
         kind = c.fiber_type or (trunk.fiber_type if trunk else "OM4")
-        count[("transceiver", f"transceiver/{rate}/{'SMF' if kind == 'OS2' else 'MMF'}", None)] += 2
+        optics[(rate, kind)] += 1
         if trunk is None:
             count[("fiber", f"fiber/{kind}", c.length_m)] += 1
             continue
-        for ref in (c.a, c.b):
+        for ref in (a, b):
             rack, u = where.get(ref.device, ("", 0))
             key = (rack, u, trunk.a_panel, trunk.b_panel)
             if key not in jumper:
@@ -102,6 +104,10 @@ def bill_of_materials(index: Index, prices: PriceTable) -> Bom:
                 run = geo.length(racks[rack], u, racks[rack], panel.u) if panel and rack in racks else 3.0
                 jumper[key] = cat.orderable_length("fiber", run) or run
             count[("jumper", f"jumper/{kind}", jumper[key])] += 1
+    for (media, rate, length), n in copper.items():
+        count[("cable", f"cable/{media}/{rate}", length)] += n
+    for (rate, kind), n in optics.items():
+        count[("transceiver", f"transceiver/{rate}/{'SMF' if kind == 'OS2' else 'MMF'}", None)] += 2 * n
     for node, hca in sorted(hcas):
         h = index.hca(node, hca)
         if h is not None:

@@ -38,6 +38,12 @@ def csv_line(cells: list[str]) -> str:
     return ",".join([csv_cell(c) for c in cells])
 
 
+def plain_cell(text: str | None) -> bool:
+    """True when `text` goes into a CSV cell as it is (no quoting)."""
+    return text is None or not ("," in text or '"' in text or "\n" in text or "\r" in text or "\t" in text
+                                or text != text.strip())
+
+
 def _num(value: float) -> str:
     return f"{value:g}"
 
@@ -48,16 +54,19 @@ def _port(key: PortKey) -> str:
 
 
 def work_order(fab: FabricView) -> dict[str, Any]:
+    # every cell but the free-text label comes from a pattern-checked model field (ids, names, ports,
+    # literals, numbers) that never needs quoting: a row is quoted cell by cell only for such a label
     place = fab.places
     rows: list[str] = []
     for link in fab.links:
         c, a, b = link.cable, link.a, link.b
         (ra, ua), (rb, ub) = place[a[0]], place[b[0]]
-        rows.append(csv_line([
+        cells = [
             c.id, c.label or c.id, ra, str(ua), a[0], _port(a), rb, str(ub), b[0], _port(b), c.media,
             c.fiber_type or "", _num(c.length_m), c.trunk or "",
             "" if c.lane_group is None else str(c.lane_group),
-        ]))
+        ]
+        rows.append(",".join(cells) if plain_cell(c.label) else csv_line(cells))
     return {"header": csv_line(WORK_ORDER_HEADER), "rows": rows}
 
 
@@ -76,8 +85,12 @@ def labels(fab: FabricView) -> dict[str, Any]:
         extra = f"{c.media} {_num(c.length_m)} m" + (f" trunk {c.trunk}" if c.trunk else "")
         head = f"{c.label or c.id} ({extra})"
         wa, wb = _where(place, link.a), _where(place, link.b)
-        rows.append(csv_line([c.id, "A", head, wa, "to " + wb]))
-        rows.append(csv_line([c.id, "B", head, wb, "to " + wa]))
+        if plain_cell(c.label):  # as in the work order: only a free-text label may need quoting
+            rows.append(f"{c.id},A,{head},{wa},to {wb}")
+            rows.append(f"{c.id},B,{head},{wb},to {wa}")
+        else:
+            rows.append(csv_line([c.id, "A", head, wa, "to " + wb]))
+            rows.append(csv_line([c.id, "B", head, wb, "to " + wa]))
     return {"header": csv_line(LABELS_HEADER), "rows": rows}
 
 

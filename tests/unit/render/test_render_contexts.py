@@ -162,6 +162,23 @@ def test_work_order_columns() -> None:
     assert len(rows) == 1 + 39
 
 
+def test_a_label_that_needs_quoting_round_trips_through_both_csvs() -> None:
+    import csv
+    import io
+
+    data = lab_data()
+    data["cables"][0]["label"] = 'R1, "top" '
+    data["cables"][1]["label"] = "L-0002"
+    files = render_environment(index_of(data), "lab")
+    order = list(csv.reader(io.StringIO(files["cabling/work-order.csv"])))
+    assert order[1][:2] == ["C-00001", 'R1, "top" '] and len(order[1]) == 15
+    assert order[2][:2] == ["C-00002", "L-0002"]
+    labels = list(csv.reader(io.StringIO(files["cabling/labels.csv"])))
+    assert labels[1] == ["C-00001", "A", 'R1, "top"  (AOC 10 m)', "lab-su01-r01 U2 gpu01 mlx5_0 port 1",
+                         "to lab-su01-net U2 leaf-su01-r0 port 1"]
+    assert all(len(row) == 5 for row in labels)
+
+
 def _ndr(data: dict[str, Any]) -> dict[str, Any]:
     for prof in data["profiles"]:
         for hca in prof["hcas"]:
