@@ -106,8 +106,8 @@ def bill_of_materials(index: Index, prices: PriceTable) -> Bom:
             count[("jumper", f"jumper/{kind}", jumper[key])] += 1
     for (media, rate, length), n in copper.items():
         count[("cable", f"cable/{media}/{rate}", length)] += n
-    for (rate, kind), n in optics.items():
-        count[("transceiver", f"transceiver/{rate}/{'SMF' if kind == 'OS2' else 'MMF'}", None)] += 2 * n
+    for (rate, fiber), n in optics.items():
+        count[("transceiver", f"transceiver/{rate}/{'SMF' if fiber == 'OS2' else 'MMF'}", None)] += 2 * n
     for node, hca in sorted(hcas):
         h = index.hca(node, hca)
         if h is not None:

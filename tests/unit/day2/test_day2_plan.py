@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from _day2_util import add_gpu09, cable, lab_data, node, phases, plan_for
 
-from clusterforge.day2.changeplan import RACK_PHASES
+from clusterforge.day2.steps import RACK_PHASES
 
 DRAIN = ["scontrol", "update", "nodename={host}", "state=drain", "reason=clusterforge"]
 RESUME = ["scontrol", "update", "nodename={host}", "state=resume"]
