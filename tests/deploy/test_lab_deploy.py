@@ -157,6 +157,8 @@ def test_engines_write_identical_bytes(deploy_lab: DeployLab) -> None:
     deploy_lab.reset()
     ans = deploy_ansible(ENV, DeployRequest(lab_state=deploy_lab.state_dir))
     assert ans.exit_code == 0, [(r.name, r.error) for r in ans.results]
+    record = read_record(deploy_lab.state_dir)  # Ansible's runs are on record too, for the new containers
+    assert {name: r["engine"] for name, r in record.items()} == dict.fromkeys(NODES, "ansible")
     theirs = _snapshot(deploy_lab)
     assert theirs == ours
     # and pyinfra finds nothing left to do after Ansible
