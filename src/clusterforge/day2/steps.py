@@ -62,8 +62,9 @@ class ChangePlan:
     def to_dict(self) -> dict[str, Any]:
         return {
             "env": self.env, "changes": not self.empty, "summary": self.summary(), "warnings": list(self.warnings),
-            "devices": [{"kind": d.kind, "name": d.name, "change": d.change, "old_place": _place(d.old_place),
-                         "new_place": _place(d.new_place), "fields": list(d.fields)} for d in self.diff.devices],
+            "devices": [{"kind": d.kind, "name": d.name, "change": d.change, "old_place": _place(d.kind, d.old_place),
+                         "new_place": _place(d.kind, d.new_place), "fields": list(d.fields)}
+                        for d in self.diff.devices],
             "cables": [{"change": c.change, "id": c.id, "old": _cable(c.old), "new": _cable(c.new),
                         "fields": list(c.fields)} for c in self.diff.cables],
             "hosts": [{"host": h.host, "rack": h.rack, "change": h.change, "reboot": h.reboot,
@@ -95,8 +96,15 @@ class ChangePlan:
         return out
 
 
-def _place(p: tuple[str, int] | None) -> dict[str, Any] | None:
-    return None if p is None else {"rack": p[0], "u": p[1]}
+def _place(kind: str, p: tuple[str, int] | None) -> dict[str, Any] | None:
+    """Where a device is: rack and U; a rack: row and position; a trunk: its two panels."""
+    if p is None:
+        return None
+    if kind == "rack":
+        return {"row": p[0], "position": p[1]}
+    if kind == "trunk":
+        return {"panels": p[0]}
+    return {"rack": p[0], "u": p[1]}
 
 
 def _cable(c: Cable | None) -> dict[str, Any] | None:

@@ -187,3 +187,6 @@ def test_new_trunk_is_laid_between_the_two_rack_passes() -> None:
     assert step.action == ("lay the MPO-24 trunk pp-su01 [lab-su01-net U40] - pp-core [lab-core01 U40] "
                            "(OM4, 20 m)")
     assert "trunk T-1 lanes 0" in plan.steps[order.index(("plug", "C-00020"))].action
+    devices = {d["name"]: d for d in plan.to_dict()["devices"]}
+    assert devices["T-1"]["new_place"] == {"panels": "pp-su01 - pp-core"}
+    assert devices["pp-core"]["new_place"] == {"rack": "lab-core01", "u": 40}
