@@ -54,23 +54,22 @@ def _sim_ca_guid(fab: FabricView, ca: Ca) -> int:
 
 def net_context(fab: FabricView) -> tuple[dict[str, Any], list[str], list[str]]:
     ids: dict[str, str] = {}
-    descs: dict[str, str] = {}
     for sw in fab.index.inv.switches:
         ids[sw.name] = f"S-{fab.guids.switch(sw.name):016x}"
-        descs[sw.name] = sw.name
     sim_guid = {ca.label: _sim_ca_guid(fab, ca) for ca in fab.cas}
     for ca in fab.cas:
         ids[ca.label] = f"H-{sim_guid[ca.label]:016x}"
-        descs[ca.label] = ca.desc
-
-    def end(key: tuple[str, str | None, int]) -> str:
-        return key[0] if key[1] is None else f"{key[0]}/{key[1]}"
 
     # per rate: the trailing `lid 0 4xHDR` that sets a port's enabled width/speed
     rates: Counter[str] = Counter(link.rate for link in fab.links if link.rate)
     modes = {rate: link_mode(fab, rate) for rate in {link.rate for link in fab.links}}
     tail = {rate: f"lid 0 {lanes}x{sim}" for rate, (lanes, _speed, sim) in modes.items()}
     slow = {f"{lanes}x{speed}" for lanes, speed, sim in modes.values() if sim != speed}
+    # what a port line says of the device at the far end, by (device, hca): its quoted id and
+    # description, and for a CA the GUID that its port numbers are added to
+    far_of: dict[tuple[str, str | None], tuple[str, str, int | None]] = {
+        (sw.name, None): (f'"{ids[sw.name]}"', f'"{sw.name}"', None) for sw in fab.index.inv.switches}
+    far_of.update({(ca.node, ca.name): (f'"{ids[ca.label]}"', f'"{ca.desc}"', sim_guid[ca.label]) for ca in fab.cas})
     peer = fab.peer
 
     def port_line(key: tuple[str, str | None, int], own_guid: str | None = None) -> str | None:
@@ -83,11 +82,11 @@ def net_context(fab: FabricView) -> tuple[dict[str, Any], list[str], list[str]]:
         if hit is None:
             return None
         far, link = hit
-        who = end(far)
+        fid, fdesc, fguid = far_of[far[0], far[1]]
         if own_guid is not None:
-            return f'[{key[2]}]({own_guid}) \t"{ids[who]}"[{far[2]}]\t\t# lid 0 lmc 0 "{descs[who]}" {tail[link.rate]}'
-        peer_guid = "" if far[1] is None else f"({sim_guid[who] + far[2]:016x}) "
-        return f'[{key[2]}]\t"{ids[who]}"[{far[2]}]{peer_guid}\t\t# "{descs[who]}" {tail[link.rate]}'
+            return f"[{key[2]}]({own_guid}) \t{fid}[{far[2]}]\t\t# lid 0 lmc 0 {fdesc} {tail[link.rate]}"
+        peer_guid = "" if fguid is None else f"({fguid + far[2]:016x}) "
+        return f"[{key[2]}]\t{fid}[{far[2]}]{peer_guid}\t\t# {fdesc} {tail[link.rate]}"
 
     records: list[dict[str, Any]] = []
     labels: list[str] = []
