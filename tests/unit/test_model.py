@@ -56,3 +56,26 @@ def test_models_are_frozen_and_strict() -> None:
         Cable.model_validate(
             {"id": "C-1", "a": "leaf01/1", "b": "spine01/1", "media": "AOC", "length_m": 5, "colour": "blue"}
         )
+
+
+def test_a_profile_problem_is_reported_once_not_under_every_overriding_node() -> None:
+    from pathlib import Path
+
+    from clusterforge.api import load_checked
+    from clusterforge.check import run_checks
+    from clusterforge.model import Inventory
+    from clusterforge.model.index import Index
+
+    data = load_checked(Path(__file__).resolve().parents[2] / "inventories" / "lab").inv.model_dump(mode="json")
+    gpu_node = next(p for p in data["profiles"] if p["name"] == "gpu-node")
+    gpu_node["hcas"][0]["model"] = "ConnectX-99"
+    for node in data["nodes"][:3]:  # three nodes override only their GPUs: the HCA problem is the profile's
+        node["gpus"] = {**gpu_node["gpus"], "count": 8}
+    data["nodes"][3]["hcas"] = [{**gpu_node["hcas"][1], "name": "mlx5_0", "model": "ConnectX-98", "gpu": 9}]
+    issues = run_checks(Index(Inventory.model_validate(data)))
+    unknown = [(i.path, i.message.split(" (")[0]) for i in issues if "unknown HCA model" in i.message]
+    prof = data["profiles"].index(gpu_node)
+    assert unknown == [(("profiles", prof, "hcas", 0, "model"), "unknown HCA model 'ConnectX-99'"),
+                       (("nodes", 3, "hcas", 0, "model"), "unknown HCA model 'ConnectX-98'")]
+    # a pairing the node's own HCA makes is still checked on the node (GPU 9 of 8)
+    assert [i.path for i in issues if "is paired with GPU 9" in i.message] == [("nodes", 3, "hcas", 0, "gpu")]

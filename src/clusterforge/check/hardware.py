@@ -8,17 +8,23 @@ from ..errors import Path as ErrPath
 from ..model.hardware import Hardware
 from ..model.index import Index
 
-_OVERRIDES = ("gpus", "hcas", "dpus", "gpu_root_complexes")
-
 
 def check(index: Index) -> list[InventoryIssue]:
+    """Profiles in full; a node only for what it declares itself, so that a profile's problem is
+    reported once, at the profile, not again under every node that overrides another field."""
     inv, cat = index.inv, index.cat
     out: list[InventoryIssue] = []
     for i, prof in enumerate(inv.profiles):
-        out += _hardware(cat, prof, ("profiles", i), prof.name)
+        out += _catalog(cat, prof, ("profiles", i))
+        out += _pairing(prof, ("profiles", i), prof.name)
     for i, node in enumerate(inv.nodes):
-        if any(getattr(node, k, None) is not None for k in _OVERRIDES):
-            out += _hardware(cat, index.hardware[node.name], ("nodes", i), node.name)
+        path = ("nodes", i)
+        own = Hardware.model_construct(gpus=node.gpus, hcas=node.hcas or [], dpus=node.dpus or [])
+        out += _catalog(cat, own, path)
+        gpu_side = node.gpus is not None or node.hcas is not None
+        dpu_side = node.dpus is not None or node.gpu_root_complexes is not None
+        if gpu_side or dpu_side:
+            out += _pairing(index.hardware[node.name], path, node.name, gpu_side, dpu_side)
     for i, sw in enumerate(inv.switches):
         model = cat.switches.get(sw.model)
         if model is None:
@@ -33,7 +39,8 @@ def check(index: Index) -> list[InventoryIssue]:
     return out
 
 
-def _hardware(cat: Catalog, hw: Hardware, path: ErrPath, owner: str) -> list[InventoryIssue]:
+def _catalog(cat: Catalog, hw: Hardware, path: ErrPath) -> list[InventoryIssue]:
+    """Models known to the catalog, ports and rates they have."""
     out: list[InventoryIssue] = []
     gpus = hw.gpus
     if gpus is not None:
@@ -77,6 +84,16 @@ def _hardware(cat: Catalog, hw: Hardware, path: ErrPath, owner: str) -> list[Inv
                             f"{hca.model} does not run at {port.rate} (supports {', '.join(model.rates)})",
                         )
                     )
+    return out
+
+
+def _pairing(hw: Hardware, path: ErrPath, owner: str, gpu_side: bool = True,
+             dpu_side: bool = True) -> list[InventoryIssue]:
+    """HCA <-> GPU pairing and NUMA, DPU <-> GPU root complexes (the sides that are asked for)."""
+    out: list[InventoryIssue] = []
+    gpus = hw.gpus
+    for j, hca in enumerate(hw.hcas if gpu_side else ()):
+        hpath = (*path, "hcas", j)
         if hca.gpu is not None:
             if gpus is None or hca.gpu >= gpus.count:
                 have = gpus.count if gpus else 0
@@ -96,7 +113,7 @@ def _hardware(cat: Catalog, hw: Hardware, path: ErrPath, owner: str) -> list[Inv
                     )
                 )
     gpu_rcs = set(hw.gpu_root_complexes)
-    for j, dpu in enumerate(hw.dpus):
+    for j, dpu in enumerate(hw.dpus if dpu_side else ()):
         if dpu.root_complex is not None and dpu.root_complex in gpu_rcs:
             out.append(
                 InventoryIssue(
