@@ -205,7 +205,7 @@ def _merge_section(
         merged[key] = merged[key] + value
         return
     first = source.mapping_origin.get(key) or source.list_segments[key][0].file
-    tree = yaml.compose(file.read_text(encoding="utf-8"), Loader=_Loader)
+    tree = source._tree(file)
     mark = _walk(tree, [key]) if tree is not None else None
     issues.append(
         InventoryIssue(

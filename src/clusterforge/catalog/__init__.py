@@ -76,6 +76,10 @@ class CoolingInfo(_Entry):
     liquid: bool
 
 
+_LINKS_UP = frozenset(frozenset(p) for p in (("HDR", "HDR100"), ("NDR", "NDR200"), ("HDR", "EDR"), ("NDR", "HDR"),
+                                             ("XDR", "NDR")))
+
+
 class Catalog(_Entry):
     switches: dict[str, SwitchModel]
     hcas: dict[str, HcaModel]
@@ -101,6 +105,12 @@ class Catalog(_Entry):
         if a is None or b is None or a == b:
             return a or b
         return a if self.rates[a].gbps <= self.rates[b].gbps else b
+
+    @staticmethod
+    def links_up(a: str, b: str) -> bool:
+        """Do ports at rates `a` and `b` form a link: the same rate, one the other's split, or one
+        generation apart (HDR-HDR100, NDR-NDR200, HDR-EDR, NDR-HDR, XDR-NDR)."""
+        return a == b or frozenset((a, b)) in _LINKS_UP
 
     def orderable_length(self, media: str, length_m: float) -> float | None:
         """The shortest orderable length of `media` that covers `length_m`."""
@@ -129,5 +139,3 @@ def catalog() -> Catalog:
         leak_sensors_per_m2=sensors,
     )
 
-
-RATES: tuple[str, ...] = ("EDR", "HDR100", "HDR", "NDR200", "NDR", "XDR")

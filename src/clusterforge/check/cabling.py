@@ -8,13 +8,11 @@ from ..errors import InventoryIssue
 from ..model.cabling import Cable
 from ..model.index import Index, PortInfo
 
-_NVLINK = {"NVLINK"}
-
 
 def check(index: Index) -> list[InventoryIssue]:
     inv, cat = index.inv, index.cat
     out: list[InventoryIssue] = []
-    used: dict[tuple[str, str | None, int], str] = {}
+    first_at = index.cable_at  # port -> the first cable declared in it
     trunks = index.trunks
     lanes: dict[tuple[str, int], str] = {}
     fibers_per_link = cat.media["fiber"].fibers_per_link or {}
@@ -26,11 +24,10 @@ def check(index: Index) -> list[InventoryIssue]:
             if info is None:
                 out.append(InventoryIssue(("cables", i, side), problem or "unknown port"))
                 continue
-            key = (ref.device, ref.hca, ref.port)
-            other = used.setdefault(key, cable.id)
-            if other != cable.id:
+            other = first_at[ref.key]
+            if other is not cable:
                 out.append(
-                    InventoryIssue(("cables", i, side), f"port {ref} is already used by cable {other}")
+                    InventoryIssue(("cables", i, side), f"port {ref} is already used by cable {other.id}")
                 )
             ends.append(info)
         if cable.a.key == cable.b.key:
@@ -78,7 +75,7 @@ def _link(
         out.append(InventoryIssue(("cables", i), f"{a} and {b} are on the same node"))
     if a.rate is None or b.rate is None:
         return out
-    if a.rate != b.rate and not _compatible(a.rate, b.rate):
+    if not cat.links_up(a.rate, b.rate):
         out.append(
             InventoryIssue(
                 ("cables", i),
@@ -86,7 +83,7 @@ def _link(
             )
         )
         return out
-    rate = cat.slower(a.rate, b.rate) or a.rate
+    rate = cat.slower(a.rate, b.rate) or a.rate  # both known here
     fiber_type = cable.fiber_type
     if fiber_type is None and cable.trunk is not None:
         trunk = index.trunks.get(cable.trunk)
@@ -106,15 +103,6 @@ def _link(
             )
         )
     return out
-
-
-def _compatible(r1: str, r2: str) -> bool:
-    """Different rates link up when one is the other's split or a lower generation."""
-    pairs = {
-        frozenset(p)
-        for p in (("HDR", "HDR100"), ("NDR", "NDR200"), ("HDR", "EDR"), ("NDR", "HDR"), ("XDR", "NDR"))
-    }
-    return frozenset((r1, r2)) in pairs
 
 
 def _fiber(

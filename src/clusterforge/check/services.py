@@ -24,7 +24,8 @@ def _opensm(index: Index) -> list[InventoryIssue]:
         if smn.node not in index.nodes:
             out.append(InventoryIssue(path, f"SM node {smn.node!r} is not a declared node"))
             continue
-        cabled = any(key[0] == smn.node for key in index.cable_at)
+        cabled = any((smn.node, dev.name, p.port) in index.cable_at
+                     for dev in (*index.hardware[smn.node].hcas, *index.hardware[smn.node].dpus) for p in dev.ports)
         if not cabled and index.inv.fabric is None:
             out.append(
                 InventoryIssue(

@@ -160,9 +160,6 @@ class Index:
         return out
 
     def switch_port_count(self, sw: Switch) -> int | None:
-        model = self.cat.switches.get(sw.model)
-        if model is None:
-            return None
-        if sw.split and model.split is not None:
-            return model.ports * model.split.ways
-        return model.ports
+        """Logical ports of a switch (split ports counted twice); None for a model not in the catalog."""
+        known = self.switch_ports.get(sw.name)
+        return known[0] if known is not None else None

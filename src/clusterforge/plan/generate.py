@@ -39,11 +39,6 @@ from .placement import Floor
 from .result import Plan
 from .trunks import TrunkPacker
 
-# Rates that link up with each other (as the inventory's cabling check has them): a split
-# port and its parent rate, and one generation down.
-_LINKS_UP = {frozenset(p) for p in (("HDR", "HDR100"), ("NDR", "NDR200"), ("HDR", "EDR"), ("NDR", "HDR"),
-                                    ("XDR", "NDR"))}
-
 
 def plan_fabric(inv: Inventory, index: Index | None = None, cat: Catalog | None = None) -> Plan:
     """Generate the fabric of `inv` from its `fabric` spec. Pure; raises PlanError."""
@@ -175,7 +170,7 @@ class _Builder:
 
     def _host(self, node: FabricNode, ep: Endpoint, leaf: str, port: int) -> None:
         d = self.d
-        if ep.rate != d.leaf.rate and frozenset((ep.rate, d.leaf.rate)) not in _LINKS_UP:
+        if not self.cat.links_up(ep.rate, d.leaf.rate):
             raise PlanError(f"node {node.name}: {ep.hca}/{ep.port} runs {ep.rate}, but the ports of "
                             f"{d.leaf.model} leaves run {d.leaf.rate}{' (split)' if d.leaf.split else ''}: "
                             "they cannot link up", ["a leaf_model (or split) whose ports run "
