@@ -24,8 +24,10 @@ def _opensm(index: Index) -> list[InventoryIssue]:
         if smn.node not in index.nodes:
             out.append(InventoryIssue(path, f"SM node {smn.node!r} is not a declared node"))
             continue
-        cabled = any((smn.node, dev.name, p.port) in index.cable_at
-                     for dev in (*index.hardware[smn.node].hcas, *index.hardware[smn.node].dpus) for p in dev.ports)
+        hw = index.hardware[smn.node]
+        cabled = any((smn.node, name, port) in index.cable_at
+                     for name, port in [(h.name, p.port) for h in hw.hcas for p in h.ports]
+                     + [(d.name, p.port) for d in hw.dpus for p in d.ports])
         if not cabled and index.inv.fabric is None:
             out.append(
                 InventoryIssue(
