@@ -151,6 +151,11 @@ class Index:
         return [slower(port_rate(*c.a.key), port_rate(*c.b.key)) for c in self.inv.cables]
 
     @cached_property
+    def port_guid_locks(self) -> dict[PortKey, str]:
+        """Port GUIDs learned from the built fabric (`guid_locks.ports`), by port."""
+        return {ref.key: guid for ref, guid in self.inv.guid_locks.ports.items()}
+
+    @cached_property
     def cable_at(self) -> dict[PortKey, Cable]:
         """The cable plugged into each port (first one wins; duplicates are a check error)."""
         out: dict[PortKey, Cable] = {}

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model.index import Index, PortKey
-from ..render.guids import build_guids, fmt
+from ..render.fabric import FabricView
+from ..render.guids import fmt
 from ..validate.expect import expected_links
 
 End = PortKey
@@ -31,6 +32,7 @@ class SimFabric:
     guid: dict[tuple[str, str | None], str]  # (device, hca) -> node GUID
     desc: dict[tuple[str, str | None], str] = field(default_factory=dict)
     port_guid: dict[PortKey, str] = field(default_factory=dict)  # CA ports; default node GUID + port
+    ca_ports: dict[tuple[str, str | None], int] = field(default_factory=dict)  # CA -> its port count
 
     def pguid(self, key: PortKey) -> str:
         known = self.port_guid.get(key)
@@ -68,18 +70,14 @@ class SimFabric:
 
 def from_index(index: Index) -> SimFabric:
     """The declared fabric with the GUIDs the renderer uses (locked, declared or placeholders)."""
-    cas = [
-        (node.name, hca.name, tuple(p.port for p in hca.ports))
-        for node in index.inv.nodes
-        for hca in index.hardware[node.name].hcas
-    ]
-    book = build_guids(index, cas)
+    view = FabricView(index)
+    book = view.guids
     guid: dict[tuple[str, str | None], str] = {(n, None): fmt(g) for n, g in book.switches.items()}
     guid.update({(n, h): fmt(g) for (n, h), g in book.ca_nodes.items()})
     port_guid: dict[PortKey, str] = {k: fmt(g) for k, g in book.ca_ports.items()}
     links = [SimLink(e.a, e.b, e.width, e.speed, e.cable.id) for e in expected_links(index).values()]
     desc = {k: (k[0] if k[1] is None else f"{k[0]} {k[1]}") for k in guid}
-    return SimFabric(links, guid, desc, port_guid)
+    return SimFabric(links, guid, desc, port_guid, {(ca.node, ca.name): max(ca.ports) for ca in view.cas})
 
 
 def render(index: Index, fab: SimFabric) -> str:
@@ -125,7 +123,8 @@ def render(index: Index, fab: SimFabric) -> str:
             "devid=0x101b",
             f"sysimgguid=0x{g}",
             f"caguid=0x{g}",
-            f'Ca\t1 "H-{g}"\t\t# "{fab.desc[key]}"',
+            f'Ca\t{fab.ca_ports.get(key) or max((p for p, _, _ in ports[key]), default=1)} "H-{g}"\t\t'
+            f'# "{fab.desc[key]}"',
         ]
         for port, peer, link in sorted(ports[key], key=lambda t: t[0]):
             pk = (peer[0], peer[1])

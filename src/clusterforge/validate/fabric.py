@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..model.cabling import Cable
 from ..model.index import Index, PortKey
 from ..parse.iblinkinfo import IblinkinfoReport
 from ..parse.ibnetdiscover import IbTopology
@@ -41,7 +42,7 @@ def diff_fabric(index: Index, topo: IbTopology, linkinfo: IblinkinfoReport | Non
             out.append(_unexpected(index, s))
         else:
             misplaced.append(s)
-    out += _miswired(index, expected, misplaced)
+    out += _miswired(index, misplaced)
     down = _down_ports(binding, linkinfo)
     for exp in expected.values():
         if exp.a in at_port or exp.b in at_port:
@@ -147,29 +148,37 @@ def _unexpected(index: Index, s: Seen) -> Finding:
     )
 
 
-def _miswired(
-    index: Index, expected: dict[frozenset[PortKey], ExpectedLink], misplaced: list[Seen]
-) -> list[Finding]:
+def _miswired(index: Index, misplaced: list[Seen]) -> list[Finding]:
+    """Pair misplaced links into swaps, else report each alone. A swap partner of a link seen at port
+    x is the link seen at the declared peer of x: looked up, not searched (linear in links)."""
     out: list[Finding] = []
     done: set[int] = set()
+    seen_at = {end: j for j, s in enumerate(misplaced) for end in (s.a, s.b)}
+    position = {id(c): k for k, c in enumerate(index.inv.cables)} if misplaced else {}
     for i, s1 in enumerate(misplaced):
         if i in done:
             continue
-        for j in range(i + 1, len(misplaced)):
-            if j in done:
+        for x in (s1.a, s1.b):
+            cable = index.cable_at.get(x)
+            j = seen_at.get(_other_end(cable, x)) if cable is not None else None
+            if j is None or j == i or j in done:
                 continue
-            swap = _as_swap(index, s1, misplaced[j])
+            swap = _as_swap(index, position, s1, misplaced[j])
             if swap is not None:
                 out.append(swap)
                 done.update((i, j))
                 break
     for i, s in enumerate(misplaced):
         if i not in done:
-            out.append(_one_miswire(index, s))
+            out.append(_one_miswire(index, position, s))
     return out
 
 
-def _as_swap(index: Index, s1: Seen, s2: Seen) -> Finding | None:
+def _other_end(cable: Cable, key: PortKey) -> PortKey:
+    return cable.b.key if cable.a.key == key else cable.a.key
+
+
+def _as_swap(index: Index, position: dict[int, int], s1: Seen, s2: Seen) -> Finding | None:
     """Two seen links that are two declared cables with one pair of ends exchanged."""
 
     # prefer naming the hosts (x) and the switch ports they landed on (y)
@@ -198,7 +207,7 @@ def _as_swap(index: Index, s1: Seen, s2: Seen) -> Finding | None:
                         f"swap cables {c1.id} and {c2.id} at {where}" + _trunk_hint(index, c1.trunk, c2.trunk)
                     ),
                     floor=floor_of(index, y1),
-                    inventory=("cables", index.inv.cables.index(c1)),
+                    inventory=("cables", position[id(c1)]),
                 )
     return None
 
@@ -221,13 +230,13 @@ def _trunk_hint(index: Index, *trunks: str | None) -> str:
     return "; the links ride " + ", ".join(parts) if parts else ""
 
 
-def _one_miswire(index: Index, s: Seen) -> Finding:
+def _one_miswire(index: Index, position: dict[int, int], s: Seen) -> Finding:
     # Report from the end that has a declared cable, preferring the host end.
     for x, y in ((s.a, s.b), (s.b, s.a)):
         cable = index.cable_at.get(x)
         if cable is None:
             continue
-        want = cable.b.key if cable.a.key == x else cable.a.key
+        want = _other_end(cable, x)
         return Finding(
             "FAB-MISWIRED",
             "error",
@@ -241,7 +250,7 @@ def _one_miswire(index: Index, s: Seen) -> Finding:
                 + _trunk_hint(index, cable.trunk)
             ),
             floor=floor_of(index, y),
-            inventory=("cables", index.inv.cables.index(cable)),
+            inventory=("cables", position[id(cable)]),
         )
     raise AssertionError("misplaced link without a declared end")  # guarded by the caller
 

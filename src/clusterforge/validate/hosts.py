@@ -13,7 +13,7 @@ def check_host(index: Index, host: str, cas: Sequence[IbstatCa]) -> list[Finding
     """`cas`: the CAs the host reports, named as declared (see collect for the lab mapping)."""
     out: list[Finding] = []
     by_name: Mapping[str, IbstatCa] = {ca.ca: ca for ca in cas}
-    locks = {(r.device, r.hca, r.port): g for r, g in index.inv.guid_locks.ports.items()}
+    locks = index.port_guid_locks  # built once, not per host
     node = index.nodes[host]
     floor = f"rack {node.rack} U{node.u}"
     for hca in index.hardware[host].hcas:

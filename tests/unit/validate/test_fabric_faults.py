@@ -181,3 +181,18 @@ def test_garbage_output_is_a_parse_finding_with_its_line(lab: Checked) -> None:
     report = validate(lab.index, obs)
     parse = [f for f in report.findings if f.rule == "PARSE"]
     assert len(parse) == 1 and parse[0].message.startswith("saved/hosts/gpu01/ibstat.txt:")
+
+
+def test_dual_port_hca_prints_its_port_count_and_validates_clean(lab: Checked) -> None:
+    from clusterforge.model import Inventory
+    from clusterforge.model.index import Index
+
+    data = lab.inv.model_dump(mode="json")
+    sm = next(p for p in data["profiles"] if p["name"] == "sm-node")
+    sm["hcas"][0]["ports"].append({"port": 2, "rate": "HDR"})
+    data["cables"].append({"id": "C-00099", "a": "sm01/mlx5_0/2", "b": "leaf-infra01/4", "media": "AOC",
+                           "length_m": 3})
+    index = Index(Inventory.model_validate(data))
+    text = render(index, from_index(index))
+    assert 'Ca\t2 "H-' in text  # ibnetdiscover prints the CA's port count, 2 here
+    assert diff_fabric(index, ibnetdiscover.parse(text)) == []
