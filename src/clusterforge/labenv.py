@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import subprocess
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from .fsutil import write_atomic
 from .lab import LabHca, LabHost, LabSpec, LabState, PortRef, read_state, ssh_command
 from .lab.errors import LabError
 from .lab.netfile import parse_netfile
+from .lab.proc import run
 from .model.index import Index
 from .render import render, write_tree
 from .sim import nvidia_smi
@@ -102,26 +102,22 @@ def running(env: Path, root: Path | None = None) -> LabState | None:
     return state if state is not None and state.complete else None
 
 
-def put_file(state: LabState, host: str, path: str, data: bytes, mode: str = "0644", timeout_s: float = 60) -> None:
-    """Write `data` to `path` on a lab host atomically (temp file + rename), over the lab's SSH."""
+def put_file(state: LabState, host: str, path: str, text: str, mode: str = "0644", timeout_s: float = 60) -> None:
+    """Write `text` to `path` on a lab host atomically (temp file + rename), over the lab's SSH.
+    A failure is a LabError (lab.proc's CommandError, with the stderr tail), as every lab command's."""
     script = 'mkdir -p "$(dirname "$1")" && cat > "$1.tmp" && chmod "$2" "$1.tmp" && mv "$1.tmp" "$1"'
-    argv = ssh_command(state, host, ["sh", "-c", script, "put", path, mode])
-    subprocess.run(argv, input=data, check=True, timeout=timeout_s, capture_output=True)
+    run(ssh_command(state, host, ["sh", "-c", script, "put", path, mode]), timeout=timeout_s, input_text=text)
 
 
 def start_subnet_manager(state: LabState, p: LabPaths, sm_node: str, timeout_s: float = 60) -> None:
     """Push the rendered OpenSM files to the SM container and start OpenSM there (idempotent)."""
     for f in sorted((p.render_dir / "opensm" / sm_node).iterdir()):
-        put_file(state, sm_node, f"{SM_ETC}/{f.name}", f.read_bytes())
-    probe = subprocess.run(ssh_command(state, sm_node, ["pgrep", "-x", "opensm"]), capture_output=True,
-                           timeout=timeout_s, check=False)
+        put_file(state, sm_node, f"{SM_ETC}/{f.name}", f.read_text(encoding="utf-8"))
+    probe = run(ssh_command(state, sm_node, ["pgrep", "-x", "opensm"]), timeout=timeout_s, check=False)
     if probe.returncode == 0:
         return
-    subprocess.run(
-        ssh_command(state, sm_node, ["opensm", "-B", "-F", f"{SM_ETC}/opensm.conf", "-f",
-                                     "/var/log/opensm.log"]),
-        check=True, timeout=timeout_s, capture_output=True,
-    )
+    run(ssh_command(state, sm_node, ["opensm", "-B", "-F", f"{SM_ETC}/opensm.conf", "-f", "/var/log/opensm.log"]),
+        timeout=timeout_s)
 
 
 STANDIN_DIR = "/usr/local/lib/clusterforge-lab/nvidia-smi"
@@ -154,8 +150,8 @@ def install_gpu_standins(state: LabState, checked: Checked) -> int:
             "query-gpu.txt": nvidia_smi.query_gpu(name, hw, index.cat, fields, index.inv.software.nvidia_driver),
         }
         for fname, text in texts.items():
-            put_file(state, name, f"{STANDIN_DIR}/{fname}", text.encode())
-        put_file(state, name, "/usr/local/bin/nvidia-smi", STANDIN.encode(), mode="0755")
+            put_file(state, name, f"{STANDIN_DIR}/{fname}", text)
+        put_file(state, name, "/usr/local/bin/nvidia-smi", STANDIN, mode="0755")
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(install, todo))

@@ -275,3 +275,16 @@ def test_apt_sources_parsing_and_image_tag(tmp_path: Path) -> None:
     assert debian_mirror("bookworm", tmp_path) == "http://mirror.example/debian"
     assert image_tag(DEFAULT_PACKAGES) == image_tag(tuple(reversed(DEFAULT_PACKAGES)))
     assert image_tag(DEFAULT_PACKAGES) != image_tag((*DEFAULT_PACKAGES, "vim"))
+
+
+def test_lab_status_without_a_lab_is_a_message_not_a_traceback(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from clusterforge.cli.main import app
+
+    monkeypatch.setenv("CLUSTERFORGE_LAB_ROOT", str(tmp_path / "labs"))
+    result = CliRunner().invoke(app, ["lab", "status", str(tmp_path / "nolab")])
+    assert result.exit_code == 1
+    assert "no lab recorded" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)

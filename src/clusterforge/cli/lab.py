@@ -78,14 +78,18 @@ def lab_down(env: Path = typer.Argument(Path("inventories/lab"))) -> None:
 def lab_status(env: Path = typer.Argument(Path("inventories/lab")),
                as_json: bool = typer.Option(False, "--json")) -> None:
     """What runs where, and whether it is healthy (exit 1 when not)."""
-    st = status(labenv.paths(env).state_dir)
+    try:
+        st = status(labenv.paths(env).state_dir)
+    except LabError as exc:  # no lab recorded for this environment
+        err.print(f"lab status: {exc}", markup=False)
+        raise typer.Exit(int(ExitCode.FAILURE)) from None
     if as_json:
         out.print_json(json.dumps({"healthy": st.healthy, "mode": st.mode,
                                    "hosts": {h.name: {"state": h.state, "ssh": h.ssh} for h in st.hosts}}))
     else:
         out.print(f"healthy: {st.healthy} ({st.mode} mode)")
         for h in st.hosts:
-            out.print(f"  {h.name:<12} {h.state:<10} ssh {'ok' if h.ssh else 'FAILED'}", markup=False)
+            out.print(f"  {h.name:<12} {h.state or 'missing':<10} ssh {'ok' if h.ssh else 'FAILED'}", markup=False)
     if not st.healthy:
         raise typer.Exit(int(ExitCode.FAILURE))
 

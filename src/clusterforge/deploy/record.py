@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fsutil import write_atomic
+from ..load import environment_files
 from .desired import Component, HostPlan
 
 RECORD_FILE = "applied.json"
@@ -134,10 +135,10 @@ def last_deploy(directory: Path) -> dict[str, Any] | None:
 
 
 def inventory_digest(env: Path) -> str:
-    """sha256 over the environment's YAML files (names and bytes), to tell which inventory was applied."""
+    """sha256 over the environment's files as the loader reads them (names and bytes): which inventory
+    was applied."""
     h = hashlib.sha256()
-    files = sorted(env.glob("*.y*ml")) if env.is_dir() else [env]
-    for f in files:
+    for f in environment_files(env):
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:32]
 

@@ -134,3 +134,16 @@ def test_cli_changed_with_an_up_to_date_record_touches_no_host(tmp_path: Path) -
     refused = CliRunner().invoke(app, ["deploy", str(env), "--changed", "--record", str(bad)])
     assert refused.exit_code == 2
     assert "not a deploy record" in refused.output
+
+
+def test_inventory_digest_covers_what_the_loader_reads(tmp_path: Path) -> None:
+    from clusterforge.deploy.record import inventory_digest
+
+    env = tmp_path / "lab-copy"
+    shutil.copytree(LAB, env)
+    before = inventory_digest(env)
+    (env / ".hidden.yaml").write_text("x: 1\n")  # the loader skips these: so does the digest
+    (env / "notes.yml").mkdir()
+    assert inventory_digest(env) == before
+    (env / "nodes.yaml").write_text((env / "nodes.yaml").read_text() + "\n")
+    assert inventory_digest(env) != before
