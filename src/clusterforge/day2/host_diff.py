@@ -60,8 +60,7 @@ class HostChange:
 
 def desired(index: Index, env_name: str) -> dict[str, HostPlan]:
     """Every host's desired state, as a deploy computes it (no secrets: credentials are not compared)."""
-    mirror = index.inv.deploy.package_mirror
-    return host_plans(index, DeployOptions(env_name, repo=Mirror.parse(mirror) if mirror else None))
+    return host_plans(index, DeployOptions(env_name, repo=Mirror.of_inventory(index.inv)))
 
 
 def diff_hosts(old: Index, new: Index, env_name: str) -> list[HostChange]:

@@ -124,27 +124,37 @@ def lab_session(state: LabState, index: Index) -> Iterator[Mirror]:
 
 
 def plans_for(env: Path, req: DeployRequest, mirror: Mirror | None, index: Index) -> dict[str, HostPlan]:
-    inv_mirror = Mirror.parse(index.inv.deploy.package_mirror) if index.inv.deploy.package_mirror else None
-    opts = DeployOptions(env.name, repo=req.repo or mirror or inv_mirror, repo_auth=read_repo_auth(),
-                         root=req.root, components=req.components)
+    opts = DeployOptions(env.name, repo=req.repo or mirror or Mirror.of_inventory(index.inv),
+                         repo_auth=read_repo_auth(), root=req.root, components=req.components)
     wanted = set(select_hosts(index, req.limit))
     return {n: p for n, p in host_plans(index, opts).items() if n in wanted}
 
 
+@dataclass(frozen=True)
+class Targets:
+    """What a run deploys to: the host plans, how to reach them, and what each host is (for the record)."""
+
+    plans: list[HostPlan]
+    ssh: SshSettings
+    ids: dict[str, str]
+
+
 @contextlib.contextmanager
-def deploy_targets(env: Path, req: DeployRequest, index: Index) -> Iterator[tuple[list[HostPlan], SshSettings]]:
-    """The host plans and SSH settings of a run, for either engine: the lab's containers (its
-    stand-in repository served for the run's duration) or the inventory's hosts."""
+def deploy_targets(env: Path, req: DeployRequest, index: Index) -> Iterator[Targets]:
+    """The targets of a run, for either engine: the lab's containers (its stand-in repository served
+    for the run's duration) or the inventory's hosts; with `changed_only`, cut down to what changed."""
     if req.lab_state is None:
         plans = list(plans_for(env, req, None, index).values())
-        yield _only_changed(plans, req, None), req.ssh or ssh_from_inventory(env, index)
+        ids = targets(plans, None)
+        yield Targets(_only_changed(plans, req, ids), req.ssh or ssh_from_inventory(env, index), ids)
         return
     state = read_state(req.lab_state)
     if state is None:
         raise DeployError(f"no lab recorded in {req.lab_state}: start it first")
     with lab_session(state, index) as mirror:
         plans = lab_plans(plans_for(env, req, mirror, index), state)
-        yield _only_changed(plans, req, state), req.ssh or lab_ssh(state)
+        ids = targets(plans, state)
+        yield Targets(_only_changed(plans, req, ids), req.ssh or lab_ssh(state), ids)
 
 
 def targets(plans: Sequence[HostPlan], state: LabState | None) -> dict[str, str]:
@@ -156,37 +166,36 @@ def targets(plans: Sequence[HostPlan], state: LabState | None) -> dict[str, str]
     return out
 
 
-def _only_changed(plans: list[HostPlan], req: DeployRequest, state: LabState | None) -> list[HostPlan]:
+def _only_changed(plans: list[HostPlan], req: DeployRequest, ids: dict[str, str]) -> list[HostPlan]:
     if not req.changed_only:
         return plans
     where = req.record_at
     if where is None:
         raise DeployError("--changed needs a deploy record: none is kept for this run")
     try:
-        return changed_plans(plans, read_record(where), targets(plans, state))
+        return changed_plans(plans, read_record(where), ids)
     except RecordError as exc:
         raise DeployError(str(exc)) from None
 
 
-def keep_record(env: Path, req: DeployRequest, plans: Sequence[HostPlan], results: Sequence[HostResult],
-                engine: str) -> None:
-    """After a real run: what each finished host got (a dry run changes nothing, so records nothing)."""
+def run_engine(env: Path, req: DeployRequest, engine: str,
+               run: Callable[[list[HostPlan], SshSettings], DeployOutcome]) -> DeployOutcome:
+    """Either engine's run: load, resolve the targets, run (when there is anything to do), and keep the
+    record of what each finished host got (a dry run changes nothing, so records nothing)."""
+    start = time.monotonic()
+    index = load_checked(env).index
+    with deploy_targets(env, req, index) as t:
+        outcome = run(t.plans, t.ssh) if t.plans else DeployOutcome([])
     where = req.record_at
-    if req.dry_run or where is None or not results:
-        return
-    state = read_state(req.lab_state) if req.lab_state is not None else None
-    update_record(where, plans, results, engine=engine, env=env, targets=targets(plans, state))
+    if not req.dry_run and where is not None and outcome.results:
+        update_record(where, t.plans, outcome.results, engine=engine, env=env, targets=t.ids)
+    outcome.seconds = time.monotonic() - start
+    return outcome
 
 
 def deploy(env: Path, req: DeployRequest,
            progress: Callable[[HostResult], None] | None = None) -> DeployOutcome:
-    start = time.monotonic()
-    index = load_checked(env).index
-    with deploy_targets(env, req, index) as (plans, ssh):
-        outcome = _run(plans, ssh, req, progress) if plans else DeployOutcome([])
-    keep_record(env, req, plans, outcome.results, "pyinfra")
-    outcome.seconds = time.monotonic() - start
-    return outcome
+    return run_engine(env, req, "pyinfra", lambda plans, ssh: _run(plans, ssh, req, progress))
 
 
 def _run(plans: list[HostPlan], ssh: SshSettings, req: DeployRequest,

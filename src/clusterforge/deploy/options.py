@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..model.inventory import Inventory
 
 REPO_AUTH_ENV = "CLUSTERFORGE_REPO_AUTH_FILE"
 """Path of an apt auth.conf(5) file with the repository credentials (never read from the inventory)."""
@@ -27,6 +31,12 @@ class Mirror:
         suite = parts[1] if len(parts) > 1 else "stable"
         comps = tuple(parts[2:]) or ("main",)
         return Mirror(parts[0], suite, comps, options)
+
+    @staticmethod
+    def of_inventory(inv: Inventory) -> Mirror | None:
+        """The inventory's `deploy.package_mirror`, or None."""
+        text = inv.deploy.package_mirror
+        return Mirror.parse(text) if text else None
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,9 @@ def changed_plans(plans: Iterable[HostPlan], record: Mapping[str, Mapping[str, A
     for plan in plans:
         rec = record.get(plan.name)
         applied = rec.get("components", {}) if rec and rec.get("target") == targets.get(plan.name) else {}
+        if not applied:  # nothing on record: all of it, without hashing
+            out.append(plan)
+            continue
         todo = tuple(c for c in plan.components if applied.get(c.name) != component_digest(c))
         if todo:
             out.append(dataclasses.replace(plan, components=todo))
