@@ -53,16 +53,13 @@ class _Planner:
 
     # -- where things are ---------------------------------------------------------------
     def _rack_of(self, device: str, index: Index) -> str:
-        node = index.nodes.get(device)
-        if node is not None:
-            return node.rack
-        sw = index.switches.get(device)
-        return sw.rack if sw is not None else "?"
+        place = index.places.get(device)
+        return place[0] if place is not None else "?"
 
     def _where(self, key: PortKey, index: Index) -> str:
         device, hca, port = key
-        dev = index.nodes.get(device) or index.switches.get(device)
-        place = f" [{dev.rack} U{dev.u}]" if dev is not None else ""
+        at = index.places.get(device)
+        place = f" [{at[0]} U{at[1]}]" if at is not None else ""
         return f"{device} {hca}/{port}{place}" if hca else f"{device} port {port}{place}"
 
     def _cable_text(self, c: Cable, index: Index) -> str:

@@ -151,6 +151,13 @@ class Index:
         return [slower(port_rate(*c.a.key), port_rate(*c.b.key)) for c in self.inv.cables]
 
     @cached_property
+    def places(self) -> dict[str, tuple[str, int]]:
+        """(rack, U) of every node and switch, by name."""
+        out = {n.name: (n.rack, n.u) for n in self.inv.nodes}
+        out.update({s.name: (s.rack, s.u) for s in self.inv.switches})
+        return out
+
+    @cached_property
     def port_guid_locks(self) -> dict[PortKey, str]:
         """Port GUIDs learned from the built fabric (`guid_locks.ports`), by port."""
         return {ref.key: guid for ref, guid in self.inv.guid_locks.ports.items()}

@@ -74,7 +74,7 @@ def bill_of_materials(index: Index, prices: PriceTable) -> Bom:
     trunks = index.trunks
     geo = Geometry(inv.site, {r.name: r.index for r in inv.site.rows})
     racks = index.racks
-    where = {n.name: (n.rack, n.u) for n in inv.nodes} | {s.name: (s.rack, s.u) for s in inv.switches}
+    where = index.places
     hcas: set[tuple[str, str]] = set()
     jumper: dict[tuple[str, int, str, str], float] = {}  # (rack, U, trunk panels) -> orderable jumper
     copper: Counter[tuple[str, str, float]] = Counter()  # (media, rate, length): named after the loop

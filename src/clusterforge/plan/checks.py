@@ -41,9 +41,6 @@ class PlanFinding:
     subject: str
     message: str
 
-    def __str__(self) -> str:
-        return f"{self.rule}  {self.severity}  {self.subject}: {self.message}"
-
 
 @dataclass(frozen=True)
 class PlanReport:

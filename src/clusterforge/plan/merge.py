@@ -34,9 +34,6 @@ class Deviation:
     subject: str
     message: str
 
-    def __str__(self) -> str:
-        return f"{self.kind}  {self.subject}: {self.message}"
-
 
 @dataclass(frozen=True)
 class Merged:

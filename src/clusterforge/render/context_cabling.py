@@ -20,28 +20,20 @@ WORK_ORDER_HEADER = [
 LABELS_HEADER = ["cable_id", "end", "line1", "line2", "line3"]
 
 
+def plain_cell(text: str | None) -> bool:
+    """True when `text` goes into a CSV cell as it is (RFC 4180: no comma, quote or line break; and no
+    edge space, which spreadsheets strip)."""
+    return text is None or not ("," in text or '"' in text or "\n" in text or "\r" in text or text != text.strip())
+
+
 def csv_cell(value: object) -> str:
-    """One RFC 4180 cell: quoted when it holds a comma, quote, line break or edge space."""
+    """One RFC 4180 cell, quoted when it is not plain."""
     text = "" if value is None else str(value)
-    if "," in text or '"' in text or "\n" in text or "\r" in text or text != text.strip():
-        return '"' + text.replace('"', '""') + '"'
-    return text
+    return text if plain_cell(text) else '"' + text.replace('"', '""') + '"'
 
 
 def csv_line(cells: list[str]) -> str:
-    """One CSV record. Fast path: when the plainly joined line shows no cell needs quoting
-    (no quote, line break, tab, edge space, and exactly one comma between each pair of cells)."""
-    line = ",".join(cells)
-    if (line.count(",") == len(cells) - 1 and '"' not in line and "\n" not in line and "\r" not in line
-            and "\t" not in line and ", " not in line and " ," not in line and line == line.strip()):
-        return line
     return ",".join([csv_cell(c) for c in cells])
-
-
-def plain_cell(text: str | None) -> bool:
-    """True when `text` goes into a CSV cell as it is (no quoting)."""
-    return text is None or not ("," in text or '"' in text or "\n" in text or "\r" in text or "\t" in text
-                                or text != text.strip())
 
 
 def _num(value: float) -> str:
@@ -56,7 +48,7 @@ def _port(key: PortKey) -> str:
 def work_order(fab: FabricView) -> dict[str, Any]:
     # every cell but the free-text label comes from a pattern-checked model field (ids, names, ports,
     # literals, numbers) that never needs quoting: a row is quoted cell by cell only for such a label
-    place = fab.places
+    place = fab.index.places
     rows: list[str] = []
     for link in fab.links:
         c, a, b = link.cable, link.a, link.b
@@ -78,7 +70,7 @@ def _where(place: dict[str, tuple[str, int]], key: PortKey) -> str:
 
 
 def labels(fab: FabricView) -> dict[str, Any]:
-    place = fab.places
+    place = fab.index.places
     rows: list[str] = []
     for link in fab.links:
         c = link.cable

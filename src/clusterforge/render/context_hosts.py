@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from netaddr import IPNetwork
-
-from .context_opensm import rail_order
+from .context_opensm import DEFAULT_PKEY, rail_order
 from .fabric import FabricView
 from .spec import FileSpec
 
 MGMT_IFNAME = "eth0"
 NETPLAN_FILE = "etc/netplan/60-clusterforge-ipoib.yaml"
-DEFAULT_PKEY = 0x7FFF
 
 
 def nccl_conf(fab: FabricView, node: str) -> dict[str, Any] | None:
@@ -36,7 +33,7 @@ def nccl_conf(fab: FabricView, node: str) -> dict[str, Any] | None:
 
 
 def ipoib_interfaces(fab: FabricView, node: str) -> tuple[list[dict[str, Any]], list[str]]:
-    addrs = fab.addresses
+    addrs = fab.index.addresses
     out: list[dict[str, Any]] = []
     notes: list[str] = []
     for ib in fab.index.inv.addressing.ipoib:
@@ -46,7 +43,7 @@ def ipoib_interfaces(fab: FabricView, node: str) -> tuple[list[dict[str, Any]], 
         if ib.pkey != DEFAULT_PKEY:
             notes.append(f"{node} {ib.name}: P_Key 0x{ib.pkey:04x} child interfaces are not rendered")
             continue
-        prefix = IPNetwork(str(ib.cidr)).prefixlen
+        prefix = ib.cidr.prefixlen
         out.append({"name": ib.name, "address": f"{addrs.text(ip)}/{prefix}", "mtu": ib.mtu,
                     "mode": ib.mode})
     return out, notes
@@ -55,7 +52,7 @@ def ipoib_interfaces(fab: FabricView, node: str) -> tuple[list[dict[str, Any]], 
 def hosts_entries(fab: FabricView) -> dict[str, Any]:
     """Management names, `<node>-<ifname>` IPoIB names, switch management and extra hosts."""
     inv = fab.index.inv
-    addrs = fab.addresses
+    addrs = fab.index.addresses
     domain = inv.addressing.dns_domain
 
     def names(short: str) -> str:

@@ -103,7 +103,7 @@ def partitions(fab: FabricView, sm: OpenSm) -> tuple[dict[str, Any], list[str]]:
     declared = sorted(sm.partitions, key=lambda p: (p.pkey != DEFAULT_PKEY, p.pkey))
     if not any(p.pkey == DEFAULT_PKEY for p in declared):
         # What OpenSM does without a partitions file: every port a full member.
-        parts.append({"name": "Default", "pkey": "0x7fff", "flags": ["ipoib", "defmember=full"],
+        parts.append({"name": "Default", "pkey": f"0x{DEFAULT_PKEY:04x}", "flags": ["ipoib", "defmember=full"],
                       "members": [{"spec": "ALL=full", "comment": ""}], "inline": True})
     for part in declared:
         members, used = _members(fab, part)

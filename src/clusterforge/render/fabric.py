@@ -11,7 +11,6 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cache, cached_property
 
-from ..model.addresses import Addresses
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
 from ..model.nodes import Node, Switch
@@ -91,10 +90,6 @@ class FabricView:
         return build_guids(self.index, [(c.node, c.name, c.ports) for c in self.cas])
 
     @cached_property
-    def addresses(self) -> Addresses:
-        return self.index.addresses
-
-    @cached_property
     def links(self) -> list[Link]:
         return [Link(cable, cable.a.key, cable.b.key, rate)
                 for cable, rate in zip(self.index.inv.cables, self.index.cable_rates, strict=True)]
@@ -159,17 +154,6 @@ class FabricView:
             elif tb < ta:
                 out[db][da] += 1
         return out
-
-    @cached_property
-    def places(self) -> dict[str, tuple[str, int]]:
-        """(rack, U) of every node and switch."""
-        out = {n.name: (n.rack, n.u) for n in self.index.inv.nodes}
-        out.update({s.name: (s.rack, s.u) for s in self.index.inv.switches})
-        return out
-
-    def place(self, device: str) -> tuple[str, int]:
-        """(rack, U) of a node or switch."""
-        return self.places[device]
 
     def ca_device_id(self, ca: Ca) -> int | None:
         """NodeInfo:DeviceID of the CA model (`MT4123` -> 4123), None when unknown."""

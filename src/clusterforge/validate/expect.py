@@ -41,14 +41,8 @@ def expected_links(index: Index) -> dict[frozenset[PortKey], ExpectedLink]:
 
 def floor_of(index: Index, key: PortKey) -> str:
     """Rack and unit of the device that owns a port, for the technician."""
-    device = key[0]
-    node = index.nodes.get(device)
-    if node is not None:
-        return f"rack {node.rack} U{node.u}"
-    sw = index.switches.get(device)
-    if sw is not None:
-        return f"rack {sw.rack} U{sw.u}"
-    return "not in the inventory"
+    place = index.places.get(key[0])
+    return f"rack {place[0]} U{place[1]}" if place is not None else "not in the inventory"
 
 
 def cable_text(index: Index, cable: Cable) -> str:
