@@ -13,7 +13,6 @@ from typing import Any, Literal, cast
 
 from ..catalog import Catalog, catalog
 from ..model.fabric import FabricSpec
-from ..model.index import Index
 from ..model.inventory import PriceTable
 from .bom import Bom, bill_of_materials
 from .design import RATIOS
@@ -115,5 +114,5 @@ def compare(options: list[Option], prices: PriceTable, nodes: int = 100, cat: Ca
         shape = Shape(nodes=nodes, ports_per_node=opt.hcas, rate=opt.rate, hca_model=opt.hca, gpu_model=opt.gpu,
                       gpus_per_node=opt.gpus, node_u=8 if opt.gpus <= 8 else 4)
         planned = plan_synthetic(shape, spec, cat)
-        out.append(Compared(opt, nodes, planned, bill_of_materials(Index(planned.inv, cat), prices)))
+        out.append(Compared(opt, nodes, planned, bill_of_materials(planned.index, prices)))
     return out

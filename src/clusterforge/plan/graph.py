@@ -46,28 +46,25 @@ def build_graph(index: Index) -> FabricGraph:
     for sw in index.inv.switches:
         g.roles[sw.name] = sw.role
         g.radix[sw.name] = index.switch_port_count(sw) or 0
-    sw_rate = {name: rate for name, (_, rate) in index.switch_ports.items()}
-    hosts = index.host_ports
     gbps = {name: float(info.gbps) for name, info in cat.rates.items()}
-    for cable in index.inv.cables:
+    for cable, link_rate in zip(index.inv.cables, index.cable_rates, strict=True):
         ends = []
         for ref in (cable.a, cable.b):
             if ref.hca is not None:
-                info = hosts.get((ref.device, ref.hca, ref.port))
-                ends.append(("node", ref.device, info.rate if info else None, ref))
+                ends.append(("node", ref.device, ref))
             elif ref.device in g.roles:
-                ends.append((g.roles[ref.device], ref.device, sw_rate.get(ref.device), ref))
+                ends.append((g.roles[ref.device], ref.device, ref))
             else:
                 ends = []
                 break
         if len(ends) != 2:
             continue
         ends.sort(key=lambda e: LEVEL[e[0]])
-        (la, da, ra, refa), (lb, db, rb, refb) = ends
+        (la, da, refa), (lb, db, refb) = ends
         for level, dev, ref in ((la, da, refa), (lb, db, refb)):
             if level != "node":
                 g.used[dev].add(ref.port)
-        rate = min((gbps[r] for r in (ra, rb) if r is not None), default=0.0)
+        rate = gbps[link_rate] if link_rate else 0.0  # the slower end's, as every layer reads it
         name = f"{la}_{lb}"
         g.cables[name] += 1
         if LEVEL[lb] != LEVEL[la] + 1:

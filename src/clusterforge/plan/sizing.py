@@ -13,6 +13,7 @@ from .checks import PlanReport, check_plan
 from .design import Design
 from .errors import PlanError
 from .generate import plan_fabric
+from .merge import merge_plan
 from .result import Plan
 from .synthetic import Shape, synthetic_inventory
 
@@ -36,12 +37,12 @@ class SizeRequest:
 
 @dataclass(frozen=True)
 class Planned:
-    """A synthetic inventory with its plan merged, the plan and its checks."""
+    """A synthetic inventory with its plan merged (and its Index), the plan and its checks."""
 
     inv: Inventory
     plan: Plan
     report: PlanReport
-    cat: Catalog
+    index: Index
 
     @property
     def design(self) -> Design:
@@ -62,9 +63,9 @@ def model_for(cat: Catalog, radix: int, rate: str | None) -> tuple[Catalog, str]
 def plan_synthetic(shape: Shape, spec: FabricSpec, cat: Catalog) -> Planned:
     inv = synthetic_inventory(shape, spec, cat)
     plan = plan_fabric(inv, Index(inv, cat), cat)
-    merged = inv.model_copy(update={"switches": list(plan.switches), "cables": list(plan.cables),
-                                    "patch_panels": list(plan.patch_panels), "trunks": list(plan.trunks)})
-    return Planned(merged, plan, check_plan(Index(merged, cat), merged.fabric), cat)
+    merged = merge_plan(inv, plan).inv
+    index = Index(merged, cat)
+    return Planned(merged, plan, check_plan(index, merged.fabric), index)
 
 
 def size(req: SizeRequest, cat: Catalog | None = None) -> Planned:
