@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from clusterforge.catalog import catalog
 from clusterforge.model.site import Rack, Row, Site
-from clusterforge.plan.geometry import cable_length
+from clusterforge.plan.geometry import Geometry
 
 HEADER = "# yaml-language-server: $schema=../../schemas/inventory.schema.json\n"
 
@@ -205,11 +205,12 @@ def generate(spec: Spec) -> dict[str, str]:
 
     cables = []
     cid = 0
+    geo = Geometry(site, rowidx)  # one: its per-rack-pair cache serves every cable
 
     def cable(a: str, ra: Rack, ua: int, b: str, rb: Rack, ub: int) -> None:
         nonlocal cid
         cid += 1
-        length = cable_length(site, rowidx, ra, ua, rb, ub)
+        length = geo.length(ra, ua, rb, ub)
         media = "DAC"
         if length > (cat.reach("DAC", spec.rate) or 0):
             media = "AOC"

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,10 +39,15 @@ def best_of(fn: Callable[[], object], runs: int = 3) -> float:
     return min(times)
 
 
+@cache
+def _generated(nodes: int) -> dict[str, str]:
+    return generate(bench_spec(nodes))
+
+
 def write_env(env: Path, nodes: int) -> Path:
-    """The generated explicit inventory of `nodes` nodes, written into `env`."""
+    """The generated explicit inventory of `nodes` nodes (generated once per size), written into `env`."""
     env.mkdir()
-    for name, text in generate(bench_spec(nodes)).items():
+    for name, text in _generated(nodes).items():
         (env / name).write_text(text, encoding="utf-8")
     return env
 

@@ -45,7 +45,3 @@ class Geometry:
         drop = (a.u_height - ua) * U_M + (b.u_height - ub) * U_M + 2 * site.rack_to_tray_m
         return along + across + drop + site.routing_allowance_m
 
-
-def cable_length(site: Site, rows: dict[str, int], a: Rack, ua: int, b: Rack, ub: int) -> float:
-    """Routed length in metres between unit `ua` of rack `a` and unit `ub` of rack `b` (see Geometry)."""
-    return Geometry(site, rows).length(a, ua, b, ub)
