@@ -18,7 +18,6 @@ from pathlib import Path
 from .api import Checked
 from .collect.plan import HOST_TOOLS, Target, default_targets
 from .collect.ssh import SshConfig
-from .fsutil import write_atomic
 from .lab import LabHca, LabHost, LabSpec, LabState, PortRef, read_state, ssh_command
 from .lab.errors import LabError
 from .lab.netfile import parse_netfile
@@ -179,6 +178,3 @@ def cable_ports(checked: Checked, cable_id: str) -> tuple[PortRef, PortRef]:
         ends.append(PortRef(device, ref.port))
     return ends[0], ends[1]
 
-
-def write_note(p: LabPaths, text: str) -> None:
-    write_atomic(p.state_dir.parent / "last-run.txt", text)

@@ -14,14 +14,10 @@ def _dups(items: Iterable[tuple[str, ErrPath]], what: str) -> list[InventoryIssu
     out: list[InventoryIssue] = []
     for value, path in items:
         if value in first:
-            out.append(InventoryIssue(path, f"duplicate {what} {value!r} (first at {_fmt(first[value])})"))
+            out.append(InventoryIssue(path, f"duplicate {what} {value!r} (first at {format_path(first[value])})"))
         else:
             first[value] = path
     return out
-
-
-def _fmt(path: ErrPath) -> str:
-    return format_path(path)
 
 
 def check(index: Index) -> list[InventoryIssue]:

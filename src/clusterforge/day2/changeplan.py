@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
-from .host_diff import HostChange, diff_hosts
+from .host_diff import LEAVES, HostChange, diff_hosts
 from .inventory_diff import CableChange, DeviceChange, InventoryDiff, diff_inventories
 from .steps import RACK_PHASES, ChangePlan, Phase, Step
 
@@ -32,14 +32,14 @@ _INTERRUPTING = ("moved", "replaced", "rerouted", "removed")
 _HARDWARE = ("gpus", "hcas", "dpus", "u_height", "profile")
 
 
-def change_plan(old: Index, new: Index, env: str, env_name: str | None = None) -> ChangePlan:
+def change_plan(old: Index, new: Index, env: str, env_name: str) -> ChangePlan:
     """The ordered plan that takes the cluster built from `old` to `new`.
 
     `env` is the new inventory's path as the commands in the plan name it; `env_name` the
-    environment's name in rendered files (default: the path's last part).
+    environment's name in rendered files.
     """
     diff = diff_inventories(old, new)
-    hosts = tuple(diff_hosts(old, new, env_name or env.rstrip("/").rsplit("/", 1)[-1]))
+    hosts = tuple(diff_hosts(old, new, env_name))
     return _Planner(old, new, env, diff, hosts).build()
 
 
@@ -125,7 +125,7 @@ class _Planner:
                 verb = "take out" if d.change == "removed" else "take out (it moves to " + _u(d.new_place) + ")"
                 self._add(d.old_place[0], "remove", d.name, f"{verb} {noun} at {_u(d.old_place)}")
                 if d.kind == "node":
-                    self._drain(d.name, "it is taken out of its rack" if d.change == "moved" else "it leaves")
+                    self._drain(d.name, "it is taken out of its rack" if d.change == "moved" else LEAVES)
             if d.change in ("added", "moved") and d.new_place is not None:
                 self._add(d.new_place[0], "install", d.name, f"install {noun} at {_u(d.new_place)}"
                           + (f" ({_model(self.new, d)})" if _model(self.new, d) else ""))

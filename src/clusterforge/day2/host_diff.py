@@ -21,6 +21,8 @@ from ..deploy.desired import Component, HostPlan, host_plans
 from ..deploy.options import DeployOptions, Mirror
 from ..model.index import Index
 
+LEAVES = "it leaves"  # the drain reason of a host the new inventory no longer has
+
 _DISRUPTIVE_PINS = {
     "nvidia": "new GPU driver (reboot)",
     "ofed": "new DOCA/MLNX OFED (InfiniBand stack restart)",
@@ -80,7 +82,7 @@ def diff_hosts(old: Index, new: Index, env_name: str) -> list[HostChange]:
             out.append(HostChange(name, plan.rack, "changed", comps, reasons, reboot))
     for name, prev in before.items():
         if name not in after:
-            out.append(HostChange(name, prev.rack, "removed", (), ("it leaves",), False))
+            out.append(HostChange(name, prev.rack, "removed", (), (LEAVES,), False))
     return out
 
 

@@ -72,15 +72,14 @@ class InventoryDiff:
 def diff_inventories(old: Index, new: Index) -> InventoryDiff:
     devices: list[DeviceChange] = []
     devices += _diff_named("rack", {r.name: r for r in old.inv.racks}, {r.name: r for r in new.inv.racks},
-                           lambda r: (r.row, r.position), lambda _: _dump(_))
-    devices += _diff_named("node", old.nodes, new.nodes, lambda n: (n.rack, n.u), lambda _: _dump(_))
+                           lambda r: (r.row, r.position))
+    devices += _diff_named("node", old.nodes, new.nodes, lambda n: (n.rack, n.u))
     devices += _diff_nodes_hardware(old, new)
     devices += _diff_addresses(old, new)
-    devices += _diff_named("switch", old.switches, new.switches, lambda s: (s.rack, s.u), lambda _: _dump(_))
+    devices += _diff_named("switch", old.switches, new.switches, lambda s: (s.rack, s.u))
     devices += _diff_named("patch_panel", {p.name: p for p in old.inv.patch_panels},
-                           {p.name: p for p in new.inv.patch_panels}, lambda p: (p.rack, p.u), lambda _: _dump(_))
-    devices += _diff_named("trunk", old.trunks, new.trunks, lambda t: (f"{t.a_panel} - {t.b_panel}", 0),
-                           lambda _: _dump(_))
+                           {p.name: p for p in new.inv.patch_panels}, lambda p: (p.rack, p.u))
+    devices += _diff_named("trunk", old.trunks, new.trunks, lambda t: (f"{t.a_panel} - {t.b_panel}", 0))
     return InventoryDiff(tuple(_merge_node_changes(devices)), tuple(diff_cables(old.inv.cables, new.inv.cables)))
 
 
@@ -89,8 +88,7 @@ def _dump(model: Any) -> dict[str, Any]:
     return out
 
 
-def _diff_named(kind: DeviceKind, old: dict[str, Any], new: dict[str, Any], place: Any,
-                view: Any) -> list[DeviceChange]:
+def _diff_named(kind: DeviceKind, old: dict[str, Any], new: dict[str, Any], place: Any) -> list[DeviceChange]:
     out: list[DeviceChange] = []
     for name in sorted(old.keys() - new.keys()):
         out.append(DeviceChange(kind, name, "removed", place(old[name]), None))
@@ -101,7 +99,7 @@ def _diff_named(kind: DeviceKind, old: dict[str, Any], new: dict[str, Any], plac
         if a == b:
             continue
         pa, pb = place(a), place(b)
-        fields = _changed_fields(view(a), view(b))
+        fields = _changed_fields(_dump(a), _dump(b))
         rest = tuple(f for f in fields if f not in _PLACE_FIELDS[kind])
         out.append(DeviceChange(kind, name, "moved" if pa != pb else "changed", pa, pb, rest))
     return out

@@ -27,6 +27,7 @@ from pyinfra.api.state import State
 from .changes import Change, component_changes, reboot_needed
 from .desired import HostPlan
 from .facts import HostFacts, HostState
+from .packages import headers_package
 
 COMMAND_TIMEOUT_S = 900
 PROBE_TIMEOUT_S = 120
@@ -200,7 +201,7 @@ def deploy_host(session: HostSession, plan: HostPlan, *, dry_run: bool) -> HostR
 
 
 def _headers_preflight(session: HostSession, facts: HostFacts) -> None:
-    pkg = f"linux-headers-{facts.kernel}"
+    pkg = headers_package(facts.kernel)
     out = session.run(f"dpkg-query -W -f='${{Status}}' {pkg} 2>/dev/null || true; echo; "
                       f"apt-cache policy {pkg} 2>/dev/null | sed -n 's/^ *Candidate: //p'", "kernel headers check")
     status, _, candidate = out.partition("\n")

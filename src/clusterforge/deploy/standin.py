@@ -20,7 +20,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .packages import Pin
+from .packages import Pin, headers_package
 
 LABEL = "clusterforge LAB-ONLY stand-in"
 TOOL_TIMEOUT_S = 120
@@ -99,7 +99,7 @@ def build_repo(out: Path, pins: Iterable[Pin], *, kernels: Sequence[str] = (), s
     for deb in real_debs:
         shutil.copyfile(deb, pool / deb.name)
     wanted = {(p.package, p.version) for p in [*pins, *extra_versions]}
-    wanted |= {(f"linux-headers-{k}", "1.0-cfstandin1") for k in kernels}
+    wanted |= {(headers_package(k), "1.0-cfstandin1") for k in kernels}
     for name, version in sorted(wanted):
         build_package(out, name, version, "Lab-only placeholder with the real name and version; empty.")
     binary = out / "dists" / suite / "main" / "binary-amd64"

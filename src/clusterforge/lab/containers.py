@@ -122,10 +122,6 @@ def container_status(name: str) -> str | None:
     return res.stdout.strip() if res.returncode == 0 else None
 
 
-def container_id(name: str) -> str:
-    return podman("container", "inspect", "--format", "{{.Id}}", name).stdout.strip()
-
-
 def remove_container(name: str) -> None:
     if exists("container", name):
         podman("rm", "--force", "--time", "0", name, timeout=60)

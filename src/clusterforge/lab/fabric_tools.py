@@ -137,10 +137,6 @@ class OpenSm:
     workdir: Path
     sim_host: str
 
-    @property
-    def log_path(self) -> Path:
-        return self.workdir / "opensm.log"
-
     def to_json(self) -> dict[str, object]:
         return {
             "process": self.process.to_json(),

@@ -29,7 +29,6 @@ import re
 import tempfile
 import time
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -378,22 +377,3 @@ class FaultInjector:
                 self._set_enabled(_ep_from(end["at"]), st, disc)
         else:
             raise FaultError(f"unknown fault kind {kind!r} in journal")
-
-    def active(self) -> list[dict[str, object]]:
-        return self.journal()
-
-
-def describe(entries: Iterable[dict[str, object]]) -> list[str]:
-    """Human-readable one-liners for journal entries."""
-    out = []
-    for e in entries:
-        kind = e.get("kind")
-        if kind in ("remove", "down"):
-            out.append(f"{kind} {_ep_from(e['a'])} (peer {_ep_from(e['b'])})")
-        elif kind == "swap":
-            out.append(f"swap {_ep_from(e['a'])} <-> {_ep_from(e['b'])}")
-        elif kind == "degrade":
-            ends = e.get("ends")
-            first = ends[0]["at"] if isinstance(ends, list) and ends else None
-            out.append(f"degrade {_ep_from(first)} to {e.get('new')}")
-    return out

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, ValidationInfo, field_validator
 
 from .base import Model, Name, Rate
 from .nodes import NodeRole
 
-_ALL_ROLES: tuple[NodeRole, ...] = ("compute", "storage", "login", "management", "subnet-manager")
+_ALL_ROLES: tuple[NodeRole, ...] = get_args(NodeRole)
 
 
 class FabricSpec(Model):

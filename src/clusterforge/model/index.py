@@ -71,7 +71,7 @@ class Index:
             base: Hardware = self.profiles.get(node.profile or "", empty)
             update = {
                 k: getattr(node, k)
-                for k in ("u_height", "power_kw", "gpus", "hcas", "dpus", "storage", "gpu_root_complexes")
+                for k in Hardware.model_fields  # a node may override each hardware field of its profile
                 if getattr(node, k) is not None
             }
             hw = (

@@ -55,20 +55,6 @@ def to_int(raw: str) -> int | None:
     return int(s)
 
 
-def to_number(raw: str) -> int | float | None:
-    """Integer if integral text, float if decimal text, else None."""
-    s = raw.strip()
-    if _INT_RE.fullmatch(s) is not None:
-        return int(s)
-    try:
-        value = float(s)
-    except ValueError:
-        return None
-    if value != value or value in (float("inf"), float("-inf")):
-        return None
-    return value
-
-
 def strip_ansi(line: str) -> str:
     return _ANSI_RE.sub("", line)
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.parse._common import empty_error, fail, shorten, split_lines, to_int
+from clusterforge.parse._common import empty_error, fail, first_nonblank, shorten, split_lines, to_int
 
 TOOL = "nvidia-smi-q"
 
@@ -218,7 +218,7 @@ def _remapped(gpu: _Node) -> RemappedRows | None:
 
 def parse(text: str) -> NvidiaSmiQ:
     lines = split_lines(text)
-    start = next((i for i, ln in enumerate(lines) if ln.strip()), -1)
+    start = first_nonblank(lines)
     if start < 0:
         raise empty_error(TOOL)
     if lines[start].strip() != _BANNER:

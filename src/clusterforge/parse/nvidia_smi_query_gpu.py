@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.parse._common import empty_error, fail, shorten, split_lines
+from clusterforge.parse._common import empty_error, fail, first_nonblank, shorten, split_lines
 
 TOOL = "nvidia-smi-query-gpu"
 
@@ -51,7 +51,7 @@ _PLACEHOLDER_RE = re.compile(r"\[([^\[\]]+)\]")
 
 def parse(text: str) -> QueryGpuResult:
     lines = split_lines(text)
-    start = next((i for i, ln in enumerate(lines) if ln.strip()), -1)
+    start = first_nonblank(lines)
     if start < 0:
         raise empty_error(TOOL)
     hdr = lines[start]

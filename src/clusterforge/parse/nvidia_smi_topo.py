@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.parse._common import empty_error, fail, shorten, split_lines, strip_ansi
+from clusterforge.parse._common import empty_error, fail, first_nonblank, shorten, split_lines, strip_ansi
 
 TOOL = "nvidia-smi-topo"
 
@@ -110,7 +110,7 @@ def _affinity_spaces(tail: list[str], k: int, ctx: tuple[int, str]) -> list[str]
 
 def parse(text: str) -> NvidiaSmiTopo:
     lines = [strip_ansi(ln) for ln in split_lines(text)]
-    start = next((i for i, ln in enumerate(lines) if ln.strip()), -1)
+    start = first_nonblank(lines)
     if start < 0:
         raise empty_error(TOOL)
     hdr_raw = lines[start]
