@@ -8,6 +8,7 @@ A dry run prints these; a real run executes them. Nothing here talks to a host.
 
 from __future__ import annotations
 
+import base64
 import difflib
 import hashlib
 import shlex
@@ -63,12 +64,22 @@ def file_change(component: str, f: ManagedFile, facts: HostFacts) -> Change | No
     diff = "" if f.secret else _diff(f.dest, fact.content if fact else None, data)
     tmp = shlex.quote(f.dest + ".cf-new")
     dest = shlex.quote(f.dest)
-    parent = shlex.quote(f.dest.rsplit("/", 1)[0] or "/")
-    # a bind-mounted file (a container's /etc/hosts) cannot be replaced by rename: copy in place
-    commands = (f"mkdir -p {parent}",
-                f"chmod {f.mode:o} {tmp} && {{ mv -f {tmp} {dest} 2>/dev/null || "
-                f"{{ cat {tmp} > {dest} && chmod {f.mode:o} {dest} && rm -f {tmp}; }}; }}")
+    # put in place after the upload (change_lines): a bind-mounted file (a container's /etc/hosts)
+    # cannot be replaced by rename, so it is copied in place
+    commands = (f"chmod {f.mode:o} {tmp} && {{ mv -f {tmp} {dest} 2>/dev/null || "
+                f"{{ cat {tmp} > {dest} && chmod {f.mode:o} {dest} && rm -f {tmp}; }}; }}",)
     return Change(component, "file", f.dest, detail, commands, diff, data)
+
+
+def change_lines(ch: Change) -> list[str]:
+    """The shell lines that apply a change, for both the runner's script and pyinfra's operation: a
+    file's directory, its content uploaded inline (base64) to `<path>.cf-new`, then its commands."""
+    if ch.upload is None:
+        return list(ch.commands)
+    parent = shlex.quote(ch.target.rsplit("/", 1)[0] or "/")
+    tmp = shlex.quote(ch.target + ".cf-new")
+    return [f"mkdir -p {parent}", f"printf %s {base64.b64encode(ch.upload).decode()} | base64 -d > {tmp}",
+            *ch.commands]
 
 
 def _diff(path: str, old: bytes | None, new: bytes) -> str:

@@ -7,14 +7,12 @@
 
 from __future__ import annotations
 
-import base64
-import shlex
 from collections.abc import Generator
 
 from pyinfra.api.operation import operation
 from pyinfra.context import host
 
-from .changes import component_changes
+from .changes import change_lines, component_changes
 from .desired import Component, HostPlan
 from .facts import HostFacts, HostState
 from .runner import probe_args
@@ -22,14 +20,7 @@ from .runner import probe_args
 
 def change_commands(component: Component, facts: HostFacts) -> list[str]:
     """Facts in -> shell commands out (uploads inline as base64, like the runner's apply script)."""
-    out: list[str] = []
-    for ch in component_changes(component, facts):
-        if ch.upload is not None:
-            tmp = shlex.quote(ch.target + ".cf-new")
-            out.append(f"mkdir -p {shlex.quote(ch.target.rsplit('/', 1)[0] or '/')}")
-            out.append(f"printf %s {base64.b64encode(ch.upload).decode()} | base64 -d > {tmp}")
-        out += [c for c in ch.commands if not c.startswith("mkdir -p ")]
-    return out
+    return [line for ch in component_changes(component, facts) for line in change_lines(ch)]
 
 
 @operation()

@@ -10,7 +10,6 @@ starting new batches once too many hosts failed.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import time
 from collections.abc import Callable, Sequence
@@ -24,7 +23,7 @@ from pyinfra.api.config import Config
 from pyinfra.api.inventory import Inventory
 from pyinfra.api.state import State
 
-from .changes import Change, component_changes, reboot_needed
+from .changes import Change, change_lines, component_changes, reboot_needed
 from .desired import HostPlan
 from .facts import HostFacts, HostState
 from .packages import headers_package
@@ -153,14 +152,7 @@ class HostSession:
 
 def apply_script(changes: Sequence[Change]) -> str:
     """One `set -e` script for a component's changes: uploads inline (base64), then commands."""
-    lines = ["set -e"]
-    for ch in changes:
-        if ch.upload is not None:
-            parent = ch.target.rsplit("/", 1)[0] or "/"
-            lines.append(f"mkdir -p '{parent}'")
-            lines.append(f"printf %s '{base64.b64encode(ch.upload).decode()}' | base64 -d > '{ch.target}.cf-new'")
-        lines += [c for c in ch.commands if not c.startswith("mkdir -p ")]
-    return "\n".join(lines)
+    return "\n".join(["set -e", *(line for ch in changes for line in change_lines(ch))])
 
 
 def deploy_host(session: HostSession, plan: HostPlan, *, dry_run: bool) -> HostResult:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 from deploy_helpers import data
 
@@ -94,3 +95,18 @@ def test_reboot_only_when_the_loaded_module_differs() -> None:
     assert reboot_needed(pins, HostFacts(packages=pkg, nvidia_loaded="550.90.07")) is None
     why = reboot_needed(pins, HostFacts(packages=pkg, nvidia_loaded="550.54.15"))
     assert why == "nvidia module 550.54.15 loaded, 550.90.07 installed"
+
+
+def test_apply_script_writes_a_file_whose_path_needs_quoting(tmp_path: Path) -> None:
+    import subprocess
+
+    from clusterforge.deploy.runner import apply_script
+
+    dest = tmp_path / "it's here" / "a b.conf"
+    f = ManagedFile(str(dest), "", {}, "x = 1\n", 0o600)
+    change = file_change("base", f, HostFacts())
+    assert change is not None
+    subprocess.run(["sh", "-c", apply_script([change])], check=True, timeout=30)
+    assert dest.read_text() == "x = 1\n"
+    assert dest.stat().st_mode & 0o777 == 0o600
+    assert not (dest.parent / "a b.conf.cf-new").exists()
