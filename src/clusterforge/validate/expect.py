@@ -39,10 +39,15 @@ def expected_links(index: Index) -> dict[frozenset[PortKey], ExpectedLink]:
     return out
 
 
-def floor_of(index: Index, key: PortKey) -> str:
-    """Rack and unit of the device that owns a port, for the technician."""
-    place = index.places.get(key[0])
+def device_floor(index: Index, device: str) -> str:
+    """Rack and unit of a node or switch, for the technician."""
+    place = index.places.get(device)
     return f"rack {place[0]} U{place[1]}" if place is not None else "not in the inventory"
+
+
+def floor_of(index: Index, key: PortKey) -> str:
+    """Rack and unit of the device that owns a port."""
+    return device_floor(index, key[0])
 
 
 def cable_text(index: Index, cable: Cable) -> str:

@@ -8,7 +8,7 @@ from ..model.cabling import Cable
 from ..model.index import Index, PortKey
 from ..parse.iblinkinfo import IblinkinfoReport
 from ..parse.ibnetdiscover import IbTopology
-from .expect import ExpectedLink, cable_text, expected_links, floor_of, port_text
+from .expect import ExpectedLink, cable_text, device_floor, expected_links, floor_of, port_text
 from .findings import Finding
 from .identify import Binding, bind
 
@@ -78,10 +78,10 @@ def _identity_findings(index: Index, binding: Binding) -> list[Finding]:
                 expected=locked,
                 observed=node.guid,
                 action=(
-                    f"confirm the replacement of {name} ({floor_of(index, (key[0], key[1], 1))}), then run "
+                    f"confirm the replacement of {name} ({device_floor(index, key[0])}), then run "
                     "`clusterforge learn` to lock the new GUID and re-render the OpenSM GUID files"
                 ),
-                floor=floor_of(index, (key[0], key[1], 1)),
+                floor=device_floor(index, key[0]),
             )
         )
     for node in binding.unknown:

@@ -6,6 +6,7 @@ from ..model.hardware import Hardware
 from ..model.index import Index
 from ..parse.nvidia_smi_nvlink import NvlinkStatus
 from ..parse.nvidia_smi_topo import NvidiaSmiTopo
+from .expect import device_floor
 from .findings import Finding
 
 _NEAR = {"PIX", "PXB"}
@@ -13,8 +14,7 @@ _NEAR = {"PIX", "PXB"}
 
 def check_topo(index: Index, host: str, topo: NvidiaSmiTopo) -> list[Finding]:
     hw = index.hardware[host]
-    node = index.nodes[host]
-    floor = f"rack {node.rack} U{node.u}"
+    floor = device_floor(index, host)
     out: list[Finding] = []
     want = hw.gpus.count if hw.gpus else 0
     if len(topo.gpus) != want:
@@ -109,7 +109,6 @@ def _dpus(host: str, hw: Hardware, topo: NvidiaSmiTopo, floor: str) -> list[Find
 
 
 def check_nvlink(index: Index, host: str, status: NvlinkStatus) -> list[Finding]:
-    node = index.nodes[host]
     hw = index.hardware[host]
     model = index.cat.gpus.get(hw.gpus.model) if hw.gpus else None
     expects = hw.gpus is not None and hw.gpus.nvlink_topology != "none" and model is not None and model.nvlink_links
@@ -125,6 +124,6 @@ def check_nvlink(index: Index, host: str, status: NvlinkStatus) -> list[Finding]
             "GPU-NVLINK-DOWN", "error", host, f"{host}: {len(down)} NVLink link(s) inactive: {', '.join(down[:6])}",
             expected="all links active", observed=", ".join(down[:12]),
             action="check nvidia-fabricmanager and `nvidia-smi nvlink -e` error counters; reseat or RMA the GPU",
-            floor=f"rack {node.rack} U{node.u}",
+            floor=device_floor(index, host),
         )
     ]

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from ..model.index import Index
 from ..parse.ibstat import IbstatCa
+from .expect import device_floor, port_text
 from .findings import Finding
 
 
@@ -14,8 +15,7 @@ def check_host(index: Index, host: str, cas: Sequence[IbstatCa]) -> list[Finding
     out: list[Finding] = []
     by_name: Mapping[str, IbstatCa] = {ca.ca: ca for ca in cas}
     locks = index.port_guid_locks  # built once, not per host
-    node = index.nodes[host]
-    floor = f"rack {node.rack} U{node.u}"
+    floor = device_floor(index, host)
     for hca in index.hardware[host].hcas:
         ca = by_name.get(hca.name)
         if ca is None:
@@ -35,7 +35,7 @@ def check_host(index: Index, host: str, cas: Sequence[IbstatCa]) -> list[Finding
             continue
         ports = {p.port: p for p in ca.ports}
         for hp in hca.ports:
-            subject = f"{host} {hca.name}/{hp.port}"
+            subject = port_text((host, hca.name, hp.port))  # as the fabric findings name it (run.py matches them)
             port = ports.get(hp.port)
             if port is None:
                 out.append(
