@@ -79,3 +79,12 @@ def test_a_profile_problem_is_reported_once_not_under_every_overriding_node() ->
                        (("nodes", 3, "hcas", 0, "model"), "unknown HCA model 'ConnectX-98'")]
     # a pairing the node's own HCA makes is still checked on the node (GPU 9 of 8)
     assert [i.path for i in issues if "is paired with GPU 9" in i.message] == [("nodes", 3, "hcas", 0, "gpu")]
+
+
+def test_allocated_addresses_print_in_their_family() -> None:
+    from netaddr import IPAddress
+
+    from clusterforge.model.addresses import Addresses
+
+    assert Addresses().text(int(IPAddress("198.18.10.11"))) == "198.18.10.11"
+    assert Addresses().text(int(IPAddress("fd00:cf::10"))) == "fd00:cf::10"

@@ -16,14 +16,14 @@ from .index import Index
 
 @dataclass
 class Addresses:
-    version: int = 4
     mgmt: dict[str, int] = field(default_factory=dict)
     bmc: dict[str, int] = field(default_factory=dict)
     ipoib: dict[tuple[str, str], int] = field(default_factory=dict)  # (node, ifname)
     issues: list[InventoryIssue] = field(default_factory=list)
 
     def text(self, value: int) -> str:
-        return str(IPAddress(value, self.version))
+        """An address as text: IPv6 beyond the 32-bit range (the plan's subnets may be either family)."""
+        return str(IPAddress(value, 6 if value > 0xFFFFFFFF else 4))
 
 
 def _pick(net: IPNetwork, sub: Subnet, index: int, guid: str | None) -> int | None:
