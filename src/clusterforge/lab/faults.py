@@ -24,14 +24,13 @@ that tests compare with what ibnetdiscover finds.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from clusterforge.fsutil import write_atomic
 from clusterforge.lab.errors import CommandError, FaultError
 from clusterforge.lab.fabric_tools import (
     FabricClient,
@@ -49,11 +48,12 @@ from clusterforge.lab.netfile import (
     PortSettings,
     active_rate,
 )
-from clusterforge.lab.observe import Discovery, PortKey, parse_ibnetdiscover
+from clusterforge.lab.observe import GBPS_TO_SPEED, Discovery, PortKey, parse_ibnetdiscover
 
-_WIDTH_TEXT = {"1X": 1, "4X": 2, "8X": 4, "12X": 8, "2X": 16}
-_SPEED_TEXT = {"2.5 Gbps": 1, "5.0 Gbps": 2, "10.0 Gbps": 4}
-_EXT_TEXT = {"14.0625 Gbps": 1, "25.78125 Gbps": 2, "53.125 Gbps": 4, "106.25 Gbps": 8}
+# ibsim's console prints enabled speeds as lane rates ("53.125 Gbps"); the bits are netfile's
+_WIDTH_TEXT = WIDTH_BITS
+_SPEED_TEXT = {f"{g} Gbps": SPEED_BITS[s] for g, s in GBPS_TO_SPEED.items() if s in SPEED_BITS}
+_EXT_TEXT = {f"{g} Gbps": EXT_SPEED_BITS[s] for g, s in GBPS_TO_SPEED.items() if s in EXT_SPEED_BITS}
 
 
 @dataclass(frozen=True)
@@ -105,11 +105,7 @@ class FaultInjector:
         return data
 
     def _save(self, entries: list[dict[str, object]]) -> None:
-        self.journal_path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.journal_path.parent, prefix=".faults-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(entries, f, indent=1)
-        os.replace(tmp, self.journal_path)
+        write_atomic(self.journal_path, json.dumps(entries, indent=1))
 
     def _append(self, entry: dict[str, object]) -> None:
         entries = self.journal()

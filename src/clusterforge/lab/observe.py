@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 #: iblinkinfo prints the active per-lane signalling rate; map it to a name.
-_GBPS_TO_SPEED = {
+GBPS_TO_SPEED = {
     "2.5": "SDR", "5.0": "DDR", "10.0": "QDR", "14.0625": "FDR", "25.78125": "EDR",
     "53.125": "HDR", "106.25": "NDR", "212.5": "XDR",
 }
@@ -176,7 +176,7 @@ def parse_iblinkinfo(text: str) -> dict[PortKey, PortLink]:
             continue
         port = int(m.group(1))
         width = m.group(2)
-        speed = _GBPS_TO_SPEED.get(m.group(3) or "") if m.group(3) else None
+        speed = GBPS_TO_SPEED.get(m.group(3) or "") if m.group(3) else None
         pm = _PEER.match(m.group(6).strip())
         peer = (pm.group(2), int(pm.group(1))) if pm and pm.group(2) else None
         out[(node, port)] = PortLink((node, port), width, speed, m.group(4), m.group(5), peer)

@@ -12,6 +12,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from clusterforge.fsutil import write_atomic
 from clusterforge.lab.proc import run
 
 
@@ -36,11 +37,7 @@ def known_hosts_line(names: Sequence[str], public_key: str) -> str:
 
 
 def write_known_hosts(path: Path, lines: Iterable[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in lines))
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    write_atomic(path, "".join(line + "\n" for line in lines))
 
 
 def ssh_argv(

@@ -9,11 +9,10 @@ recorded before the resource is created; removal tolerates missing pieces.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clusterforge.fsutil import write_atomic  # stdlib-only, like the lab
 from clusterforge.lab.errors import LabError
 from clusterforge.lab.fabric_tools import OpenSm
 from clusterforge.lab.ibsim import IbSim
@@ -147,18 +146,7 @@ def state_path(state_dir: Path) -> Path:
 
 
 def write_state(state: LabState) -> None:
-    state.state_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=state.state_dir, prefix=".lab-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(state.to_json(), f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, state_path(state.state_dir))
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(state_path(state.state_dir), json.dumps(state.to_json(), indent=1, sort_keys=True))
 
 
 def read_state(state_dir: Path) -> LabState | None:
