@@ -47,8 +47,6 @@ class RateInfo(_Entry):
     lanes: int
     lane_gbps: int
     width: str
-    ibsim_width: int
-    ibsim_ext: int
 
 
 class MediaInfo(_Entry):
