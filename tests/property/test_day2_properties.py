@@ -2,31 +2,25 @@
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clusterforge.api import load_checked
+from cf_lab_inventory import index_of, lab_data, lab_inventory
 from clusterforge.day2 import change_plan, diff_inventories
-from clusterforge.model import Inventory
 from clusterforge.model.index import Index
 
-LAB = Path(__file__).resolve().parents[2] / "inventories" / "lab"
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@cache
-def lab() -> Inventory:
-    return load_checked(LAB).inv
+lab = lab_inventory
 
 
 def with_cables(cables: list[dict[str, Any]]) -> Index:
-    data = lab().model_dump(mode="json")
+    data = lab_data()
     data["cables"] = cables
-    return Index(Inventory.model_validate(data))
+    return index_of(data)
 
 
 @st.composite

@@ -2,30 +2,12 @@
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-from clusterforge.api import load_checked
+from cf_lab_inventory import LAB, index_of, lab_data
 from clusterforge.day2 import ChangePlan, change_plan
-from clusterforge.model import Inventory
-from clusterforge.model.index import Index
 
-ROOT = Path(__file__).resolve().parents[3]
-LAB = ROOT / "inventories" / "lab"
-
-
-@cache
-def _lab() -> Inventory:
-    return load_checked(LAB).inv
-
-
-def lab_data() -> dict[str, Any]:
-    return _lab().model_dump(mode="json")
-
-
-def index_of(data: dict[str, Any]) -> Index:
-    return Index(Inventory.model_validate(data))
+__all__ = ["LAB", "add_gpu09", "cable", "index_of", "lab_data", "node", "phases", "plan_for"]
 
 
 def plan_for(new: dict[str, Any], old: dict[str, Any] | None = None) -> ChangePlan:

@@ -1,38 +1,14 @@
-"""Shared helpers for the render tests: the lab inventory and variants of it."""
+"""Shared helpers for the render tests: the lab inventory (tests/cf_lab_inventory.py) and its view."""
 
 from __future__ import annotations
 
-from functools import cache
-from pathlib import Path
-from typing import Any
-
-from clusterforge.api import load_checked
-from clusterforge.model import Inventory
-from clusterforge.model.index import Index
+from cf_lab_inventory import LAB, ROOT, index_of, lab_data, lab_index, lab_inventory
 from clusterforge.render.fabric import FabricView
 
-ROOT = Path(__file__).resolve().parents[3]
-LAB = ROOT / "inventories" / "lab"
 GOLDEN = ROOT / "tests" / "golden" / "lab"
 
-
-@cache
-def lab_inventory() -> Inventory:
-    return load_checked(LAB).inv
-
-
-def lab_index() -> Index:
-    return Index(lab_inventory())
+__all__ = ["GOLDEN", "LAB", "ROOT", "index_of", "lab_data", "lab_index", "lab_inventory", "lab_view"]
 
 
 def lab_view() -> FabricView:
     return FabricView(lab_index())
-
-
-def lab_data() -> dict[str, Any]:
-    """The lab inventory as plain data, to edit and validate into a variant."""
-    return lab_inventory().model_dump(mode="json")
-
-
-def index_of(data: dict[str, Any]) -> Index:
-    return Index(Inventory.model_validate(data))
