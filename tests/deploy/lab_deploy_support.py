@@ -3,14 +3,12 @@ find a free subnet. (A uniquely named module: `conftest` is ambiguous across tes
 
 from __future__ import annotations
 
-import ipaddress
-import json
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from cf_lab_net import free_subnet as free_lan
 from clusterforge.lab import LabSpec, LabState, down, up
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,23 +26,7 @@ def missing_tools() -> str | None:
 
 
 def free_subnet() -> str:
-    used: list[ipaddress.IPv4Network] = []
-    out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, timeout=10,
-                         check=True).stdout
-    for line in out.splitlines():
-        parts = line.split()
-        if "inet" in parts:
-            used.append(ipaddress.IPv4Interface(parts[parts.index("inet") + 1]).network)
-    res = subprocess.run(["podman", "network", "ls", "--format", "json"], capture_output=True, text=True,
-                         timeout=30, check=False)
-    if res.returncode == 0 and res.stdout.strip():
-        for net in json.loads(res.stdout):
-            used += [ipaddress.IPv4Network(s["subnet"], strict=False) for s in net.get("subnets") or []]
-    for i in range(256):
-        cand = ipaddress.IPv4Network(f"198.19.{(os.getpid() + i) % 256}.0/24")
-        if not any(cand.overlaps(u) for u in used):
-            return str(cand)
-    raise RuntimeError("no free /24 in 198.19.0.0/16")
+    return free_lan("198.19", os.getpid() % 256)
 
 
 @dataclass

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import glob
-import ipaddress
-import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from cf_lab_net import free_subnet
 
 FIXTURE_NETFILE = Path(__file__).parents[1] / "fixtures" / "lab" / "fabric.net"
 
@@ -38,28 +37,8 @@ def container_tools_missing() -> str | None:
 
 
 def free_lab_subnet() -> str:
-    """A /24 in 198.18.0.0/15 that no interface or podman network uses right now."""
-    used: list[ipaddress.IPv4Network] = []
-    out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True,
-                         timeout=10, check=True).stdout
-    for line in out.splitlines():
-        parts = line.split()
-        if "inet" in parts:
-            used.append(ipaddress.IPv4Interface(parts[parts.index("inet") + 1]).network)
-    if shutil.which("podman"):
-        res = subprocess.run(["podman", "network", "ls", "--format", "json"],
-                             capture_output=True, text=True, timeout=30, check=False)
-        if res.returncode == 0 and res.stdout.strip():
-            for net in json.loads(res.stdout):
-                for sub in net.get("subnets") or []:
-                    used.append(ipaddress.IPv4Network(sub["subnet"], strict=False))
-    start = 100 + os.getpid() % 150
-    for i in range(256):
-        third = (start + i) % 256
-        cand = ipaddress.IPv4Network(f"198.18.{third}.0/24")
-        if not any(cand.overlaps(u) for u in used):
-            return str(cand)
-    raise RuntimeError("no free /24 in 198.18.0.0/16")
+    """A /24 in 198.18.0.0/16 that no interface or podman network uses right now."""
+    return free_subnet("198.18", 100 + os.getpid() % 150)
 
 
 @pytest.fixture(scope="session")

@@ -114,7 +114,6 @@ def _mgs_on_a_server(index: Index, i: int) -> list[InventoryIssue]:
     servers = [s for s in fs.servers if s in index.nodes]
     if not servers:
         return []
-    owner = {ip: node for (node, _ifname), ip in addrs.ipoib.items()}
     mine = {addrs.ipoib[(s, f)] for s in servers for f in fs.interfaces if (s, f) in addrs.ipoib}
     out: list[InventoryIssue] = []
     for j, nid in enumerate(fs.mgs_nids):
@@ -124,7 +123,7 @@ def _mgs_on_a_server(index: Index, i: int) -> list[InventoryIssue]:
             continue  # the model validated the NID's form
         if ip in mine:
             continue
-        who = owner.get(ip)
+        who = next((node for (node, _ifname), x in addrs.ipoib.items() if x == ip), None)  # errors only
         where = f"it is {who}'s IPoIB address" if who else "no node has that IPoIB address"
         out.append(InventoryIssue(
             ("lustre", i, "mgs_nids", j),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..collect.plan import VERSION_PACKAGES
 from ..model.index import Index
 from ..parse.lctl_list_nids import LnetNid
 from ..parse.nvidia_smi_query_gpu import QueryGpuResult
@@ -77,7 +78,8 @@ def check_ofed(index: Index, host: str, info: OfedInfo) -> list[Finding]:
 def check_packages(index: Index, host: str, installed: dict[str, str]) -> list[Finding]:
     pins = index.inv.software
     out: list[Finding] = []
-    for package, pin in (("libnccl2", pins.nccl), ("lustre-client-utils", pins.lustre_client)):
+    for package, field in VERSION_PACKAGES.items():
+        pin = getattr(pins, field)
         seen = installed.get(package)
         if pin is not None and seen is not None and not _pinned(pin, seen):
             out.append(_version_finding(host, package, pin, seen))
