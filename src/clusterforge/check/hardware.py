@@ -19,8 +19,9 @@ def check(index: Index) -> list[InventoryIssue]:
         out += _pairing(prof, ("profiles", i), prof.name)
     for i, node in enumerate(inv.nodes):
         path = ("nodes", i)
-        own = Hardware.model_construct(gpus=node.gpus, hcas=node.hcas or [], dpus=node.dpus or [])
-        out += _catalog(cat, own, path)
+        if node.gpus is not None or node.hcas is not None or node.dpus is not None:  # most nodes: none
+            own = Hardware.model_construct(gpus=node.gpus, hcas=node.hcas or [], dpus=node.dpus or [])
+            out += _catalog(cat, own, path)
         gpu_side = node.gpus is not None or node.hcas is not None
         dpu_side = node.dpus is not None or node.gpu_root_complexes is not None
         if gpu_side or dpu_side:
