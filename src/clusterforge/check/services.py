@@ -100,6 +100,35 @@ def _lustre(index: Index) -> list[InventoryIssue]:
                         )
                     )
             out += _mgs_on_a_server(index, i)
+        out += _failover_pairs(index, i)
+    return out
+
+
+def _failover_pairs(index: Index, i: int) -> list[InventoryIssue]:
+    """Both servers of a failover pair serve this file system; a server is in one pair at most."""
+    fs = index.inv.lustre[i]
+    servers = set(fs.servers)
+    paired: dict[str, int] = {}
+    out: list[InventoryIssue] = []
+    for j, pair in enumerate(fs.failover_pairs):
+        if pair[0] == pair[1]:
+            out.append(InventoryIssue(
+                ("lustre", i, "failover_pairs", j), f"failover pair {pair[0]} + {pair[1]} names one server twice",
+            ))
+            continue
+        for k, name in enumerate(pair):
+            path = ("lustre", i, "failover_pairs", j, k)
+            if name not in servers:
+                out.append(InventoryIssue(
+                    path, f"{name} is not a server of {fs.name} ({', '.join(fs.servers) or 'none declared'})",
+                ))
+            elif name in paired:
+                out.append(InventoryIssue(
+                    path, f"{name} is already in failover pair {paired[name]} of {fs.name}: a server fails "
+                    f"over to one partner",
+                ))
+            else:
+                paired[name] = j
     return out
 
 

@@ -28,6 +28,12 @@ class LustreFs(Model):
     lnet: Annotated[str, Field(pattern=r"^(o2ib|tcp)[0-9]*$")] = "o2ib0"
     interfaces: list[Name] = Field(default_factory=lambda: ["ib0"])
     servers: list[Name] = Field(default_factory=list, description="nodes serving this file system")
+    failover_pairs: list[tuple[Name, Name]] = Field(
+        default_factory=list,
+        description="HA failover pairs among the servers ([lus01, lus02]): a pair's two servers take over "
+        "each other's targets, so the planner puts them on different leaves, trunks and panels and a "
+        "change plan never takes both out at once",
+    )
     clients: Literal["compute", "all"] = "compute"
     options: str = "defaults,_netdev,flock"
 
