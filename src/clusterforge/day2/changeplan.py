@@ -24,9 +24,9 @@ from ..model.cabling import Cable
 from ..model.index import Index, PortKey
 from .host_diff import LEAVES, HostChange, diff_hosts
 from .inventory_diff import CableChange, DeviceChange, InventoryDiff, diff_inventories
-from .steps import RACK_PHASES, ChangePlan, Phase, Step
+from .steps import ChangePlan, Phase, Step
 
-_BEFORE_TRUNKS: tuple[Phase, ...] = ("drain", "unplug", "remove", "install")
+_BEFORE_TRUNKS: tuple[Phase, ...] = ("drain", "takeout", "unplug", "remove", "install")
 _AFTER_TRUNKS: tuple[Phase, ...] = ("plug", "relabel", "deploy")
 _INTERRUPTING = ("moved", "replaced", "rerouted", "removed")
 _HARDWARE = ("gpus", "hcas", "dpus", "u_height", "profile")
@@ -172,10 +172,11 @@ class _Planner:
             node = index.nodes.get(host)
             if node is None:
                 continue
-            argv = tuple(p.replace("{host}", host) for p in policy.drain) if node.role == "compute" else ()
+            hook = node.role == "compute" and bool(policy.drain)
+            argv = tuple(p.replace("{host}", host) for p in policy.drain) if hook else ()
             verb = "drain" if node.role == "compute" else f"take out of service ({node.role})"
-            self._add(self._rack_of(host, self.old if host in self.old.nodes else self.new), "drain", host,
-                      f"{verb}: {'; '.join(reasons)}", argv)
+            self._add(self._rack_of(host, self.old if host in self.old.nodes else self.new),
+                      "drain" if hook else "takeout", host, f"{verb}: {'; '.join(reasons)}", argv)
 
     def _deploys(self) -> list[HostChange]:
         """Rack deploy steps; returns the hosts whose OpenSM files change (deployed once the racks are cabled)."""
@@ -220,7 +221,7 @@ class _Planner:
                 emit("trunks", None, subject, action)
             racks(_AFTER_TRUNKS)
         else:
-            racks(RACK_PHASES)
+            racks((*_BEFORE_TRUNKS, *_AFTER_TRUNKS))
         if fabric_hosts:
             hosts = [h.host for h in fabric_hosts]
             what = "; ".join(str(c) for c in fabric_hosts[0].components if c.component == "opensm")
@@ -235,8 +236,10 @@ class _Planner:
             node = self.new.nodes.get(host)
             if node is None:
                 continue  # it left
-            argv = tuple(p.replace("{host}", host) for p in policy.resume) if node.role == "compute" else ()
-            emit("resume", node.rack, host, "resume" if node.role == "compute" else "return to service", argv)
+            hook = node.role == "compute" and bool(policy.resume)
+            argv = tuple(p.replace("{host}", host) for p in policy.resume) if hook else ()
+            emit("resume" if hook else "return", node.rack, host,
+                 "resume" if node.role == "compute" else "return to service", argv)
         return steps
 
     def _rack_order(self) -> list[str]:

@@ -10,13 +10,28 @@ from ..model.cabling import Cable
 from .host_diff import HostChange
 from .inventory_diff import InventoryDiff
 
-Phase = Literal["drain", "unplug", "remove", "install", "trunks", "plug", "relabel", "deploy", "fabric",
-                "validate", "resume"]
+Phase = Literal["drain", "takeout", "handover", "unplug", "remove", "install", "trunks", "plug", "relabel",
+                "commission", "learn", "deploy", "fabric", "validate", "resume", "return"]
+PHASES: tuple[Phase, ...] = ("drain", "takeout", "handover", "unplug", "remove", "install", "trunks", "plug",
+                             "relabel", "commission", "learn", "deploy", "fabric", "validate", "resume", "return")
 RACK_PHASES: tuple[Phase, ...] = ("drain", "unplug", "remove", "install", "plug", "relabel", "deploy")
+# Phases whose steps a person does (or confirms): `apply` waits for the operator. Every other phase is a
+# machine step with the exact argv to run. A phase is always one or the other:
+#   takeout   a host without a drain hook (servers, SMs; compute when deploy.reboot.drain is empty) is taken
+#             out of service by the operator (failover is theirs to arrange)
+#   handover  a standby subnet manager becomes master before the master goes out
+#   return    such a host is returned to service (no resume hook)
+#   commission  rack or device commissioning checks (cold-plate leak test, sensors verified)
+MANUAL_PHASES: frozenset[Phase] = frozenset({"takeout", "handover", "unplug", "remove", "install", "trunks",
+                                             "plug", "relabel", "commission", "return"})
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
+    """One step of a change plan. Machine steps (`manual` False) carry the exact argv to run (drain/resume
+    hooks with `{host}` substituted, clusterforge commands as `("clusterforge", ...)`); manual steps are
+    done by a person and confirmed (their argv is empty)."""
+
     n: int
     phase: Phase
     rack: str | None  # None: fabric-wide
@@ -24,9 +39,34 @@ class Step:
     action: str
     argv: tuple[str, ...] = ()
 
+    @property
+    def manual(self) -> bool:
+        return self.phase in MANUAL_PHASES
+
     def to_dict(self) -> dict[str, Any]:
         return {"n": self.n, "phase": self.phase, "rack": self.rack, "subject": self.subject,
-                "action": self.action, "argv": list(self.argv)}
+                "action": self.action, "argv": list(self.argv), "manual": self.manual}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Step:
+        """A step as `to_dict` wrote it; ValueError when it is not one (unknown phase, `manual` that
+        contradicts the phase, an argv that is not a list of strings)."""
+        phase = data.get("phase")
+        if phase not in PHASES:
+            raise ValueError(f"step {data.get('n')!r}: unknown phase {phase!r}")
+        argv = data.get("argv", [])
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+            raise ValueError(f"step {data.get('n')!r}: argv must be a list of strings")
+        n, rack, subject, action = data.get("n"), data.get("rack"), data.get("subject"), data.get("action")
+        if not isinstance(n, int) or not isinstance(subject, str) or not isinstance(action, str) \
+                or not (rack is None or isinstance(rack, str)):
+            raise ValueError(f"step {n!r}: n, rack, subject and action are required")
+        step = cls(n, phase, rack, subject, action, tuple(argv))
+        if "manual" in data and data["manual"] is not step.manual:
+            raise ValueError(f"step {n}: manual={data['manual']!r} contradicts phase {phase!r}")
+        if step.manual and step.argv:
+            raise ValueError(f"step {n}: a manual step ({phase}) has no argv")
+        return step
 
 
 @dataclass(frozen=True)
@@ -92,7 +132,7 @@ class ChangePlan:
                 out.append(f"== {head}")
                 heading = head
             cmd = f"  $ {shlex.join(step.argv)}" if step.argv else ""
-            out.append(f"{step.n:>4}. {step.phase:<8} {step.subject}: {step.action}{cmd}")
+            out.append(f"{step.n:>4}. {step.phase:<10} {step.subject}: {step.action}{cmd}")
         return out
 
 

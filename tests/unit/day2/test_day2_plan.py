@@ -58,8 +58,9 @@ def test_inserting_a_node_before_the_servers_renumbers_them_and_says_so() -> Non
     assert renumbered == ["lus01", "lus02", "sm01"]
     assert "ib0 198.18.128.19 -> 198.18.128.20" in next(w for w in plan.warnings if " lus01 " in w)
     assert set(plan.drained) == {"sm01", "lus01", "lus02"}
-    drains = [s for s in plan.steps if s.phase == "drain"]
-    assert all(s.action.startswith("take out of service") for s in drains)  # not compute: no Slurm drain
+    drains = [s for s in plan.steps if s.phase == "takeout"]  # not compute: no Slurm drain, the operator's
+    assert len(drains) == 3 and all(s.manual and not s.argv for s in drains)
+    assert all(s.action.startswith("take out of service") for s in drains)
     assert "its addresses change" in drains[0].action
 
 
@@ -93,7 +94,7 @@ def test_moved_cable_is_unplugged_and_plugged_with_its_host_drained() -> None:
     [change] = plan.diff.cables
     assert (change.change, change.id, change.fields) == ("moved", "C-00015", ("b",))
     assert plan.drained == ("gpu08",)
-    assert phases(plan, "lab-su02-r01") == ["drain", "unplug", "plug", "resume"]
+    assert phases(plan, "lab-su02-r01") == ["takeout", "unplug", "plug", "return"]  # the lab has no drain hook
     unplug, plug = (s for s in plan.steps if s.phase in ("unplug", "plug"))
     assert "leaf-su02-r0 port 4" in unplug.action and "leaf-su02-r0 port 6" in plug.action
     assert plan.hosts == ()  # nothing rendered for gpu08 depends on its leaf port
@@ -120,7 +121,7 @@ def test_retired_server_is_drained_unplugged_removed_and_not_resumed() -> None:
     data["lustre"][0]["servers"] = ["lus01"]
     plan = plan_for(data)
     core = [s for s in plan.steps if s.rack == "lab-core01"]
-    assert [s.phase for s in core][:3] == ["drain", "unplug", "remove"]
+    assert [s.phase for s in core][:3] == ["takeout", "unplug", "remove"]
     assert core[0].subject == "lus02" and "it leaves" in core[0].action
     assert core[2].action == "take out node at lab-core01 U24"
     assert not [s for s in plan.steps if s.phase == "resume" and s.subject == "lus02"]
