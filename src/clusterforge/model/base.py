@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 _HEX16 = re.compile(r"^(?:0x)?([0-9a-fA-F]{16})$")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
@@ -14,7 +14,7 @@ _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
 class Model(BaseModel):
     """Every inventory model: immutable, unknown keys are errors."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def normalize_guid(value: object) -> str:
@@ -31,6 +31,8 @@ def normalize_guid(value: object) -> str:
 
 
 Guid = Annotated[str, BeforeValidator(normalize_guid)]
+FiniteFloat = Annotated[float, AllowInfNan(False)]
+"""A float that is neither inf nor NaN (YAML `.inf` / `.nan` are rejected wherever a number is read)."""
 Name = Annotated[str, Field(pattern=_NAME)]
 HcaName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*\d+$")]
 Rate = Literal["EDR", "HDR100", "HDR", "NDR200", "NDR", "XDR"]

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import CableId, Model, Name, PortRef
+from .base import CableId, FiniteFloat, Model, Name, PortRef
 
 Media = Literal["DAC", "ACC", "AOC", "fiber"]
 FiberType = Literal["OM3", "OM4", "OM5", "OS2"]
@@ -17,7 +17,7 @@ class Cable(Model):
     a: PortRef
     b: PortRef
     media: Media
-    length_m: float = Field(gt=0, le=2000)
+    length_m: FiniteFloat = Field(gt=0, le=2000)
     label: str | None = Field(default=None, max_length=64)
     fiber_type: FiberType | None = Field(default=None, description="fiber media only")
     trunk: CableId | None = Field(default=None, description="MPO-24 trunk the link rides on")
@@ -39,4 +39,4 @@ class Trunk(Model):
     fibers: Literal[24] = 24
     fiber_type: FiberType = "OM4"
     polarity: Literal["A", "B", "C"] = "B"
-    length_m: float = Field(gt=0, le=2000)
+    length_m: FiniteFloat = Field(gt=0, le=2000)

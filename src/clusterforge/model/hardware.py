@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import Guid, HcaName, Model, Name, Rate
+from .base import FiniteFloat, Guid, HcaName, Model, Name, Rate
 
 NvlinkTopology = Literal["nvswitch", "bridged-pairs", "none"]
 
@@ -51,7 +51,7 @@ class Dpu(Model):
 class LocalDevice(Model):
     kind: Literal["nvme", "optane-pmem", "ssd", "hdd"]
     count: int = Field(default=1, ge=1)
-    size_tb: float = Field(gt=0)
+    size_tb: FiniteFloat = Field(gt=0)
     role: Literal["os", "scratch", "cache", "lustre-ost", "lustre-mdt"] = "scratch"
 
 
@@ -59,7 +59,7 @@ class Hardware(Model):
     """A node's hardware; a profile is a named Hardware that nodes refer to."""
 
     u_height: int = Field(default=1, ge=1, le=10)
-    power_kw: float = Field(default=0.5, ge=0)
+    power_kw: FiniteFloat = Field(default=0.5, ge=0)
     gpus: Gpus | None = None
     hcas: list[Hca] = Field(default_factory=list)
     dpus: list[Dpu] = Field(default_factory=list)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from .addressing import AddressPlan
-from .base import Guid, HcaName, Model, Name, PortRef
+from .base import FiniteFloat, Guid, HcaName, Model, Name, PortRef
 from .cabling import Cable, PatchPanel, Trunk
 from .fabric import FabricSpec
 from .hardware import Profile
@@ -47,7 +47,7 @@ class GuidLocks(Model):
 class PriceTable(Model):
     currency: str = "USD"
     example: bool = Field(default=True, description="true: illustrative prices, not a quote")
-    items: dict[str, float] = Field(default_factory=dict)
+    items: dict[str, FiniteFloat] = Field(default_factory=dict)
 
 
 class RebootPolicy(Model):

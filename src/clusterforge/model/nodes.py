@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, IPvAnyAddress
 
-from .base import Guid, Model, Name
+from .base import FiniteFloat, Guid, Model, Name
 from .hardware import Dpu, Gpus, Hca, LocalDevice
 
 NodeRole = Literal["compute", "storage", "login", "management", "subnet-manager"]
@@ -23,7 +23,7 @@ class Node(Model):
     bmc_ip: IPvAnyAddress | None = None
     # Hardware given here replaces the profile's (whole lists, not items).
     u_height: int | None = Field(default=None, ge=1, le=10)
-    power_kw: float | None = Field(default=None, ge=0)
+    power_kw: FiniteFloat | None = Field(default=None, ge=0)
     gpus: Gpus | None = None
     hcas: list[Hca] | None = None
     dpus: list[Dpu] | None = None

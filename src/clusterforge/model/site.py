@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import Model, Name
+from .base import FiniteFloat, Model, Name
 
 Cooling = Literal["air", "cold-plate", "immersion"]
 
@@ -14,7 +14,7 @@ Cooling = Literal["air", "cold-plate", "immersion"]
 class Row(Model):
     name: Name
     index: int = Field(ge=0, description="position of the row on the floor, 0 = first")
-    pitch_m: float = Field(default=1.2, gt=0, description="distance to the next row, metres")
+    pitch_m: FiniteFloat = Field(default=1.2, gt=0, description="distance to the next row, metres")
 
 
 class Rack(Model):
@@ -22,23 +22,23 @@ class Rack(Model):
     row: Name
     position: int = Field(ge=0, description="slot of the rack within its row, 0 = first")
     u_height: int = Field(default=42, ge=1, le=60)
-    width_m: float = Field(default=0.6, gt=0)
+    width_m: FiniteFloat = Field(default=0.6, gt=0)
     cooling: Cooling = "air"
-    power_budget_kw: float | None = Field(default=None, gt=0)
-    max_density_kw: float | None = Field(
+    power_budget_kw: FiniteFloat | None = Field(default=None, gt=0)
+    max_density_kw: FiniteFloat | None = Field(
         default=None, gt=0, description="overrides the cooling type's density limit"
     )
-    floor_area_m2: float = Field(default=0.72, gt=0)
+    floor_area_m2: FiniteFloat = Field(default=0.72, gt=0)
     leak_sensors: int = Field(default=0, ge=0)
 
 
 class Site(Model):
     name: Name
     location: str | None = None
-    routing_allowance_m: float = Field(
+    routing_allowance_m: FiniteFloat = Field(
         default=2.0, ge=0, description="slack added to every computed cable length"
     )
-    rack_to_tray_m: float = Field(
+    rack_to_tray_m: FiniteFloat = Field(
         default=1.0, ge=0, description="vertical run from a rack unit up to the cable tray"
     )
     rows: list[Row] = Field(default_factory=list)
