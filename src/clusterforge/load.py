@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from .errors import InventoryInvalid, InventoryIssue
 from .errors import Path as ErrPath
 from .model import Inventory
+from .model.base import pattern_error
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -93,7 +94,7 @@ class Source:
         if file not in self._trees:
             try:
                 self._trees[file] = yaml.compose(file.read_text(encoding="utf-8"), Loader=_Loader)
-            except yaml.YAMLError:
+            except (yaml.YAMLError, OSError, UnicodeDecodeError, RecursionError):
                 self._trees[file] = None
         return self._trees[file]
 
@@ -121,32 +122,47 @@ def _walk(node: yaml.Node, path: list[str | int]) -> yaml.Mark | None:
 
 
 def environment_files(env: Path) -> list[Path]:
+    """The YAML files of an environment (a directory, or one file); InventoryInvalid if unreadable."""
     if env.is_file():
         return [env]
-    files = sorted(
-        p
-        for p in env.iterdir()
-        if p.suffix in (".yaml", ".yml") and not p.name.startswith(".") and p.is_file()
+    if not env.is_dir():
+        what = "no such environment" if not env.exists() else "not a directory of YAML files (nor one YAML file)"
+        raise InventoryInvalid([InventoryIssue((), what, str(env), rule="ENV")])
+    try:
+        entries = list(env.iterdir())
+    except OSError as exc:
+        msg = f"cannot list the environment: {exc.strerror or exc}"
+        raise InventoryInvalid([InventoryIssue((), msg, str(env), rule="ENV")]) from None
+    return sorted(
+        p for p in entries if p.suffix in (".yaml", ".yml") and not p.name.startswith(".") and p.is_file()
     )
-    return files
 
 
 def read_environment(env: Path) -> tuple[dict[str, Any], Source]:
     """Read and merge the YAML files; raise InventoryInvalid with every file-level error."""
-    if not env.exists():
-        raise InventoryInvalid([InventoryIssue((), f"no such environment: {env}", str(env))])
     files = environment_files(env)
     if not files:
-        raise InventoryInvalid([InventoryIssue((), "no *.yaml files in the environment", str(env))])
+        raise InventoryInvalid([InventoryIssue((), "no *.yaml files in the environment", str(env), rule="ENV")])
     merged: dict[str, Any] = {}
     source = Source(files=files)
     issues: list[InventoryIssue] = []
     for file in files:
-        text = file.read_text(encoding="utf-8", errors="replace")
+        text_or_issue = read_text(file)
+        if isinstance(text_or_issue, InventoryIssue):
+            issues.append(text_or_issue)
+            continue
+        text = text_or_issue
+        too_big = _alias_bomb(file, text)
+        if too_big is not None:
+            issues.append(too_big)
+            continue
         try:
             doc = yaml_rs.loads(text)
         except yaml_rs.YAMLDecodeError as exc:
             issues.append(_syntax_issue(file, text, exc))
+            continue
+        except RecursionError:
+            issues.append(InventoryIssue((), "YAML: nested too deeply", str(file), rule="YAML"))
             continue
         if doc is None:
             continue
@@ -161,6 +177,96 @@ def read_environment(env: Path) -> tuple[dict[str, Any], Source]:
                 issues[i] = issue.located(*source.locate(issue.path))
         raise InventoryInvalid(issues)
     return merged, source
+
+
+MAX_FILE_BYTES = 512 * 1024 * 1024
+"""An inventory file larger than this is refused before it is read (the largest real ones are ~10 MB)."""
+
+
+def read_text(file: Path) -> str | InventoryIssue:
+    """A file's text as strict UTF-8, or the issue that names why not (unreadable, not UTF-8, too big)."""
+    try:
+        with file.open("rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        return InventoryIssue((), f"cannot read the file: {exc.strerror or exc}", str(file), rule="READ")
+    if len(data) > MAX_FILE_BYTES:
+        msg = f"the file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB: not an inventory file"
+        return InventoryIssue((), msg, str(file), rule="READ")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _encoding_issue(file, data, exc)
+
+
+def _encoding_issue(file: Path, data: bytes, exc: UnicodeDecodeError) -> InventoryIssue:
+    """`file:line:col: not valid UTF-8: byte 0xff at byte offset N`, line and column counted in the file."""
+    line = data.count(b"\n", 0, exc.start) + 1
+    line_start = data.rfind(b"\n", 0, exc.start) + 1
+    col = len(data[line_start : exc.start].decode("utf-8", errors="replace")) + 1
+    bad = data[exc.start : exc.end].hex(" ")
+    msg = (
+        f"not valid UTF-8: byte(s) {bad} at byte offset {exc.start} "
+        "(inventory files are UTF-8 text; re-save the file as UTF-8)"
+    )
+    return InventoryIssue((), msg, str(file), line, col, rule="ENCODING")
+
+
+ALIAS_BUDGET = 1_000_000
+"""How many nodes YAML aliases may add to a file when expanded (a billion-laughs guard)."""
+
+_ANCHOR_RE = re.compile(r"&[^\s\[\]{},]")
+
+
+def _alias_bomb(file: Path, text: str) -> InventoryIssue | None:
+    """Refuse a file whose aliases would expand to more than ALIAS_BUDGET extra nodes.
+
+    yaml-rs expands every alias into a full copy: a 100 KB file of aliases to aliases can
+    mean gigabytes. The expanded size is counted over PyYAML's event stream first (each
+    anchored node's size is known when it ends; an alias adds that size), which builds
+    nothing. Only files that define an anchor pay for this pass.
+    """
+    if _ANCHOR_RE.search(text) is None or "*" not in text:
+        return None
+    sizes: dict[str, int] = {}
+    open_nodes: list[tuple[str | None, int]] = []
+    count = extra = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.AliasEvent):
+                n = sizes.get(event.anchor or "")
+                if n is None:
+                    if any(anchor == event.anchor for anchor, _ in open_nodes):
+                        msg = f"YAML: the alias *{event.anchor} refers to a node that contains it (recursive)"
+                        return _at(file, event.start_mark, msg)
+                    continue  # undefined: the parser below reports it
+                count += n
+                extra += n
+                if extra > ALIAS_BUDGET:
+                    msg = (
+                        f"YAML: aliases expand this file by more than {ALIAS_BUDGET:,} nodes "
+                        f"(*{event.anchor} copies {n:,} here); write the data out or use fewer nested aliases"
+                    )
+                    return _at(file, event.start_mark, msg)
+            elif isinstance(event, yaml.ScalarEvent):
+                count += 1
+                if event.anchor:
+                    sizes[event.anchor] = 1
+            elif isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+                count += 1
+                open_nodes.append((event.anchor, count))
+            elif isinstance(event, yaml.SequenceEndEvent | yaml.MappingEndEvent):
+                anchor, start = open_nodes.pop()
+                if anchor:
+                    sizes[anchor] = count - start + 1
+    except yaml.YAMLError:
+        return None  # a syntax error: the parser below reports it
+    return None
+
+
+def _at(file: Path, mark: Any, message: str) -> InventoryIssue:
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+    return InventoryIssue((), message, str(file), line, col, rule="YAML")
 
 
 def _syntax_issue(file: Path, text: str, exc: Exception) -> InventoryIssue:
@@ -247,6 +353,8 @@ def _issue_from_pydantic(err: Any, source: Source) -> InventoryIssue:
         msg = "required field is missing"
     elif kind in ("literal_error", "enum"):
         msg = f"{err.get('input')!r}: {msg}"
+    elif kind == "string_pattern_mismatch" and pattern_error(err["ctx"]["pattern"], err.get("input")):
+        msg = str(pattern_error(err["ctx"]["pattern"], err.get("input")))
     elif kind != "value_error" and "input" in err and not isinstance(err["input"], dict | list):
         msg = f"{err['input']!r}: {msg}"
     issue = InventoryIssue(loc, msg)

@@ -25,8 +25,14 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
+MAX_SHOWN_ERRORS = 200
+"""Inventory errors printed before the rest are only counted (a broken 50 MB file has 10^6)."""
+
+
 def fail_inventory(exc: InventoryInvalid) -> NoReturn:
-    for issue in exc.issues:
-        err.print(str(issue), markup=False)
+    shown = exc.issues[:MAX_SHOWN_ERRORS]
+    err.print("\n".join(str(issue) for issue in shown), markup=False)
+    if len(exc.issues) > len(shown):
+        err.print(f"... and {len(exc.issues) - len(shown)} more errors (`clusterforge check ENV --format json` lists them all)", markup=False)
     err.print(f"{len(exc.issues)} error(s) in the inventory", style="bold red")
     raise typer.Exit(int(ExitCode.INVALID_INVENTORY))

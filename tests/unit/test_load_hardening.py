@@ -1,0 +1,135 @@
+"""Hostile or careless inventory input ends in a located error, never a traceback or a blow-up."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+from typer.testing import CliRunner
+
+import clusterforge.model as model_pkg
+from clusterforge.cli.common import MAX_SHOWN_ERRORS
+from clusterforge.cli.main import app
+from clusterforge.errors import InventoryInvalid
+from clusterforge.load import ALIAS_BUDGET, load_inventory, read_text
+from clusterforge.model.base import FiniteFloat, Model
+
+BASE = Path(__file__).resolve().parents[1] / "errors" / "_base"
+
+
+def _env(tmp_path: Path) -> Path:
+    env = tmp_path / "env"
+    shutil.copytree(BASE, env)
+    return env
+
+
+def _issues(env: Path) -> list[str]:
+    with pytest.raises(InventoryInvalid) as exc:
+        load_inventory(env)
+    return [str(i) for i in exc.value.issues]
+
+
+def test_non_utf8_byte_is_located_by_line_column_and_offset(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    (env / "extra.yaml").write_bytes(b"nodes:\n  - {name: gpu03, rack: r\xff1, u: 10}\n")
+    (issue,) = _issues(env)
+    assert issue.startswith(f"{env / 'extra.yaml'}:2:26: not valid UTF-8: byte(s) ff at byte offset 32")
+
+
+def test_non_utf8_in_a_multibyte_line_counts_characters_for_the_column(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    (env / "extra.yaml").write_bytes("# é\n".encode() + b"# \xc3\n")
+    (issue,) = _issues(env)
+    assert ":2:3: not valid UTF-8: byte(s) c3 at byte offset 7" in issue
+
+
+def test_unreadable_file_is_an_issue_not_a_traceback(tmp_path: Path) -> None:
+    folder = tmp_path / "a.yaml"
+    folder.mkdir()
+    got = read_text(folder)
+    assert not isinstance(got, str) and "cannot read the file" in got.message
+
+
+@pytest.mark.parametrize("env", ["/dev/null", "missing"])
+def test_environment_that_is_not_a_directory(tmp_path: Path, env: str) -> None:
+    path = Path(env) if env.startswith("/") else tmp_path / env
+    result = CliRunner().invoke(app, ["check", str(path)])
+    assert result.exit_code == 3
+    assert "Traceback" not in result.output
+    assert f"{path}: " in result.output
+    assert ("no such environment" if env == "missing" else "not a directory of YAML files") in result.output
+
+
+def test_alias_bomb_is_refused_before_it_is_expanded(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    lines = ["l0: &a0 [" + ",".join(["lol"] * 10) + "]"]
+    lines += [f"l{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 12)]
+    (env / "extra.yaml").write_text("\n".join(lines) + "\n")  # 10^12 scalars if expanded
+    (issue,) = _issues(env)
+    assert f"aliases expand this file by more than {ALIAS_BUDGET:,} nodes" in issue
+    assert issue.startswith(f"{env / 'extra.yaml'}:6:")
+
+
+def test_recursive_alias_is_refused(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    (env / "extra.yaml").write_text("loop: &x [1, *x]\n")
+    (issue,) = _issues(env)
+    assert issue.endswith("extra.yaml:1:14: YAML: the alias *x refers to a node that contains it (recursive)")
+
+
+def test_small_aliases_still_load(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    nodes = (env / "nodes.yaml").read_text()
+    assert "profile: gpu-node" in nodes
+    (env / "nodes.yaml").write_text("x-defaults: &gpu gpu-node\n" + nodes.replace("profile: gpu-node", "profile: *gpu"))
+    (issue,) = _issues(env)  # the alias itself is fine; only the unknown section is reported
+    assert "unknown key 'x-defaults'" in issue
+
+
+def test_error_list_is_capped(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    rows = "".join(
+        f"  - {{id: X-{i}, a: leaf01/1, b: spine01/1, media: AOC, length_m: bad}}\n" for i in range(450)
+    )
+    (env / "zz.yaml").write_text("cables:\n" + rows)
+    result = CliRunner().invoke(app, ["check", str(env)])
+    assert result.exit_code == 3
+    lines = result.output.splitlines()
+    located = [ln for ln in lines if "length_m" in ln]
+    assert len(located) == MAX_SHOWN_ERRORS
+    assert f"... and {450 - MAX_SHOWN_ERRORS} more errors" in result.output
+    assert lines[-1] == "450 error(s) in the inventory"
+
+
+def _models() -> list[type[BaseModel]]:
+    seen: list[type[BaseModel]] = []
+    todo: list[type[BaseModel]] = [Model]
+    while todo:
+        cls = todo.pop()
+        seen.append(cls)
+        todo.extend(cls.__subclasses__())
+    return seen
+
+
+def test_every_float_field_is_finite() -> None:
+    assert model_pkg.Inventory in _models()
+    floats = 0
+    for cls in _models():
+        assert cls.model_config.get("allow_inf_nan") is False, cls
+        for name, info in cls.model_fields.items():
+            if "float" in repr(info.annotation):
+                floats += 1
+                assert info.annotation == FiniteFloat or "allow_inf_nan=False" in repr(info), (cls, name)
+    assert floats >= 10
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", ".NaN"])
+def test_inf_and_nan_are_rejected(tmp_path: Path, value: str) -> None:
+    env = _env(tmp_path)
+    site = env / "site.yaml"
+    site.write_text(site.read_text().replace("{name: r01, row: row-a, position: 0,",
+                                             f"{{name: r01, row: row-a, position: 0, floor_area_m2: {value},"))
+    (issue,) = _issues(env)
+    assert "racks[0].floor_area_m2:" in issue and "finite number" in issue
