@@ -33,6 +33,7 @@ def fail_inventory(exc: InventoryInvalid) -> NoReturn:
     shown = exc.issues[:MAX_SHOWN_ERRORS]
     err.print("\n".join(str(issue) for issue in shown), markup=False)
     if len(exc.issues) > len(shown):
-        err.print(f"... and {len(exc.issues) - len(shown)} more errors (`clusterforge check ENV --format json` lists them all)", markup=False)
+        more = len(exc.issues) - len(shown)
+        err.print(f"... and {more} more errors (`clusterforge check ENV --format json` lists them all)", markup=False)
     err.print(f"{len(exc.issues)} error(s) in the inventory", style="bold red")
     raise typer.Exit(int(ExitCode.INVALID_INVENTORY))
