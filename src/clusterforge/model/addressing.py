@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, IPvAnyAddress, IPvAnyNetwork
 
-from .base import Model, Name
+from .base import DnsDomain, Model, Name
 
 Assign = Literal["index", "guid"]
 
@@ -31,5 +31,5 @@ class AddressPlan(Model):
     management: Subnet | None = None
     bmc: Subnet | None = None
     ipoib: list[IpoibSubnet] = Field(default_factory=list)
-    dns_domain: str | None = None
+    dns_domain: DnsDomain | None = None
     extra_hosts: dict[Name, IPvAnyAddress] = Field(default_factory=dict)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 _HEX16 = re.compile(r"^(?:0x)?([0-9a-fA-F]{16})$")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
+_HCA_NAME = r"^[a-z][a-z0-9_]*[0-9]+$"
+_CABLE_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,40}$"
 
 
 class Model(BaseModel):
@@ -30,13 +32,93 @@ def normalize_guid(value: object) -> str:
     raise ValueError(f"{value!r} is not a 16-hex-digit GUID")
 
 
-Guid = Annotated[str, BeforeValidator(normalize_guid)]
+Guid = Annotated[str, BeforeValidator(normalize_guid), WithJsonSchema(
+    {"anyOf": [{"type": "string", "pattern": r"^\s*(?:0x)?[0-9a-fA-F]{16}\s*$"}, {"type": "integer", "minimum": 0}]})]
+"""Stored as `0x` + 16 lower-case hex digits whatever the spelling."""
 FiniteFloat = Annotated[float, AllowInfNan(False)]
 """A float that is neither inf nor NaN (YAML `.inf` / `.nan` are rejected wherever a number is read)."""
 Name = Annotated[str, Field(pattern=_NAME)]
-HcaName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*\d+$")]
+HcaName = Annotated[str, Field(pattern=_HCA_NAME)]
 Rate = Literal["EDR", "HDR100", "HDR", "NDR200", "NDR", "XDR"]
-CableId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,40}$")]
+CableId = Annotated[str, Field(pattern=_CABLE_ID)]
+
+# --- Constrained strings: every `str` of the model is one of these (or a Literal, Name, ...). ---
+# Inventory text is data: it reaches generated files, CSVs and the Ansible controller, so each
+# field admits only what its syntax needs, and control characters (line breaks, tabs, C1, Unicode
+# line/paragraph separators) nowhere. Patterns are in the subset shared by pydantic's Rust regex,
+# Python's `re` and JSON Schema (no look-around); PATTERN_HELP words the error for each.
+
+_SEG = r"(?:[A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)"
+"""One path component: letters, digits, `._-`; never `.` or `..`."""
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+
+TEXT_PATTERN = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"
+ABS_PATH_PATTERN = rf"^(?:/{_SEG})+$"
+FILE_PATH_PATTERN = rf"^/?{_SEG}(?:/{_SEG})*$"
+DNS_DOMAIN_PATTERN = rf"^{_LABEL}(?:\.{_LABEL})*$"
+MOUNT_OPTIONS_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_=.:/+-]*(?:,[A-Za-z0-9_][A-Za-z0-9_=.:/+-]*)*$"
+IFNAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$"
+MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,47}$"
+ITEM_KEY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+/-]{0,95}$"
+SUFFIX_PATTERN = r"^[A-Za-z0-9._-]{1,32}$"
+CURRENCY_PATTERN = r"^[A-Z]{3}$"
+USER_PATTERN = r"^[a-z_][a-z0-9_-]{0,31}$"
+PCIE_PATTERN = r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$"
+MIRROR_PATTERN = (r"^(?:https?://[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?|file://)"
+                  r"(?:/[A-Za-z0-9._~%+,=:-]*)*(?: [A-Za-z0-9][A-Za-z0-9._/-]*)*$")
+
+PATTERN_HELP: dict[str, str] = {
+    _NAME: "not a name: a letter or digit, then up to 62 letters, digits or ._-",
+    _HCA_NAME: "not an RDMA device name: lower-case letters, digits and _, ending in a digit (mlx5_0)",
+    _CABLE_ID: "not a cable id: a letter or digit, then up to 40 letters, digits or ._-",
+    TEXT_PATTERN: "control characters (line breaks, tabs, ...) are not allowed",
+    ABS_PATH_PATTERN: "not a normalized absolute path: write /dir/sub with letters, digits and ._- "
+                      "(no '.', '..', '//', trailing '/' or spaces)",
+    FILE_PATH_PATTERN: "not a normalized path: letters, digits and ._- between single '/' "
+                       "(no '.', '..', '//', trailing '/' or spaces)",
+    DNS_DOMAIN_PATTERN: "not a DNS domain: dot-separated labels of letters, digits and inner '-'",
+    MOUNT_OPTIONS_PATTERN: "not a mount option list: comma-separated options of letters, digits and _=.:/+- "
+                           "(no spaces)",
+    IFNAME_PATTERN: "not an interface name: a letter, then up to 14 letters, digits or ._-",
+    MODEL_NAME_PATTERN: "not a model name: letters, digits and ._+- (catalog names such as QM8700)",
+    ITEM_KEY_PATTERN: "not a price item key: letters, digits and ._+/- (e.g. cable/DAC/HDR)",
+    SUFFIX_PATTERN: "not a name suffix: 1 to 32 letters, digits or ._-",
+    CURRENCY_PATTERN: "not a currency code: three capital letters (ISO 4217, e.g. USD)",
+    USER_PATTERN: "not a user name: a lower-case letter or _, then up to 31 of a-z 0-9 _ -",
+    PCIE_PATTERN: "not a PCIe address: dddd:bb:dd.f in hex",
+    MIRROR_PATTERN: "not a package mirror: `URL [SUITE [COMPONENT...]]` with an http://, https:// or file:// URL "
+                    "(no spaces, brackets or options in the URL)",
+}
+"""Pattern -> what the error says (the loader turns pydantic's pattern mismatches into these)."""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def pattern_error(pattern: str, value: object) -> str | None:
+    """The message for `value` not matching `pattern` (one of PATTERN_HELP), or None for other patterns."""
+    if pattern not in PATTERN_HELP:
+        return None
+    if isinstance(value, str) and _CONTROL.search(value):
+        return f"{value!r}: {PATTERN_HELP[TEXT_PATTERN]}"
+    return f"{value!r}: {PATTERN_HELP[pattern]}"
+
+
+Text = Annotated[str, Field(pattern=TEXT_PATTERN, max_length=256)]
+"""Free text (descriptions, argv words): anything printable, no control characters."""
+AbsPath = Annotated[str, Field(pattern=ABS_PATH_PATTERN, max_length=1024)]
+"""An absolute, normalized path (`/lustre/lfs01`)."""
+FilePath = Annotated[str, Field(pattern=FILE_PATH_PATTERN, max_length=1024)]
+"""A normalized path, absolute or relative (relative ones cannot climb with `..`)."""
+DnsDomain = Annotated[str, Field(pattern=DNS_DOMAIN_PATTERN, max_length=253)]
+MountOptions = Annotated[str, Field(pattern=MOUNT_OPTIONS_PATTERN, max_length=512)]
+IfName = Annotated[str, Field(pattern=IFNAME_PATTERN)]
+ModelName = Annotated[str, Field(pattern=MODEL_NAME_PATTERN)]
+"""A catalog model (switch, HCA, GPU): checked against the catalog by `check`."""
+ItemKey = Annotated[str, Field(pattern=ITEM_KEY_PATTERN)]
+Suffix = Annotated[str, Field(pattern=SUFFIX_PATTERN)]
+Currency = Annotated[str, Field(pattern=CURRENCY_PATTERN)]
+UserName = Annotated[str, Field(pattern=USER_PATTERN)]
+PcieAddress = Annotated[str, Field(pattern=PCIE_PATTERN)]
+PackageMirror = Annotated[str, Field(pattern=MIRROR_PATTERN, max_length=512)]
 
 
 class PortRef(Model):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import CableId, FiniteFloat, Model, Name, PortRef
+from .base import CableId, FiniteFloat, Model, Name, PortRef, Text
 
 Media = Literal["DAC", "ACC", "AOC", "fiber"]
 FiberType = Literal["OM3", "OM4", "OM5", "OS2"]
@@ -18,7 +18,7 @@ class Cable(Model):
     b: PortRef
     media: Media
     length_m: FiniteFloat = Field(gt=0, le=2000)
-    label: str | None = Field(default=None, max_length=64)
+    label: Text | None = Field(default=None, max_length=64)
     fiber_type: FiberType | None = Field(default=None, description="fiber media only")
     trunk: CableId | None = Field(default=None, description="MPO-24 trunk the link rides on")
     lane_group: int | None = Field(default=None, ge=0, description="fiber group within the trunk")

@@ -6,7 +6,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from .base import Model, Name, Rate
+from .base import Model, ModelName, Name, Rate, Suffix
 from .nodes import NodeRole
 
 _ALL_ROLES: tuple[NodeRole, ...] = get_args(NodeRole)
@@ -16,9 +16,9 @@ class FabricSpec(Model):
     kind: Literal["fat-tree", "rail-optimized"] = "rail-optimized"
     tiers: Literal["auto", 2, 3] = "auto"
     rate: Rate = "HDR"
-    leaf_model: str = "QM8700"
-    spine_model: str | None = None
-    core_model: str | None = None
+    leaf_model: ModelName = "QM8700"
+    spine_model: ModelName | None = None
+    core_model: ModelName | None = None
     split: bool = Field(default=False, description="use split ports (e.g. NDR -> 2 x NDR200)")
     oversubscription: Literal["1:1", "2:1", "3:1", "4:1"] = "1:1"
     rails: int | None = Field(default=None, ge=1, le=16, description="default: HCA ports per node")
@@ -37,7 +37,7 @@ class FabricSpec(Model):
         default=None, ge=1,
         description="spine switches per pod (2 tiers: in all); default: the fewest that fit",
     )
-    network_rack_suffix: str = Field(
+    network_rack_suffix: Suffix = Field(
         default="-net", min_length=1,
         description="racks whose name ends with this hold the leaves of the scalable units in their row",
     )

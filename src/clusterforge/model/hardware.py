@@ -6,13 +6,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import FiniteFloat, Guid, HcaName, Model, Name, Rate
+from .base import FiniteFloat, Guid, HcaName, IfName, Model, ModelName, Name, PcieAddress, Rate
 
 NvlinkTopology = Literal["nvswitch", "bridged-pairs", "none"]
 
 
 class Gpus(Model):
-    model: str = Field(description="catalog GPU model, e.g. H100-SXM")
+    model: ModelName = Field(description="catalog GPU model, e.g. H100-SXM")
     count: int = Field(ge=0, le=64)
     nvlink_topology: NvlinkTopology = "nvswitch"
     numa: list[int] = Field(
@@ -29,21 +29,21 @@ class HcaPort(Model):
 
 class Hca(Model):
     name: HcaName = Field(description="RDMA device name, e.g. mlx5_3")
-    model: str = Field(description="catalog HCA model, e.g. ConnectX-7")
+    model: ModelName = Field(description="catalog HCA model, e.g. ConnectX-7")
     ports: list[HcaPort] = Field(min_length=1)
-    pcie: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+    pcie: PcieAddress | None = None
     numa: int | None = Field(default=None, ge=0)
     gpu: int | None = Field(default=None, ge=0, description="index of the GPU it is paired with")
     rail: int | None = Field(default=None, ge=0)
     node_guid: Guid | None = None
-    netdev: str | None = Field(default=None, description="IPoIB interface name, e.g. ib0")
+    netdev: IfName | None = Field(default=None, description="IPoIB interface name, e.g. ib0")
 
 
 class Dpu(Model):
     name: HcaName
     model: Literal["BlueField-2", "BlueField-3"]
     ports: list[HcaPort] = Field(min_length=1)
-    pcie: str | None = None
+    pcie: PcieAddress | None = None
     numa: int | None = Field(default=None, ge=0)
     root_complex: int | None = Field(default=None, ge=0)
 

@@ -7,7 +7,20 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from .addressing import AddressPlan
-from .base import FiniteFloat, Guid, HcaName, Model, Name, PortRef
+from .base import (
+    Currency,
+    FilePath,
+    FiniteFloat,
+    Guid,
+    HcaName,
+    ItemKey,
+    Model,
+    Name,
+    PackageMirror,
+    PortRef,
+    Text,
+    UserName,
+)
 from .cabling import Cable, PatchPanel, Trunk
 from .fabric import FabricSpec
 from .hardware import Profile
@@ -45,24 +58,25 @@ class GuidLocks(Model):
 
 
 class PriceTable(Model):
-    currency: str = "USD"
+    currency: Currency = "USD"
     example: bool = Field(default=True, description="true: illustrative prices, not a quote")
-    items: dict[str, FiniteFloat] = Field(default_factory=dict)
+    items: dict[ItemKey, FiniteFloat] = Field(default_factory=dict)
 
 
 class RebootPolicy(Model):
     mode: Literal["none", "when-needed", "rolling-by-rack"] = "when-needed"
-    drain: list[str] = Field(default_factory=list, description="argv run before a reboot")
-    resume: list[str] = Field(default_factory=list, description="argv run after the host is back")
+    drain: list[Text] = Field(default_factory=list, description="argv run before a reboot")
+    resume: list[Text] = Field(default_factory=list, description="argv run after the host is back")
     timeout_s: int = Field(default=900, ge=30)
 
 
 class DeploySettings(Model):
     reboot: RebootPolicy = Field(default_factory=RebootPolicy)
-    ssh_user: str = "root"
+    ssh_user: UserName = "root"
     ssh_port: int = Field(default=22, ge=1, le=65535)
-    known_hosts: str | None = Field(default=None, description="path, relative to the environment")
-    package_mirror: str | None = None
+    known_hosts: FilePath | None = Field(default=None, description="path, relative to the environment")
+    package_mirror: PackageMirror | None = Field(
+        default=None, description="`URL [SUITE [COMPONENT...]]`; the URL http://, https:// or file://")
 
 
 class Inventory(Model):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, IPvAnyAddress
 
-from .base import FiniteFloat, Guid, Model, Name
+from .base import FiniteFloat, Guid, Model, ModelName, Name
 from .hardware import Dpu, Gpus, Hca, LocalDevice
 
 NodeRole = Literal["compute", "storage", "login", "management", "subnet-manager"]
@@ -33,7 +33,7 @@ class Node(Model):
 
 class Switch(Model):
     name: Name
-    model: str = Field(description="catalog switch model, e.g. QM8700")
+    model: ModelName = Field(description="catalog switch model, e.g. QM8700")
     role: SwitchRole
     rack: Name
     u: int = Field(ge=1, le=60)

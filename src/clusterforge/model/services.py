@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from .base import Model, Name
+from .base import AbsPath, Model, MountOptions, Name
 
 Version = Annotated[str, Field(pattern=r"^[0-9][0-9A-Za-z.+~:_-]*$")]
 
@@ -24,7 +24,7 @@ class SoftwarePins(Model):
 class LustreFs(Model):
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,7}$")]
     mgs_nids: list[Annotated[str, Field(pattern=r"^[0-9.]+@(o2ib|tcp)[0-9]*$")]] = Field(min_length=1)
-    mount: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*$")]
+    mount: AbsPath
     lnet: Annotated[str, Field(pattern=r"^(o2ib|tcp)[0-9]*$")] = "o2ib0"
     interfaces: list[Name] = Field(default_factory=lambda: ["ib0"])
     servers: list[Name] = Field(default_factory=list, description="nodes serving this file system")
@@ -35,7 +35,7 @@ class LustreFs(Model):
         "change plan never takes both out at once",
     )
     clients: Literal["compute", "all"] = "compute"
-    options: str = "defaults,_netdev,flock"
+    options: MountOptions = "defaults,_netdev,flock"
 
 
 class SmNode(Model):

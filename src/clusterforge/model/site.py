@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import FiniteFloat, Model, Name
+from .base import FiniteFloat, Model, Name, Text
 
 Cooling = Literal["air", "cold-plate", "immersion"]
 
@@ -34,7 +34,7 @@ class Rack(Model):
 
 class Site(Model):
     name: Name
-    location: str | None = None
+    location: Text | None = None
     routing_allowance_m: FiniteFloat = Field(
         default=2.0, ge=0, description="slack added to every computed cable length"
     )
