@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
 
+from ..collect.store import DEFAULT_MAX_MB, OutputTooLarge, read_output
 from ..errors import ExitCode
 from ..parse import PARSERS, ParseError, to_jsonable
 from .common import Format, err, out, print_json
@@ -15,19 +17,21 @@ def parse(
     tool: str = typer.Argument(..., help=f"one of: {', '.join(PARSERS)}"),
     file: Path = typer.Argument(..., help="saved output of the tool ('-' for stdin)"),
     fmt: Format = typer.Option(Format.json, "--format", help="json (default) or text"),
+    max_mb: int = typer.Option(
+        DEFAULT_MAX_MB, "--max-mb", min=1, help="refuse input larger than this many MB (megabytes)"
+    ),
 ) -> None:
     """Parse saved tool output into typed records (the validator's input)."""
     if tool not in PARSERS:
         err.print(f"unknown tool {tool!r}; choose one of: {', '.join(PARSERS)}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     try:
-        text = (
-            typer.get_text_stream("stdin").read()
-            if str(file) == "-"
-            else file.read_text(encoding="utf-8", errors="replace")
-        )
+        text = read_output(sys.stdin.buffer if str(file) == "-" else file, max_mb)
+    except OutputTooLarge as exc:
+        err.print(f"{file}: {exc} (raise the cap with --max-mb)", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
     except OSError as exc:
-        err.print(f"{file}: {exc.strerror}", markup=False)
+        err.print(f"{file}: {exc.strerror or exc}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
     try:
         records = PARSERS[tool](text)

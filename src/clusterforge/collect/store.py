@@ -15,8 +15,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from ..fsutil import write_atomic
+
+DEFAULT_MAX_MB = 256
+"""The largest saved output read (ibnetdiscover of a 2,048-node fabric is ~5 MB)."""
+
+
+class OutputTooLarge(ValueError):
+    """A saved output (or stdin) is larger than the cap: refused before it is read whole."""
+
+
+def read_output(source: Path | BinaryIO, max_mb: int = DEFAULT_MAX_MB) -> str:
+    """Text of a saved tool output, read up to `max_mb` MB + 1 byte (an endless `/dev/zero` stops there).
+
+    Bytes that are not UTF-8 become U+FFFD: tools print what the hardware reports, and the parser
+    says which line does not fit. Raises OutputTooLarge past the cap, OSError when unreadable.
+    """
+    cap = max_mb * 1024 * 1024
+    if isinstance(source, Path):
+        with source.open("rb") as fh:
+            data = fh.read(cap + 1)
+    else:
+        data = source.read(cap + 1)
+    if len(data) > cap:
+        raise OutputTooLarge(f"input is larger than {max_mb} MB")
+    return data.decode("utf-8", errors="replace")
 
 
 @dataclass

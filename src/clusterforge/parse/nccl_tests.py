@@ -18,6 +18,7 @@ is a :class:`ParseError`, as is empty input.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -95,12 +96,17 @@ _VERSION_RE = re.compile(r"# nccl-tests version (\S+).*")
 _START_RE = re.compile(r"# Collective test (starting|concluded): (\S+)")
 _NCCL_RE = re.compile(r"NCCL version (\S+)")
 _FAILURE_RE = re.compile(r".*\b(?:Test (?:NCCL )?failure|Test CUDA failure)\b.*")
-_ROW_START_RE = re.compile(r"\d+\s")
+_ROW_START_RE = re.compile(r"[0-9]+\s")
+_UINT_RE = re.compile(r"[0-9]+")
+_INT_RE = re.compile(r"-?[0-9]+")
+_PARAM_KEY_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*:?")
+_PARAM_VALUE_RE = re.compile(r"-?[0-9][0-9A-Za-z().]*")
 _PER_RUN = ("time", "algbw", "busbw", "#wrong")
 
 
 def _float(tok: str) -> float | None:
-    if tok == "N/A":
+    """A number as nccl-tests prints it (ASCII; ``nan``/``inf`` kept as such), None for N/A or junk."""
+    if tok == "N/A" or not tok.isascii():
         return None
     try:
         return float(tok)
@@ -108,18 +114,22 @@ def _float(tok: str) -> float | None:
         return None
 
 
-def _params(text: str) -> dict[str, int | str]:
-    """``nThread 1 nGpus 1 ... step: 2(factor) warmup iters: 5 ...`` -> dict."""
+def _params(text: str, idx: int, raw: str) -> dict[str, int | str]:
+    """``nThread 1 nGpus 1 ... step: 2(factor) warmup iters: 5 ...`` -> dict (ParseError if malformed)."""
     out: dict[str, int | str] = {}
     key: list[str] = []
     for tok in text.split():
-        if tok[0].isdigit() or (tok[0] == "-" and tok[1:2].isdigit()):
-            if key:
-                name = " ".join(key).rstrip(":")
-                out[name] = int(tok) if tok.lstrip("-").isdigit() else tok
+        if _PARAM_VALUE_RE.fullmatch(tok):
+            if not key:
+                raise fail(TOOL, idx, raw, f"parameter value {tok!r} without a name")
+            out[" ".join(key).rstrip(":")] = int(tok) if _INT_RE.fullmatch(tok) else tok
             key = []
-        else:
+        elif _PARAM_KEY_RE.fullmatch(tok):
             key.append(tok)
+        else:
+            raise fail(TOOL, idx, raw, f"bad token {tok!r} in the parameter line")
+    if key:
+        raise fail(TOOL, idx, raw, f"parameter {' '.join(key)!r} has no value (truncated line?)")
     return out
 
 
@@ -129,7 +139,7 @@ def _timing(toks: dict[str, str]) -> NcclTiming:
         time_us=_float(toks.get("time", "N/A")),
         algbw=_float(toks.get("algbw", "N/A")),
         busbw=_float(toks.get("busbw", "N/A")),
-        wrong=int(wrong) if wrong is not None and wrong.isdigit() else None,
+        wrong=int(wrong) if wrong is not None and _UINT_RE.fullmatch(wrong) else None,
     )
 
 
@@ -153,7 +163,7 @@ def parse(text: str) -> NcclResult:
             continue
         if s.startswith("#"):
             if s.startswith("# nThread "):
-                params = _params(s[2:])
+                params = _params(s[2:], idx, raw)
             elif (m := _DEVICE_RE.fullmatch(s)) is not None:
                 devices.append(NcclDevice(rank=int(m.group(1)), group=int(m.group(2)),
                                           pid=int(m.group(3)), host=m.group(4),
@@ -185,7 +195,7 @@ def parse(text: str) -> NcclResult:
             failures.append(s)
     if avg is None:
         status = "no result"
-    elif oob_ok is False or failures or any(
+    elif oob_ok is False or failures or not math.isfinite(avg) or any(
         t is not None and (t.wrong or 0) > 0 for r in rows for t in (r.out_of_place, r.in_place)
     ):
         status = "failed"
@@ -213,15 +223,15 @@ def _row(s: str, columns: list[str], idx: int, raw: str) -> NcclRow:
             named[col] = tok
     for run in runs:
         for col, tok in run.items():
-            ok = (tok == "N/A" or tok.isdigit()) if col == "#wrong" else (
+            ok = (tok == "N/A" or _UINT_RE.fullmatch(tok) is not None) if col == "#wrong" else (
                 tok == "N/A" or _float(tok) is not None)
             if not ok:
                 raise fail(TOOL, idx, raw, f"bad {col} value {tok!r}")
     size, count = named.get("size", ""), named.get("count", "")
-    if not size.isdigit() or not count.isdigit():
+    if _UINT_RE.fullmatch(size) is None or _UINT_RE.fullmatch(count) is None:
         raise fail(TOOL, idx, raw, "size/count are not integers")
     root = named.get("root")
-    if root is not None and not root.lstrip("-").isdigit():
+    if root is not None and _INT_RE.fullmatch(root) is None:
         raise fail(TOOL, idx, raw, f"bad root {root!r}")
     return NcclRow(
         size=int(size), count=int(count), type=named.get("type", ""),
@@ -235,7 +245,13 @@ def _row(s: str, columns: list[str], idx: int, raw: str) -> NcclRow:
 def _timing_json(t: NcclTiming | None) -> dict[str, Any] | None:
     if t is None:
         return None
-    return {"time_us": t.time_us, "algbw": t.algbw, "busbw": t.busbw, "wrong": t.wrong}
+    return {"time_us": _finite(t.time_us), "algbw": _finite(t.algbw), "busbw": _finite(t.busbw),
+            "wrong": t.wrong}
+
+
+def _finite(value: float | None) -> float | None:
+    """JSON has no NaN/Infinity: a ``nan``/``inf`` that nccl-tests printed becomes null."""
+    return value if value is None or math.isfinite(value) else None
 
 
 def to_json(records: NcclResult) -> dict[str, Any]:
@@ -258,7 +274,7 @@ def to_json(records: NcclResult) -> dict[str, Any]:
         ],
         "out_of_bounds": r.out_of_bounds,
         "out_of_bounds_ok": r.out_of_bounds_ok,
-        "avg_busbw": r.avg_busbw,
+        "avg_busbw": _finite(r.avg_busbw),
         "status": r.status,
         "failures": list(r.failures),
     }

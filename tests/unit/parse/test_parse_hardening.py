@@ -1,0 +1,101 @@
+"""Odd tool output and hostile input to `parse`: a ParseError with the line, or a clean refusal."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from _parse_helpers import fixture, raises_at
+from typer.testing import CliRunner
+
+from clusterforge.cli.main import app
+from clusterforge.parse import nccl_tests, to_jsonable
+
+RUN = "nccl-tests/ncclebpf-mpirun-tag-output-2rank-same-gpu-socket-rtx5090"
+PARAMS = "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 134217728 step: 2(factor)"
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("# nThread 1 nGpus --1 minBytes 1048576", "bad token '--1'"),
+        ("# nThread 1 nGpus ² minBytes 1048576", "bad token '²'"),
+        ("# nThread 1 nGpus 1 minBytes", "parameter 'minBytes' has no value"),
+        ("# nThread 1 nGpus 1 2 minBytes 8", "parameter value '2' without a name"),
+    ],
+)
+def test_odd_parameter_lines_are_parse_errors_with_the_line(bad: str, message: str) -> None:
+    text = fixture(RUN)
+    assert PARAMS in text
+    lines = text.split("\n")
+    idx = next(i for i, ln in enumerate(lines) if PARAMS in ln)
+    lines[idx] = "[1,0]<stdout>:" + bad
+    err = raises_at(nccl_tests.parse, "\n".join(lines), idx + 1)
+    assert message in err.message and err.line == lines[idx]
+
+
+@pytest.mark.parametrize("digit", ["²", "٣"])
+def test_non_ascii_digits_in_a_row_are_parse_errors(digit: str) -> None:
+    text = fixture(RUN)
+    row = "     1048576        262144     float     sum      -1  4366.11    0.24    0.24       0"
+    assert row in text
+    bad = text.replace(row, row[:-1] + digit, 1)
+    err = raises_at(nccl_tests.parse, bad)
+    assert "#wrong" in err.message
+
+
+def test_nan_busbw_is_null_in_json_and_fails_the_run() -> None:
+    text = fixture(RUN)
+    text = text.replace("-1  4366.11    0.24    0.24", "-1  4366.11    0.24     nan", 1)
+    text = text.replace("# Avg bus bandwidth    : 1.58183", "# Avg bus bandwidth    : nan", 1)
+    result = nccl_tests.parse(text)
+    first = result.rows[0].out_of_place
+    assert first is not None and first.busbw is not None and math.isnan(first.busbw)
+    assert result.avg_busbw is not None and math.isnan(result.avg_busbw)
+    assert result.status == "failed"
+    data = to_jsonable("nccl-tests", result)
+    assert data["rows"][0]["out_of_place"]["busbw"] is None and data["avg_busbw"] is None
+    assert "NaN" not in json.dumps(data, allow_nan=False)
+
+
+def test_cli_json_never_prints_bare_nan(tmp_path: Path) -> None:
+    src = tmp_path / "nccl.txt"
+    src.write_text(fixture(RUN).replace("-1  4366.11    0.24    0.24", "-1  4366.11    0.24     nan", 1))
+    result = CliRunner().invoke(app, ["parse", "nccl-tests", str(src)])
+    assert result.exit_code == 0, result.output
+    assert "NaN" not in result.stdout
+    data = json.loads(result.stdout)
+    assert data["rows"][0]["out_of_place"]["busbw"] is None
+
+
+def test_cli_odd_parameter_line_exits_2_with_file_and_line(tmp_path: Path) -> None:
+    src = tmp_path / "nccl.txt"
+    src.write_text(fixture(RUN).replace("nGpus 1 minBytes", "nGpus --1 minBytes", 1))
+    result = CliRunner().invoke(app, ["parse", "nccl-tests", str(src)])
+    assert result.exit_code == 2
+    assert f"{src}:11: bad token '--1' in the parameter line" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_parse_input_is_capped(tmp_path: Path) -> None:
+    big = tmp_path / "big.txt"
+    big.write_bytes(b"\0" * (1024 * 1024 + 1))
+    result = CliRunner().invoke(app, ["parse", "ibstat", str(big), "--max-mb", "1"])
+    assert result.exit_code == 2
+    assert f"{big}: input is larger than 1 MB (raise the cap with --max-mb)" in result.output
+    exact = tmp_path / "exact.txt"
+    exact.write_bytes(b"\0" * (1024 * 1024))
+    result = CliRunner().invoke(app, ["parse", "ibstat", str(exact), "--max-mb", "1"])
+    assert result.exit_code == 2 and "larger than" not in result.output  # read, then a parse error
+
+
+def test_parse_of_an_endless_device_stops_at_the_cap() -> None:
+    result = CliRunner().invoke(app, ["parse", "ibstat", "/dev/zero", "--max-mb", "1"])
+    assert result.exit_code == 2 and "input is larger than 1 MB" in result.output
+
+
+def test_parse_stdin_is_capped_too() -> None:
+    result = CliRunner().invoke(app, ["parse", "ibstat", "-", "--max-mb", "1"], input=b"x" * (1024 * 1024 + 5))
+    assert result.exit_code == 2 and "-: input is larger than 1 MB" in result.output
