@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -10,7 +9,6 @@ import typer
 
 from ..api import load_checked
 from ..errors import ExitCode, InventoryInvalid
-from ..fsutil import write_atomic
 from ..gitsnap import GitError, env_at_revision
 from .common import Format, err, fail_inventory, out, print_json
 
@@ -23,7 +21,7 @@ def diff(
                                   help="--rev of the last deploy on record (the lab's, else state/<env>)"),
     record: Path | None = typer.Option(None, "--record", help="with --deployed: the deploy record directory"),
     fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="also write the plan as JSON here"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="also write the plan file for `apply`"),
     exit_code: bool = typer.Option(False, "--exit-code", help="exit 1 when there is anything to do"),
 ) -> None:
     """Devices, cables and hosts that change, and the ordered plan: drain, recable, deploy rack by rack,
@@ -60,8 +58,12 @@ def diff(
                           markup=False)
         plan = change_plan(indexes[0], indexes[1], str(new), new.resolve().name)
     data = plan.to_dict()
-    if output is not None:
-        write_atomic(output, json.dumps(data, indent=2) + "\n")
+    if output is not None:  # the plan file `clusterforge apply` carries out (day2/planfile.py)
+        from ..day2.planfile import plan_document, record_dir, write_plan_file
+
+        write_plan_file(output, plan_document(
+            data, env=new, new_inv=indexes[1].inv, old_inv=indexes[0].inv, old_path=old, old_rev=rev,
+            record=record_dir(new, record)))
     if fmt is Format.json:
         print_json(data)
     else:

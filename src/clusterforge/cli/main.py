@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from . import ansible_inventory as ansible_inventory_cmd
+from . import apply as apply_cmd
 from . import check as check_cmd
 from . import deploy as deploy_cmd
 from . import diff as diff_cmd
@@ -34,6 +35,7 @@ app.command("render")(render_cmd.render)
 app.command("deploy")(deploy_cmd.deploy_cmd)
 app.command("ansible-inventory")(ansible_inventory_cmd.ansible_inventory)
 app.command("diff")(diff_cmd.diff)
+app.command("apply")(apply_cmd.apply)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -88,12 +88,15 @@ def _mask_from_text(value: str, table: dict[str, int]) -> int:
 
 class FaultInjector:
     def __init__(
-        self, console: Console, netfile: NetFile, client: FabricClient, journal: Path
+        self, console: Console, netfile: NetFile, client: FabricClient, journal: Path,
+        cabling: dict[Endpoint, Endpoint] | None = None,
     ) -> None:
         self.console = console
         self.net = netfile
         self.client = client
         self.journal_path = journal
+        # the fabric as cabled now, faults aside: the net file's, or as the technician changed it
+        self.cabling = dict(netfile.peers) if cabling is None else cabling
 
     # -- journal --------------------------------------------------------------
     def journal(self) -> list[dict[str, object]]:
@@ -116,7 +119,7 @@ class FaultInjector:
     def _model(
         self,
     ) -> tuple[dict[Endpoint, Endpoint], dict[Endpoint, PortSettings], set[Endpoint]]:
-        peers = dict(self.net.peers)
+        peers = dict(self.cabling)
         settings = dict(self.net.settings)
         disabled: set[Endpoint] = set()
         for e in self.journal():

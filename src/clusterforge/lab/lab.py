@@ -54,6 +54,8 @@ from clusterforge.lab.state import (
     remove_state,
     write_state,
 )
+from clusterforge.lab.technician import DRAINED, Technician, cabled_peers, read_journal
+from clusterforge.lab.technician import JOURNAL as TECHNICIAN_JOURNAL
 
 GUEST_INIT = GUEST_SBIN + "/cf-lab-init"
 
@@ -208,6 +210,8 @@ def down(state_dir: Path) -> None:
         shutil.rmtree(state_dir / sub, ignore_errors=True)
     if state.faults_journal.exists():
         state.faults_journal.unlink()
+    for name in (TECHNICIAN_JOURNAL, DRAINED):  # what the technician did goes with the lab
+        (state_dir / name).unlink(missing_ok=True)
 
 
 def status(state_dir: Path) -> LabStatus:
@@ -278,8 +282,16 @@ def fabric_client(state: LabState, sim_host: str | None = None) -> FabricClient:
 def fault_injector(state: LabState) -> FaultInjector:
     if state.ibsim is None:
         raise LabError("lab has no simulator")
-    return FaultInjector(Console(state.ibsim), parse_netfile(state.netfile),
-                         fabric_client(state), state.faults_journal)
+    net = parse_netfile(state.netfile)
+    return FaultInjector(Console(state.ibsim), net, fabric_client(state), state.faults_journal,
+                         cabled_peers(net, read_journal(state.state_dir)))
+
+
+def technician(state: LabState) -> Technician:
+    """The technician's hands in this lab's simulated fabric (technician.py)."""
+    if state.ibsim is None:
+        raise LabError("lab has no simulator")
+    return Technician(Console(state.ibsim), parse_netfile(state.netfile), state.state_dir)
 
 
 # -- steps -----------------------------------------------------------------------

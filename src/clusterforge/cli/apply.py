@@ -1,0 +1,128 @@
+"""`clusterforge apply plan.json`: carry out a saved change plan (day2/apply.py) exactly as reviewed."""
+
+from __future__ import annotations
+
+import collections
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import typer
+
+from ..errors import ExitCode, InventoryInvalid
+from .common import err, out
+
+if TYPE_CHECKING:
+    from ..day2.apply import State
+    from ..day2.steps import Step
+
+
+def apply(
+    plan_file: Path = typer.Argument(..., help="the plan file written by `clusterforge diff ... --output`"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print what would run, step by step; change nothing"),
+    confirm_through: int = typer.Option(0, "--confirm-through", min=0, metavar="N",
+                                        help="the manual steps up to N are done: go on without asking"),
+    interactive: bool | None = typer.Option(None, "--interactive/--no-interactive",
+                                            help="ask for each manual step (default: when stdin is a terminal)"),
+    lab_technician: bool = typer.Option(False, "--lab-technician",
+                                        help="lab only: the lab does the physical steps in its simulated fabric"),
+) -> None:
+    """Run the plan's machine steps (drain/resume hooks, deploy, learn, OpenSM files, validate) and wait for
+    the operator on its physical ones; a journal beside the plan lets a re-run resume where it stopped.
+    Refuses (exit 2) a plan that was edited, made by another version, or is stale; exit 1 when a step
+    failed or a manual step is not confirmed yet; 0 when every step is done."""
+    from ..day2.apply import Effects, Options, apply_plan
+    from ..day2.journal import Journal, JournalError, journal_path
+    from ..day2.planfile import PlanFileError, read_plan_file
+
+    try:
+        plan = read_plan_file(plan_file)
+        journal = Journal.open(journal_path(plan_file), plan.digest)
+    except (PlanFileError, JournalError) as exc:
+        _refuse(str(exc))
+    if not plan.env.is_dir():
+        _refuse(f"{plan_file}: its environment {plan.env} is gone")
+    tech = None
+    if lab_technician:
+        from .. import labenv
+        from ..day2.lab_technician import lab_technician as make_technician
+
+        state = labenv.running(plan.env)
+        if state is None:
+            _refuse(f"--lab-technician: no lab is up for {plan.env}; it does a lab's physical steps only")
+        tech = make_technician(plan, state, plan.env)
+    cwd = Path(plan.meta.get("cwd") or Path.cwd())
+    fx = Effects(
+        run=lambda step: _run(step.argv, cwd),
+        ask=_ask,
+        state=lambda prev: _state(plan.env, plan.record, prev),
+        echo=lambda line: out.print(line, markup=False),
+        technician=tech,
+    )
+    opts = Options(dry_run=dry_run, confirm_through=confirm_through,
+                   interactive=sys.stdin.isatty() if interactive is None else interactive,
+                   lab_technician=lab_technician)
+    try:
+        outcome = apply_plan(plan, journal, opts, fx)
+    except KeyboardInterrupt:
+        err.print(f"interrupted; run `clusterforge apply {plan_file}` again to resume (journal "
+                  f"{journal.path})", markup=False)
+        raise typer.Exit(130) from None
+    if outcome.status in ("done", "dry-run"):
+        out.print(outcome.message, markup=False)
+        return
+    err.print(outcome.message, markup=False)
+    raise typer.Exit(int(ExitCode.USAGE_OR_PARSE if outcome.status == "stale" else ExitCode.FAILURE))
+
+
+def _refuse(message: str) -> NoReturn:
+    err.print(f"apply: {message}", markup=False)
+    raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+
+
+def _clusterforge() -> str:
+    """This clusterforge: the one next to the running Python, so the plan runs with the version that checked it."""
+    here = Path(sys.executable).parent / "clusterforge"
+    return str(here) if here.is_file() else shutil.which("clusterforge") or "clusterforge"
+
+
+def _run(argv: tuple[str, ...], cwd: Path) -> tuple[int, str]:
+    """Run one machine step's argv (no shell), streaming its output; returns (exit code, output tail)."""
+    cmd = [_clusterforge(), *argv[1:]] if argv and argv[0] == "clusterforge" else list(argv)
+    tail: collections.deque[str] = collections.deque(maxlen=200)
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd if cwd.is_dir() else None, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                                env=os.environ.copy())
+    except OSError as exc:
+        return 127, f"{shlex.join(cmd)}: {exc.strerror or exc}"
+    assert proc.stdout is not None
+    with proc:
+        for line in proc.stdout:
+            tail.append(line)
+            out.print("    | " + line.rstrip("\n"), markup=False)
+    return proc.returncode, "".join(tail)
+
+
+def _ask(step: Step) -> bool:
+    return typer.confirm("  done?", default=False)
+
+
+def _state(env: Path, record: Path, prev: State | None) -> State:
+    from ..api import load_checked
+    from ..day2.apply import State
+    from ..day2.planfile import files_digest, model_digest, record_digest
+
+    files = files_digest(env)
+    if prev is not None and prev.files and prev.files == files:
+        model = prev.model
+    else:
+        try:
+            model = model_digest(load_checked(env).inv)
+        except InventoryInvalid as exc:
+            model = f"invalid ({len(exc.issues)} error(s))"
+    return State(model, record_digest(record), files)

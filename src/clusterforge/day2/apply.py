@@ -1,0 +1,185 @@
+"""`clusterforge apply plan.json`: carry out a saved change plan exactly as it was reviewed.
+
+Before anything runs, and again before every step, the state is compared with what the plan (or
+the journal's last finished step) recorded: the new inventory's loaded model and the deploy record.
+Any other change makes the plan stale: refused (exit 2). Then the steps run in order, each once:
+
+* a machine step (`manual` False) runs its argv as is (never through a shell; a `clusterforge`
+  argv runs this clusterforge, the one that checked the plan); a non-zero exit stops the apply
+  with the step number and its output, journaled as failed: the next run retries it;
+* a manual step (a person's work: unplug, install, take out of service, ...) is done when the
+  operator confirms it: `--confirm-through N` confirms every manual step up to N, otherwise apply
+  asks (interactively) or stops before it and says where; on a running lab, `--lab-technician`
+  does the physical ones in the simulated fabric instead;
+* every finished step is journaled (day2/journal.py) with the state it left, so a re-run after a
+  failure, a crash or Ctrl-C resumes at the first unfinished step and never repeats a finished one.
+
+The effects (running argv, asking, the lab, reading the state) are passed in; this module decides.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from .journal import Journal
+from .planfile import PlanFile
+from .steps import Step
+
+LAB_PHASES = frozenset({"unplug", "remove", "install", "plug", "relabel", "trunks"})
+
+
+@dataclass(frozen=True)
+class State:
+    """The inventory and the deploy record as they are now. `files` only spares re-loading the model."""
+
+    model: str
+    record: str
+    files: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"model": self.model, "record": self.record, "files": self.files}
+
+    @classmethod
+    def of(cls, data: dict[str, object]) -> State:
+        return cls(str(data.get("model", "")), str(data.get("record", "")), str(data.get("files", "")))
+
+    def same(self, other: State) -> bool:
+        return self.model == other.model and self.record == other.record
+
+
+def planned_state(plan: PlanFile) -> State:
+    new = plan.meta["inventories"]["new"]
+    return State(str(new["model"]), str(plan.meta["record"]["digest"]), str(new.get("files", "")))
+
+
+@dataclass(frozen=True)
+class Options:
+    dry_run: bool = False
+    confirm_through: int = 0  # manual steps numbered up to this are confirmed
+    interactive: bool = False  # ask the operator for each manual step past confirm_through
+    lab_technician: bool = False  # the lab does the physical steps
+
+
+@dataclass
+class Effects:
+    """What apply does to the world. `run(step) -> (exit code, output)`; `ask(step) -> confirmed?`;
+    `technician(step) -> what it did`, or None where there is no lab technician;
+    `state(previous)` the current State (reusing `previous.model` when the files are unchanged)."""
+
+    run: Callable[[Step], tuple[int, str]]
+    ask: Callable[[Step], bool]
+    state: Callable[[State | None], State]
+    echo: Callable[[str], None]
+    technician: Callable[[Step], str] | None = None
+
+
+Status = Literal["done", "failed", "waiting", "stale", "dry-run"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: Status
+    message: str
+    step: int | None = None  # where it stopped (failed, waiting, stale)
+    ran: tuple[int, ...] = ()  # steps finished by this run
+
+
+def stale_reasons(plan: PlanFile, expected: State, now: State, since: str) -> list[str]:
+    out = []
+    if now.model != expected.model:
+        how = "does not load now" if now.model.startswith("invalid") else "changed"
+        out.append(f"the inventory {plan.meta['env']} {how} since {since}")
+    if now.record != expected.record:
+        out.append(f"the deploy record in {plan.record} changed since {since} (a deploy ran?)")
+    return out
+
+
+def step_text(step: Step) -> str:
+    where = f"[{step.rack}] " if step.rack else ""
+    return f"step {step.n} ({step.phase}) {where}{step.subject}: {step.action}"
+
+
+def apply_plan(plan: PlanFile, journal: Journal, opts: Options, fx: Effects) -> Outcome:
+    """Run (or with `dry_run`, show) the plan's unfinished steps in order; see the module docstring."""
+    done = journal.done()
+    expected = State.of(journal.last_state() or {}) if journal.last_state() else planned_state(plan)
+    since = "the plan was made" if not done else f"step {max(done)} finished"
+    now = fx.state(expected)
+    interrupted = journal.interrupted()
+    if interrupted is not None and not now.same(expected):
+        fx.echo(f"note: step {interrupted} was interrupted; the state it left is taken as it is and the "
+                "step runs again")
+        expected = now
+    reasons = stale_reasons(plan, expected, now, since)
+    if reasons:
+        return Outcome("stale", "the plan is stale: " + "; ".join(reasons)
+                       + ". Make a new plan with `clusterforge diff ... --output` and review it.")
+    todo = [s for s in plan.steps if s.n not in done]
+    if done:
+        fx.echo(f"resuming: {len(done)} of {len(plan.steps)} steps done (journal {journal.path})")
+    if opts.dry_run:
+        return _show(plan, todo, opts, fx)
+    ran: list[int] = []
+    for step in todo:
+        now = fx.state(expected)
+        reasons = stale_reasons(plan, expected, now, f"step {ran[-1]} finished" if ran else since)
+        if reasons:
+            return Outcome("stale", f"stopped before step {step.n}: " + "; ".join(reasons), step.n, tuple(ran))
+        fx.echo(step_text(step))
+        if step.manual:
+            how = _confirmation(step, opts, fx)
+            if how is None:
+                return Outcome("waiting", _waiting(step, len(plan.steps)), step.n, tuple(ran))
+            journal.record(step.n, "done", how=how, state=expected.as_dict())
+            fx.echo(f"  done ({how})")
+        else:
+            fx.echo(f"  $ {shlex.join(step.argv)}")
+            journal.record(step.n, "start")
+            rc, output = fx.run(step)
+            after = fx.state(expected)
+            if rc != 0:
+                journal.record(step.n, "failed", rc=rc, output=output[-4000:], state=after.as_dict())
+                return Outcome("failed", f"step {step.n} failed (exit {rc}): {shlex.join(step.argv)}\n"
+                               + _indent(output[-4000:]) + "\nfix the cause and run apply again: it retries "
+                               f"step {step.n}", step.n, tuple(ran))
+            journal.record(step.n, "done", how="ran", state=after.as_dict())
+            expected = after
+        ran.append(step.n)
+    return Outcome("done", f"all {len(plan.steps)} steps done", None, tuple(ran))
+
+
+def _confirmation(step: Step, opts: Options, fx: Effects) -> str | None:
+    """How a manual step is done now, or None: stop and wait for the operator."""
+    if opts.lab_technician and fx.technician is not None and step.phase in LAB_PHASES:
+        return "lab: " + fx.technician(step)
+    if step.n <= opts.confirm_through:
+        return f"confirmed by --confirm-through {opts.confirm_through}"
+    if opts.interactive:
+        return "confirmed by the operator" if fx.ask(step) else None
+    return None
+
+
+def _waiting(step: Step, total: int) -> str:
+    return (f"stopped before step {step.n} of {total}: it is manual ({step.phase}) and not confirmed. "
+            f"When it is done, run apply again with --confirm-through {step.n} (or interactively)")
+
+
+def _show(plan: PlanFile, todo: list[Step], opts: Options, fx: Effects) -> Outcome:
+    for step in todo:
+        fx.echo(step_text(step))
+        if not step.manual:
+            fx.echo(f"  would run: {shlex.join(step.argv)}")
+        elif opts.lab_technician and fx.technician is not None and step.phase in LAB_PHASES:
+            fx.echo("  the lab technician would do it in the simulated fabric")
+        elif step.n <= opts.confirm_through:
+            fx.echo(f"  manual: confirmed by --confirm-through {opts.confirm_through}")
+        else:
+            fx.echo("  manual: would wait for the operator's confirmation")
+    return Outcome("dry-run", f"dry run: {len(todo)} of {len(plan.steps)} steps to do; nothing was changed")
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    | " + line for line in text.rstrip("\n").splitlines())
