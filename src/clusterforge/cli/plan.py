@@ -8,8 +8,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from enum import StrEnum
 from pathlib import Path
@@ -22,6 +20,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from ..check import run_checks
+from ..csvtext import csv_text
 from ..errors import ExitCode, InventoryInvalid, InventoryIssue
 from ..fsutil import write_atomic
 from ..gcpause import gc_paused
@@ -151,13 +150,10 @@ def show(
 def _export(folder: Path, summary: dict[str, Any], inv: Inventory, index: Index) -> None:
     write_atomic(folder / "plan.json", json.dumps(summary, indent=2) + "\n")
     write_atomic(folder / "bom.csv", _bom_csv(index, _prices(None, inv)))
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["id", "a", "b", "media", "length_m", "fiber_type", "trunk", "lane_group"])
-    for c in inv.cables:
-        w.writerow([c.id, str(c.a), str(c.b), c.media, f"{c.length_m:g}", c.fiber_type or "", c.trunk or "",
-                    "" if c.lane_group is None else c.lane_group])
-    write_atomic(folder / "cables.csv", buf.getvalue())
+    rows: list[list[object]] = [["id", "a", "b", "media", "length_m", "fiber_type", "trunk", "lane_group"]]
+    rows += [[c.id, str(c.a), str(c.b), c.media, f"{c.length_m:g}", c.fiber_type or "", c.trunk or "",
+              "" if c.lane_group is None else c.lane_group] for c in inv.cables]
+    write_atomic(folder / "cables.csv", csv_text(rows))
 
 
 def _prices(path: Path | None, inv: Inventory | None) -> PriceTable:
@@ -173,12 +169,11 @@ def _prices(path: Path | None, inv: Inventory | None) -> PriceTable:
 
 def _bom_csv(index: Index, prices: PriceTable) -> str:
     bom = bill_of_materials(index, prices)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["category", "item", "length_m", "quantity", f"unit_price_{bom.currency}", f"total_{bom.currency}"])
-    w.writerows(bom_rows(bom))
-    w.writerow(["total", "example prices" if bom.example_prices else "", "", "", "", f"{bom.total:.2f}"])
-    return buf.getvalue()
+    return csv_text([
+        ["category", "item", "length_m", "quantity", f"unit_price_{bom.currency}", f"total_{bom.currency}"],
+        *bom_rows(bom),
+        ["total", "example prices" if bom.example_prices else "", "", "", "", f"{bom.total:.2f}"],
+    ])
 
 
 class BomFormat(StrEnum):

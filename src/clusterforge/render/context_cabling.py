@@ -2,13 +2,14 @@
 
 CSV has no comment syntax, so these two files carry no banner (a comment line would
 break spreadsheet and label-printer imports); cells are quoted here, the templates
-only join them.
+only join them. Cells go through `csvtext` (RFC 4180 quoting, formula guard).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..csvtext import csv_line, plain_cell
 from ..model.index import PortKey
 from .fabric import FabricView
 from .spec import FileSpec
@@ -18,22 +19,6 @@ WORK_ORDER_HEADER = [
     "media", "fiber_type", "length_m", "trunk", "lane_group",
 ]
 LABELS_HEADER = ["cable_id", "end", "line1", "line2", "line3"]
-
-
-def plain_cell(text: str | None) -> bool:
-    """True when `text` goes into a CSV cell as it is (RFC 4180: no comma, quote or line break; and no
-    edge space, which spreadsheets strip)."""
-    return text is None or not ("," in text or '"' in text or "\n" in text or "\r" in text or text != text.strip())
-
-
-def csv_cell(value: object) -> str:
-    """One RFC 4180 cell, quoted when it is not plain."""
-    text = "" if value is None else str(value)
-    return text if plain_cell(text) else '"' + text.replace('"', '""') + '"'
-
-
-def csv_line(cells: list[str]) -> str:
-    return ",".join([csv_cell(c) for c in cells])
 
 
 def _num(value: float) -> str:
