@@ -8,10 +8,11 @@ import typer
 import yaml
 
 from ..api import load_checked
+from ..collect.store import OutputTooLarge, read_output
 from ..errors import ExitCode, InventoryInvalid
 from ..fsutil import write_atomic
 from ..parse import ParseError, ibnetdiscover
-from ..validate.learn import HEADER
+from ..validate.learn import HEADER, LockChange, LockMerge, existing_locks, merge_locks
 from ..validate.learn import learn as run_learn
 from .common import Format, err, fail_inventory, out, print_json
 
@@ -22,48 +23,114 @@ def learn(
     env: Path = typer.Argument(..., help="environment directory"),
     source: Path = typer.Option(..., "--from", help="saved ibnetdiscover output"),
     dry_run: bool = typer.Option(False, "--dry-run", help="show what would be locked, write nothing"),
+    replace: bool = typer.Option(
+        False, "--replace", help="accept changed GUIDs (replaced hardware) and drop locks not seen in this source"
+    ),
     fmt: Format = typer.Option(Format.text, "--format"),
 ) -> None:
-    """Bind discovered GUIDs to declared switches and HCA ports and write ENV/guids.generated.yaml."""
+    """Bind discovered GUIDs to declared switches and HCA ports and merge them into ENV/guids.generated.yaml.
+
+    Locks already there are kept when this source does not show them; a lock seen with another
+    GUID (replaced hardware) is refused (exit 1) until re-run with --replace.
+    """
+    if not env.is_dir():
+        err.print(f"{env}: learn writes {GENERATED} into an environment directory; this is not one", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     try:
         checked = load_checked(env)
     except InventoryInvalid as exc:
         fail_inventory(exc)
+    target = env / GENERATED
+    origin = checked.source.mapping_origin.get("guid_locks")
+    if origin is not None and origin.resolve() != target.resolve():
+        err.print(f"{origin}: guid_locks is written by learn into {target}; move it there first", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     try:
-        topo = ibnetdiscover.parse(source.read_text(encoding="utf-8", errors="replace"))
-    except OSError as exc:
-        err.print(f"{source}: {exc.strerror}", markup=False)
+        topo = ibnetdiscover.parse(read_output(source))
+    except (OSError, OutputTooLarge) as exc:
+        err.print(f"{source}: {getattr(exc, 'strerror', None) or exc}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
     except ParseError as exc:
         err.print(f"{source}:{exc.line_no}: {exc.message}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
     learned = run_learn(checked.index, topo)
-    target = env / GENERATED
-    if not dry_run:
-        text = HEADER + yaml.safe_dump(learned.as_yaml_data(), sort_keys=False, default_flow_style=False)
+    merge = merge_locks(existing_locks(checked.index), learned, replace=replace)
+    written = not dry_run and not merge.refused
+    if written:
+        text = HEADER + yaml.safe_dump(merge.as_yaml_data(), sort_keys=False, default_flow_style=False)
         write_atomic(target, text)
     if fmt is Format.json:
         print_json(
             {
-                "written": None if dry_run else str(target),
+                "written": str(target) if written else None,
+                "refused": merge.refused,
                 "switches": len(learned.switches),
                 "hcas": len(learned.hcas),
                 "ports": len(learned.ports),
                 "how": learned.how,
+                "kept": merge.kept,
+                "added": [_change_json(c) for c in merge.added],
+                "changed": [_change_json(c) for c in merge.changed],
+                "dropped": [_change_json(c) for c in merge.dropped],
+                "locked_not_seen": [_change_json(c) for c in merge.unseen],
                 "unbound": [{"guid": n.guid, "name": n.name} for n in learned.unbound],
                 "not_seen": learned.not_seen,
             }
         )
-        return
+    else:
+        _print_text(learned.switches, learned.hcas, learned.ports, learned.how, merge, target, written)
+        _listed([f"  could not bind {node.kind} {node.guid} {node.name!r}" for node in learned.unbound])
+        _listed([f"  declared but not seen: {name}" for name in learned.not_seen])
+    if merge.refused:
+        raise typer.Exit(int(ExitCode.FAILURE))
+
+
+def _change_json(c: LockChange) -> dict[str, str | None]:
+    return {"section": c.section, "key": c.key, "locked": c.locked, "seen": c.seen, "note": c.note or None}
+
+
+def _print_text(
+    switches: dict[str, str],
+    hcas: dict[str, str],
+    ports: dict[str, str],
+    how: dict[str, str],
+    merge: LockMerge,
+    target: Path,
+    written: bool,
+) -> None:
     by_how: dict[str, int] = {}
-    for how in learned.how.values():
-        by_how[how] = by_how.get(how, 0) + 1
+    for h in how.values():
+        by_how[h] = by_how.get(h, 0) + 1
     out.print(
-        f"locked {len(learned.switches)} switch(es), {len(learned.hcas)} HCA(s), "
-        f"{len(learned.ports)} port GUID(s) ({', '.join(f'{v} by {k}' for k, v in sorted(by_how.items()))})"
-        + ("" if dry_run else f" -> {target}")
+        f"locked {len(switches)} switch(es), {len(hcas)} HCA(s), "
+        f"{len(ports)} port GUID(s) ({', '.join(f'{v} by {k}' for k, v in sorted(by_how.items()))})"
+        + (f" -> {target}" if written else "")
     )
-    for node in learned.unbound:
-        out.print(f"  could not bind {node.kind} {node.guid} {node.name!r}", markup=False)
-    for name in learned.not_seen:
-        out.print(f"  declared but not seen: {name}", markup=False)
+    unseen = "dropped" if merge.replace else "kept, not seen in this source"
+    out.print(
+        f"locks: {merge.kept} kept, {len(merge.added)} added, {len(merge.changed)} changed, "
+        f"{len(merge.unseen)} {unseen}",
+        markup=False,
+    )
+    changed = [
+        f"  changed  {c.key}: {f'locked {c.locked}' if c.locked else 'not locked'}, seen {c.seen} ({c.note})"
+        for c in merge.changed
+    ]
+    _listed(changed, len(changed))  # every change is shown: each one is refused or accepted by name
+    _listed([f"  added    {c.key}: {c.seen}" for c in merge.added])
+    what = "dropped " if merge.replace else "kept    "
+    _listed([f"  {what} {c.key}: {c.locked} (not seen)" for c in merge.unseen])
+    if merge.refused:
+        err.print(
+            f"refused: {len(merge.changed)} locked GUID(s) changed. A changed GUID means replaced (or moved) "
+            "hardware: confirm the replacement on the floor, then re-run with --replace "
+            "(which also drops locks this source does not show). Nothing was written.",
+            markup=False,
+        )
+
+
+def _listed(lines: list[str], limit: int = 20) -> None:
+    for line in lines[:limit]:
+        out.print(line, markup=False)
+    if len(lines) > limit:
+        out.print(f"  ... and {len(lines) - limit} more (--format json lists all)", markup=False)

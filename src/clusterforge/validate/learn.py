@@ -63,3 +63,80 @@ def learn(index: Index, topo: IbTopology) -> Learned:
             if (node.name, card.name) not in bound:
                 out.not_seen.append(f"{node.name}/{card.name}")
     return out
+
+
+SECTIONS = ("switches", "hcas", "ports")
+
+
+@dataclass(frozen=True)
+class LockChange:
+    section: str  # switches | hcas | ports
+    key: str  # "leaf01", "gpu01/mlx5_0", "gpu01/mlx5_0/1"
+    locked: str | None  # the GUID locked before (None: a new lock)
+    seen: str | None  # the GUID seen now (None: not seen in this source)
+    note: str = ""
+
+
+@dataclass
+class LockMerge:
+    """What learning from one source does to the locks already in the environment."""
+
+    locks: dict[str, dict[str, str]]  # the locks to write, per section
+    kept: int = 0  # locked and seen with the same GUID
+    added: list[LockChange] = field(default_factory=list)
+    changed: list[LockChange] = field(default_factory=list)  # locked, seen with another GUID
+    unseen: list[LockChange] = field(default_factory=list)  # locked, not in this source
+    replace: bool = False
+
+    @property
+    def refused(self) -> bool:
+        """A changed GUID is a hardware replacement: only `--replace` accepts it."""
+        return bool(self.changed) and not self.replace
+
+    @property
+    def dropped(self) -> list[LockChange]:
+        return self.unseen if self.replace else []
+
+    def as_yaml_data(self) -> dict[str, object]:
+        return {"guid_locks": {s: dict(sorted(self.locks[s].items())) for s in SECTIONS}}
+
+
+def existing_locks(index: Index) -> dict[str, dict[str, str]]:
+    locks = index.inv.guid_locks
+    return {
+        "switches": {str(k): v for k, v in locks.switches.items()},
+        "hcas": {str(k): v for k, v in locks.hcas.items()},
+        "ports": {str(k): v for k, v in locks.ports.items()},
+    }
+
+
+def merge_locks(old: dict[str, dict[str, str]], learned: Learned, *, replace: bool = False) -> LockMerge:
+    """Merge learned GUIDs into the existing locks.
+
+    Without `replace`: locks not seen in this source are kept (a partial or different
+    fabric never loses locks), new ones are added, and a lock seen with another GUID (or
+    a GUID now answering for another device) is a change the caller must refuse. With
+    `replace`: the locks become exactly what this source shows.
+    """
+    new = {"switches": learned.switches, "hcas": learned.hcas, "ports": learned.ports}
+    merge = LockMerge(locks={s: {} for s in SECTIONS}, replace=replace)
+    for section in SECTIONS:
+        before, now = old.get(section, {}), new[section]
+        owner = {guid: key for key, guid in before.items()}
+        for key, guid in sorted(now.items()):
+            locked = before.get(key)
+            if locked == guid:
+                merge.kept += 1
+            elif locked is not None:
+                merge.changed.append(LockChange(section, key, locked, guid, "another GUID answers: hardware replaced?"))
+            elif guid in owner and owner[guid] not in now:
+                note = f"this GUID is locked to {owner[guid]}: the card or switch moved?"
+                merge.changed.append(LockChange(section, key, None, guid, note))
+            else:
+                merge.added.append(LockChange(section, key, None, guid))
+        for key, guid in sorted(before.items()):
+            if key not in now:
+                merge.unseen.append(LockChange(section, key, guid, None))
+        # without replace a change is refused (nothing written), so before | now never hides one
+        merge.locks[section] = dict(now) if replace else {**before, **now}
+    return merge
