@@ -11,7 +11,7 @@ from .. import labenv
 from ..api import Checked, load_checked
 from ..collect.live import collect_environment
 from ..collect.ssh import collect
-from ..collect.store import Observations, load_dir, save_dir
+from ..collect.store import Observations, OutputTooLarge, load_dir, save_dir
 from ..errors import ExitCode, InventoryInvalid
 from ..fsutil import write_atomic
 from ..validate.findings import Finding
@@ -26,8 +26,18 @@ def validate(
     save: Path | None = typer.Option(None, "--save", help="keep the collected raw outputs in DIR"),
     fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
     junit: Path | None = typer.Option(None, "--junit", help="also write a JUnit XML report"),
+    fabric_only: bool = typer.Option(
+        False, "--fabric-only", help="check the fabric alone: host outputs are neither expected nor checked"
+    ),
 ) -> None:
-    """Validate the built fabric and hosts against the inventory (exit 4 on findings, 5 unreachable)."""
+    """Validate the built fabric and hosts against the inventory (exit 4 on findings, 5 unreachable).
+
+    Missing data is a finding: no fabric output (FAB-NO-DATA), a declared host without its
+    outputs (HOST-NO-DATA), outputs for an undeclared host (HOST-UNKNOWN).
+    """
+    for path, option in ((junit, "--junit"), (save, "--save")):
+        if path is not None:
+            _check_output_path(path, option, directory=option == "--save")
     try:
         checked = load_checked(env)
     except InventoryInvalid as exc:
@@ -36,12 +46,17 @@ def validate(
         if not from_dir.is_dir():
             err.print(f"{from_dir}: not a directory of saved outputs", markup=False)
             raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
-        obs = load_dir(from_dir)
+        try:
+            obs = load_dir(from_dir)
+        except (OSError, OutputTooLarge) as exc:
+            where = getattr(exc, "filename", None) or from_dir
+            err.print(f"{where}: {getattr(exc, 'strerror', None) or exc}", markup=False)
+            raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
     else:
         obs = _collect_live(env, checked)
         if save is not None:
             save_dir(save, obs)
-    report = run_validate(checked.index, obs)
+    report = run_validate(checked.index, obs, fabric_only=fabric_only)
     for i, f in enumerate(report.findings):
         if f.inventory:
             file, line, col = checked.source.locate(f.inventory)
@@ -54,6 +69,22 @@ def validate(
     else:
         print_summary(out, report)
     raise typer.Exit(int(exit_code(report)))
+
+
+def _check_output_path(path: Path, option: str, *, directory: bool) -> None:
+    """Refuse an output path of the wrong kind before any work is done (exit 2)."""
+    problem = None
+    if directory and path.exists() and not path.is_dir():
+        problem = "exists and is not a directory"
+    elif not directory and path.is_dir():
+        problem = "is a directory; give a file name"
+    elif not directory and path.exists() and not path.is_file():
+        problem = "exists and is not a regular file"
+    elif not directory and not path.parent.is_dir():
+        problem = f"{path.parent} is not a directory"
+    if problem:
+        err.print(f"{option} {path}: {problem}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
 
 
 def _with_where(f: Finding, where: str) -> Finding:

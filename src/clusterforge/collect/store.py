@@ -59,21 +59,20 @@ class Observations:
 
 
 def load_dir(root: Path) -> Observations:
+    """Read a saved layout (raises OSError / OutputTooLarge naming the file that cannot be read)."""
     obs = Observations(root=root)
     fabric = root / "fabric"
     if fabric.is_dir():
         for f in sorted(fabric.glob("*.txt")):
-            obs.fabric[f.stem] = f.read_text(encoding="utf-8", errors="replace")
+            obs.fabric[f.stem] = read_output(f)
     hosts = root / "hosts"
     if hosts.is_dir():
         for hdir in sorted(p for p in hosts.iterdir() if p.is_dir()):
             marker = hdir / "UNREACHABLE"
             if marker.exists():
-                obs.unreachable[hdir.name] = marker.read_text(encoding="utf-8", errors="replace").strip()
+                obs.unreachable[hdir.name] = read_output(marker).strip()
                 continue
-            obs.hosts[hdir.name] = {
-                f.stem: f.read_text(encoding="utf-8", errors="replace") for f in sorted(hdir.glob("*.txt"))
-            }
+            obs.hosts[hdir.name] = {f.stem: read_output(f) for f in sorted(hdir.glob("*.txt"))}
     return obs
 
 

@@ -143,13 +143,13 @@ def test_validate_cli_exit_codes_and_junit(lab: Checked, tmp_path: Path, fmt: st
     fab = from_index(lab.index)
     (saved / "fabric" / "ibnetdiscover.txt").write_text(render(lab.index, fab))
     env = str(ROOT / "inventories" / "lab")
-    clean = CliRunner().invoke(app, ["validate", env, "--from", str(saved), "--format", fmt])
+    clean = CliRunner().invoke(app, ["validate", env, "--from", str(saved), "--fabric-only", "--format", fmt])
     assert clean.exit_code == 0, clean.output
     fab.remove("C-00010")
     (saved / "fabric" / "ibnetdiscover.txt").write_text(render(lab.index, fab))
     junit = tmp_path / "report.xml"
     bad = CliRunner().invoke(
-        app, ["validate", env, "--from", str(saved), "--format", fmt, "--junit", str(junit)]
+        app, ["validate", env, "--from", str(saved), "--fabric-only", "--format", fmt, "--junit", str(junit)]
     )
     assert bad.exit_code == 4, bad.output
     assert "FAB-MISSING" in bad.output
@@ -158,7 +158,7 @@ def test_validate_cli_exit_codes_and_junit(lab: Checked, tmp_path: Path, fmt: st
     (saved / "hosts" / "gpu01" / "UNREACHABLE").write_text(
         "ssh: connect to host 198.18.10.10 port 22: No route"
     )
-    unreachable = CliRunner().invoke(app, ["validate", env, "--from", str(saved), "--format", fmt])
+    unreachable = CliRunner().invoke(app, ["validate", env, "--from", str(saved), "--fabric-only", "--format", fmt])
     assert unreachable.exit_code == 5
 
 
