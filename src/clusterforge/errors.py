@@ -15,6 +15,7 @@ class ExitCode(IntEnum):
     INVALID_INVENTORY = 3
     FINDINGS = 4
     UNREACHABLE = 5
+    INTERNAL = 70  # a bug in clusterforge caught by its own checks (a change plan the verifier refused)
 
 
 def format_path(path: Path) -> str:

@@ -8,8 +8,10 @@ from pathlib import Path
 import typer
 
 from ..api import load_checked
+from ..day2.steps import ChangePlan
 from ..errors import ExitCode, InventoryInvalid
 from ..gitsnap import GitError, env_at_revision
+from ..model.index import Index
 from .common import Format, err, fail_inventory, out, print_json
 
 
@@ -57,6 +59,7 @@ def diff(
                 err.print(f"note: the last deploy ran with uncommitted inventory changes; comparing with {rev}",
                           markup=False)
         plan = change_plan(indexes[0], indexes[1], str(new), new.resolve().name)
+        _verified(plan, indexes[0], indexes[1])
     data = plan.to_dict()
     if output is not None:  # the plan file `clusterforge apply` carries out (day2/planfile.py)
         from ..day2.planfile import plan_document, record_dir, write_plan_file
@@ -71,6 +74,20 @@ def diff(
             out.print(line, markup=False)
     if exit_code and not plan.empty:
         raise typer.Exit(int(ExitCode.FAILURE))
+
+
+def _verified(plan: ChangePlan, old: Index, new: Index) -> None:
+    """Replay the plan on a model of the floor and fabric (day2/verify.py): a plan that breaks a rule is
+    a bug of the planner, reported as such and never printed."""
+    from ..day2.verify import verify
+
+    violations = verify(plan, old, new)
+    if violations:
+        err.print(f"internal error: the change plan breaks {len(violations)} rule(s) of the plan verifier; "
+                  "it is not printed (please report this with both inventories):", markup=False)
+        for v in violations[:20]:
+            err.print(f"  {v}", markup=False)
+        raise typer.Exit(int(ExitCode.INTERNAL))
 
 
 def _deployed_rev(env: Path, record: Path | None) -> tuple[str, str | None]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 import yaml
 
-from ..api import load_checked
+from ..api import Checked, load_checked
 from ..collect.store import OutputTooLarge, read_output
 from ..errors import ExitCode, InventoryInvalid
 from ..fsutil import write_atomic
@@ -21,7 +21,10 @@ GENERATED = "guids.generated.yaml"
 
 def learn(
     env: Path = typer.Argument(..., help="environment directory"),
-    source: Path = typer.Option(..., "--from", help="saved ibnetdiscover output"),
+    source: Path | None = typer.Option(None, "--from", help="saved ibnetdiscover output (default: run "
+                                       "ibnetdiscover on the fabric: the environment's lab when one is up)"),
+    require: str | None = typer.Option(None, "--require", help="devices (comma-separated) that must be bound "
+                                       "after learning: exit 4 when one is not (a day-2 plan's new hardware)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="show what would be locked, write nothing"),
     replace: bool = typer.Option(
         False, "--replace", help="accept changed GUIDs (replaced hardware) and drop locks not seen in this source"
@@ -46,7 +49,7 @@ def learn(
         err.print(f"{origin}: guid_locks is written by learn into {target}; move it there first", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     try:
-        topo = ibnetdiscover.parse(read_output(source))
+        topo = ibnetdiscover.parse(read_output(source) if source is not None else _collect(env, checked))
     except (OSError, OutputTooLarge) as exc:
         err.print(f"{source}: {getattr(exc, 'strerror', None) or exc}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
@@ -83,6 +86,42 @@ def learn(
         _listed([f"  declared but not seen: {name}" for name in learned.not_seen])
     if merge.refused:
         raise typer.Exit(int(ExitCode.FAILURE))
+    _required(require, learned.switches, learned.hcas)
+
+
+def _required(require: str | None, switches: dict[str, str], hcas: dict[str, str]) -> None:
+    """Exit 4 when a device named by --require was not bound (its GUID would stay a placeholder)."""
+    if not require:
+        return
+    bound = set(switches) | {k.split("/", 1)[0] for k in hcas}
+    missing = [d for d in require.split(",") if d and d not in bound]
+    if missing:
+        err.print(f"learn: not bound, GUID still unknown: {', '.join(missing)}", markup=False)
+        raise typer.Exit(int(ExitCode.FINDINGS))
+
+
+def _collect(env: Path, checked: Checked) -> str:
+    """ibnetdiscover run on the fabric (through the lab's fabric container when one is up for `env`)."""
+    from .. import labenv
+    from ..collect.live import ssh_config, targets
+    from ..collect.ssh import collect
+
+    state = labenv.running(env)
+    if state is not None:
+        fabric = labenv.collect_targets(state, checked)[1]
+        cfg = labenv.collect_config(state)
+    else:
+        fabric = targets(checked.index)[1]
+        cfg = ssh_config(env, checked.index)
+    if fabric is None:
+        err.print(f"learn: {env} has no host to run ibnetdiscover on; give --from FILE", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    text = collect(cfg, [], fabric).fabric.get("ibnetdiscover")
+    if not text:
+        err.print("learn: ibnetdiscover gave no output (is the fabric host reachable?); give --from FILE",
+                  markup=False)
+        raise typer.Exit(int(ExitCode.UNREACHABLE))
+    return text
 
 
 def _change_json(c: LockChange) -> dict[str, str | None]:

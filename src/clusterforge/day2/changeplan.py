@@ -1,35 +1,43 @@
-"""From two inventories to the ordered day-2 change plan: rack by rack, then the fabric. Pure.
+"""From two inventories to the ordered day-2 change plan, in waves. Pure.
 
-Order (each rack in floor order: row index, then position; racks that only the old
-inventory has come last):
+1. The work: every physical task (unplug, remove, install, lay trunks, plug, relabel,
+   commission) with the hosts it interrupts, and every host a deploy change disrupts.
+   A moved device's cables are all unplugged and plugged again (whatever else changes);
+   a switch swapped in place (new GUID or model) likewise, taken out and put back.
+2. Units: tasks that share a slot, a port, a device put in or taken out, a trunk, a rack that
+   comes or goes, or an interrupted host are one unit (a swap is one unit: the slot is emptied
+   before it is filled). A host that only a deploy disrupts is a unit of its own.
+3. Waves: units packed in order (floor order of their first rack) so that no wave holds two
+   subnet managers, both servers of a Lustre failover pair, or more compute than
+   `deploy.max_drain` allows per rack and per cluster (a unit that alone exceeds the cap goes
+   alone, with a warning). Each wave, rack by rack in floor order: drain (hook) / takeout
+   (operator; a master SM is handed over to a standby first) -> unplug -> remove -> install
+   -> [trunks: a pass of their own] -> plug -> relabel -> commission, then `learn` (new
+   hardware's GUIDs, once cabled), `deploy` per rack, `fabric` (OpenSM files, after every
+   learn), `validate` (the wave's hosts; the last wave: everything), `resume` / `return`.
 
-1. per rack: `drain` the hosts the work interrupts -> `unplug` cables that go or change ->
-   `remove` devices that go (or move) -> `install` racks and devices that come (or moved)
-   -> `plug` cables that come or changed -> `relabel` -> `deploy` the rack's changed hosts
-   (one command per set of components);
-2. `fabric`: the subnet managers' OpenSM files (root GUIDs, node-name-map, partitions),
-   which OpenSM re-reads, once every rack is cabled;
-3. `validate` the fabric and hosts against the new inventory;
-4. `resume` the drained hosts, rack by rack, once validation is clean.
-
-A cable's work is done in the rack of its `a` end (the node or lower switch). A host is
-drained when one of its cables is unplugged or re-patched, when it moves or its hardware
-changes, when it leaves, or when a deploy change interrupts it (host_diff.py). Commands
-are argv lists built from inventory names, never shell strings.
+The plan is then proven by day2/verify.py. Commands are argv lists, never shell strings.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
+from .ha import Groups, groups, replaced_switches
 from .host_diff import LEAVES, HostChange, diff_hosts
 from .inventory_diff import CableChange, DeviceChange, InventoryDiff, diff_inventories
 from .steps import ChangePlan, Phase, Step
 
-_BEFORE_TRUNKS: tuple[Phase, ...] = ("drain", "takeout", "unplug", "remove", "install")
-_AFTER_TRUNKS: tuple[Phase, ...] = ("plug", "relabel", "deploy")
+_BEFORE_TRUNKS: tuple[Phase, ...] = ("unplug", "remove", "install")
+_AFTER_TRUNKS: tuple[Phase, ...] = ("plug", "relabel", "commission")
 _INTERRUPTING = ("moved", "replaced", "rerouted", "removed")
 _HARDWARE = ("gpus", "hcas", "dpus", "u_height", "profile")
+_LEARN_HW = ("hcas", "dpus", "profile", "hardware.hcas", "hardware.dpus")
+_RACK_DRAIN_FIELDS = ("cooling",)
+_Emit = Callable[..., None]
 
 
 def change_plan(old: Index, new: Index, env: str, env_name: str) -> ChangePlan:
@@ -43,22 +51,47 @@ def change_plan(old: Index, new: Index, env: str, env_name: str) -> ChangePlan:
     return _Planner(old, new, env, diff, hosts).build()
 
 
+@dataclass
+class _Task:
+    phase: Phase
+    rack: str | None
+    subject: str
+    action: str
+    hosts: frozenset[str] = frozenset()  # hosts it interrupts: out of service before it
+    keys: tuple[str, ...] = ()  # what it shares with other tasks (slot, port, device, trunk, rack)
+    last: bool = False  # after the other tasks of its phase and rack (a rack taken out)
+
+
+@dataclass
+class _Wave:
+    tasks: list[_Task] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)  # interrupted, in order found
+
+
 class _Planner:
     def __init__(self, old: Index, new: Index, env: str, diff: InventoryDiff, hosts: tuple[HostChange, ...]):
         self.old, self.new, self.env, self.diff, self.hosts = old, new, env, diff, hosts
-        self.by_rack: dict[str | None, dict[Phase, list[tuple[str, str, tuple[str, ...]]]]] = {}
-        self.drain: dict[str, list[str]] = {}  # host -> reasons, in the order found
+        self.tasks: list[_Task] = []
+        self.reasons: dict[str, list[str]] = {}  # host -> why it is interrupted, in the order found
         self.warnings: list[str] = []
-        self.trunk_steps: list[tuple[str, str]] = []
+        self.learn: set[str] = set()  # devices whose GUIDs must be learned
+        self.g: Groups = groups(old, new, diff)
+        moved = {d.name for d in diff.devices if d.change == "moved" and d.kind in ("node", "switch")}
+        self.swapped = replaced_switches(diff)
+        self.rehomed = moved | self.swapped  # devices whose every cable comes out and goes back
+        self.placed = {d.name for d in diff.devices if d.kind in ("node", "switch", "patch_panel")
+                       and (d.change != "changed" or d.name in self.swapped)}
+        self.places_old = _places(old)
+        self.places_new = _places(new)
 
     # -- where things are ---------------------------------------------------------------
     def _rack_of(self, device: str, index: Index) -> str:
-        place = index.places.get(device)
+        place = (self.places_old if index is self.old else self.places_new).get(device)
         return place[0] if place is not None else "?"
 
     def _where(self, key: PortKey, index: Index) -> str:
         device, hca, port = key
-        at = index.places.get(device)
+        at = (self.places_old if index is self.old else self.places_new).get(device)
         place = f" [{at[0]} U{at[1]}]" if at is not None else ""
         return f"{device} {hca}/{port}{place}" if hca else f"{device} port {port}{place}"
 
@@ -68,13 +101,24 @@ class _Planner:
         return (f"{self._where(c.a.key, index)} - {self._where(c.b.key, index)}{label}: "
                 f"{c.media} {c.length_m:g} m{' ' + c.fiber_type if c.fiber_type else ''}{route}")
 
-    def _add(self, rack: str | None, phase: Phase, subject: str, action: str, argv: tuple[str, ...] = ()) -> None:
-        self.by_rack.setdefault(rack, {}).setdefault(phase, []).append((subject, action, argv))
-
-    def _drain(self, host: str, why: str) -> None:
-        reasons = self.drain.setdefault(host, [])
+    def _interrupt(self, host: str, why: str) -> None:
+        reasons = self.reasons.setdefault(host, [])
         if why not in reasons:
             reasons.append(why)
+
+    def _task(self, phase: Phase, rack: str | None, subject: str, action: str, hosts: set[str] | None = None,
+              keys: tuple[str, ...] = (), last: bool = False) -> None:
+        self.tasks.append(_Task(phase, rack, subject, action, frozenset(hosts or ()), keys, last))
+
+    def _cable_keys(self, c: Cable, index: Index) -> tuple[str, ...]:
+        keys = [f"port:{_port(c.a.key)}", f"port:{_port(c.b.key)}"]
+        keys += [f"dev:{d}" for d in (c.a.device, c.b.device) if d in self.placed]
+        if c.trunk:
+            keys.append(f"trunk:{c.trunk}")
+        return tuple(keys)
+
+    def _nodes_on(self, c: Cable, index: Index) -> set[str]:
+        return {e.device for e in (c.a, c.b) if e.device in index.nodes}
 
     # -- the plan -------------------------------------------------------------------------
     def build(self) -> ChangePlan:
@@ -82,72 +126,141 @@ class _Planner:
         self._devices()
         for h in self.hosts:
             for why in h.disruptive:
-                self._drain(h.host, why)
-        self._drains()
-        fabric_hosts = self._deploys()
-        steps = self._ordered(fabric_hosts)
-        return ChangePlan(self.env, self.diff, self.hosts, tuple(steps), tuple(self.drain), tuple(self.warnings))
+                self._interrupt(h.host, why)
+        waves = self._waves()
+        steps = self._ordered(waves)
+        return ChangePlan(self.env, self.diff, self.hosts, tuple(steps), tuple(self.reasons), tuple(self.warnings))
 
     def _cables(self) -> None:
         old, new = self.old, self.new
+        what = {"moved": "unplug (it moves)", "replaced": "unplug (a new cable replaces it)",
+                "rerouted": "unplug at the patch panels (re-patched)", "removed": "unplug and remove"}
+        touched: set[str] = set()  # old ids already unplugged
+        relabel_of: dict[str, CableChange] = {}
         for c in self.diff.cables:
             if c.change in _INTERRUPTING and c.old is not None:
-                what = {"moved": "unplug (it moves)", "replaced": "unplug (a new cable replaces it)",
-                        "rerouted": "unplug at the patch panels (re-patched)", "removed": "unplug and remove"}
-                self._add(self._rack_of(c.old.a.device, old), "unplug", c.old.id,
-                          f"{what[c.change]}: {self._cable_text(c.old, old)}")
-                for end in (c.old.a, c.old.b):
-                    if end.device in old.nodes:
-                        self._drain(end.device, f"cable {c.old.id} is unplugged")
+                touched.add(c.old.id)
+                self._unplug(c.old, what[c.change])
             if c.change in ("added", "moved", "replaced", "rerouted") and c.new is not None:
-                self._add(self._rack_of(c.new.a.device, new), "plug", c.new.id,
-                          f"plug: {self._cable_text(c.new, new)}")
+                self._plug(c.new)
             if c.change == "relabelled" and c.old is not None and c.new is not None:
-                self._add(self._rack_of(c.new.a.device, new), "relabel", c.new.id, _relabel(c))
+                relabel_of[c.old.id] = c
+        # every cable of a device that moves or is swapped comes out and goes back, by label
+        new_by_ends = {frozenset((c.a.key, c.b.key)): c for c in new.inv.cables}
+        for cable in old.inv.cables:
+            if cable.id in touched or not ({cable.a.device, cable.b.device} & self.rehomed):
+                continue
+            mover = next(d for d in (cable.a.device, cable.b.device) if d in self.rehomed)
+            after = new_by_ends.get(frozenset((cable.a.key, cable.b.key)))
+            if after is None:  # its device was rehomed and the cable's ends changed: handled above
+                continue
+            why = "its switch is replaced" if mover in self.swapped else f"{mover} moves"
+            self._unplug(cable, f"unplug ({why})")
+            self._plug(after)
+            relabel_of.pop(cable.id, None)
+        for ch in relabel_of.values():
+            assert ch.old is not None and ch.new is not None
+            self._task("relabel", self._rack_of(ch.new.a.device, new), ch.new.id, _relabel(ch),
+                       keys=self._cable_keys(ch.new, new))
+
+    def _unplug(self, c: Cable, verb: str) -> None:
+        hosts = self._nodes_on(c, self.old)
+        for h in hosts:
+            self._interrupt(h, f"cable {c.id} is unplugged")
+        self._task("unplug", self._rack_of(c.a.device, self.old), c.id, f"{verb}: {self._cable_text(c, self.old)}",
+                   hosts, self._cable_keys(c, self.old))
+
+    def _plug(self, c: Cable) -> None:
+        hosts = {h for h in self._nodes_on(c, self.new) if h in self.reasons}
+        self._task("plug", self._rack_of(c.a.device, self.new), c.id, f"plug: {self._cable_text(c, self.new)}",
+                   hosts, self._cable_keys(c, self.new))
 
     def _devices(self) -> None:
         for d in self.diff.devices:
-            noun = d.kind.replace("_", " ")
             if d.kind == "rack":
-                if d.change == "added":
-                    self._add(d.name, "install", d.name, f"place rack in row {_pl(d.new_place)}")
-                elif d.change == "removed":
-                    self._add(d.name, "remove", d.name, f"take the rack out of row {_pl(d.old_place)}")
-                elif d.change == "moved":
-                    self._add(d.name, "remove", d.name, f"move the rack: row {_pl(d.old_place)} -> {_pl(d.new_place)}")
-                else:
-                    self._add(d.name, "install", d.name, f"rack settings: {', '.join(d.fields)}")
-                continue
-            if d.kind == "trunk":
+                self._rack(d)
+            elif d.kind == "trunk":
                 self._trunk(d)
-                continue
-            if d.change in ("removed", "moved") and d.old_place is not None:
-                verb = "take out" if d.change == "removed" else "take out (it moves to " + _u(d.new_place) + ")"
-                self._add(d.old_place[0], "remove", d.name, f"{verb} {noun} at {_u(d.old_place)}")
-                if d.kind == "node":
-                    self._drain(d.name, "it is taken out of its rack" if d.change == "moved" else LEAVES)
-            if d.change in ("added", "moved") and d.new_place is not None:
-                self._add(d.new_place[0], "install", d.name, f"install {noun} at {_u(d.new_place)}"
-                          + (f" ({_model(self.new, d)})" if _model(self.new, d) else ""))
-            if d.change == "changed" and d.new_place is not None:
-                hardware = [f for f in d.fields if f.split(".")[0] in _HARDWARE or f.startswith("hardware.")]
-                addresses = [f for f in d.fields if f.startswith("address ")]
-                if d.kind == "node" and addresses:
-                    self._drain(d.name, "its addresses change (" + ", ".join(f[8:] for f in addresses) + ")")
-                if hardware and d.kind == "node":
-                    self._drain(d.name, f"hardware changes ({', '.join(hardware)})")
-                    self._add(d.new_place[0], "install", d.name, f"change hardware: {', '.join(hardware)}")
-                elif d.kind == "switch" and "model" in d.fields:
-                    self._add(d.new_place[0], "install", d.name,
-                              f"replace the switch with a {self.new.switches[d.name].model}")
-                else:
-                    rest = [f for f in d.fields if not f.startswith("address ")]
-                    if rest:
-                        self._add(d.new_place[0], "install", d.name, f"update {', '.join(rest)}")
-                if addresses:
-                    self.warnings.append(f"{d.kind} {d.name} is renumbered ({', '.join(f[8:] for f in addresses)}): "
-                                         "a node inserted before it in its address pool shifts it; add new nodes "
-                                         "at the end of the list, or declare mgmt_ip/bmc_ip")
+            else:
+                self._device(d)
+
+    def _device(self, d: DeviceChange) -> None:
+        noun = d.kind.replace("_", " ")
+        old_rack_gone = d.old_place is not None and d.old_place[0] not in self.new.racks
+        new_rack_new = d.new_place is not None and d.new_place[0] not in self.old.racks
+        if d.name in self.swapped and d.old_place is not None and d.new_place is not None:
+            sw = self.new.switches[d.name]
+            why = f"a {sw.model} replaces it" if "model" in d.fields else "failed unit: same model, new GUID"
+            self._task("remove", d.old_place[0], d.name, f"take out switch at {_u(d.old_place)} ({why})",
+                       keys=(f"dev:{d.name}", f"slot:{_slot(d.old_place)}"))
+            self._task("install", d.new_place[0], d.name, f"install the replacement {sw.model} at {_u(d.new_place)}",
+                       keys=(f"dev:{d.name}", f"slot:{_slot(d.new_place)}"))
+            self.learn.add(d.name)
+            return
+        if d.change in ("removed", "moved") and d.old_place is not None:
+            verb = "take out" if d.change == "removed" else "take out (it moves to " + _u(d.new_place) + ")"
+            hosts = {d.name} if d.kind == "node" else set()
+            if d.kind == "node":
+                self._interrupt(d.name, "it is taken out of its rack" if d.change == "moved" else LEAVES)
+            keys = (f"dev:{d.name}", f"slot:{_slot(d.old_place)}") + ((f"rack:{d.old_place[0]}",) if old_rack_gone
+                                                                      else ())
+            self._task("remove", d.old_place[0], d.name, f"{verb} {noun} at {_u(d.old_place)}", hosts, keys)
+        if d.change in ("added", "moved") and d.new_place is not None:
+            model = _model(self.new, d)
+            hosts = {d.name} if d.kind == "node" and d.change == "moved" else set()
+            keys = (f"dev:{d.name}", f"slot:{_slot(d.new_place)}") + ((f"rack:{d.new_place[0]}",) if new_rack_new
+                                                                      else ())
+            self._task("install", d.new_place[0], d.name, f"install {noun} at {_u(d.new_place)}"
+                       + (f" ({model})" if model else ""), hosts, keys)
+            if d.change == "added" and d.kind in ("node", "switch"):
+                self.learn.add(d.name)
+        if d.change == "changed" and d.new_place is not None:
+            hardware = [f for f in d.fields if f.split(".")[0] in _HARDWARE or f.startswith("hardware.")]
+            addresses = [f for f in d.fields if f.startswith("address ")]
+            if d.kind == "node" and addresses:
+                self._interrupt(d.name, "its addresses change (" + ", ".join(f[8:] for f in addresses) + ")")
+            if hardware and d.kind == "node":
+                self._interrupt(d.name, f"hardware changes ({', '.join(hardware)})")
+                self._task("install", d.new_place[0], d.name, f"change hardware: {', '.join(hardware)}", {d.name},
+                           (f"dev:{d.name}",))
+                if any(f in _LEARN_HW for f in hardware):
+                    self.learn.add(d.name)
+            else:
+                rest = [f for f in d.fields if not f.startswith("address ")]
+                if rest:
+                    self._task("install", d.new_place[0], d.name, f"update {', '.join(rest)}")
+            if addresses:
+                self.warnings.append(f"{d.kind} {d.name} is renumbered ({', '.join(f[8:] for f in addresses)}): "
+                                     "a node inserted before it in its address pool shifts it; add new nodes "
+                                     "at the end of the list, or declare mgmt_ip/bmc_ip")
+
+    def _rack(self, d: DeviceChange) -> None:
+        key = (f"rack:{d.name}",)
+        if d.change == "added":
+            self._task("install", d.name, d.name, f"place rack in row {_pl(d.new_place)}", keys=key)
+        elif d.change == "removed":
+            self._task("remove", d.name, d.name, f"take the rack out of row {_pl(d.old_place)} (it is empty now)",
+                       keys=key, last=True)
+        elif d.change == "moved":
+            self.warnings.append(f"rack {d.name} moves ({_pl(d.old_place)} -> {_pl(d.new_place)}): the plan does "
+                                 "not take its devices out; empty it first (move them to another rack), then move it")
+            self._task("install", d.name, d.name, f"move the rack: row {_pl(d.old_place)} -> {_pl(d.new_place)}",
+                       keys=key)
+        else:
+            before = self.old.racks[d.name].model_dump(mode="json")
+            after = self.new.racks[d.name].model_dump(mode="json")
+            values = ", ".join(f"{f} {before.get(f)} -> {after.get(f)}" for f in d.fields)
+            drains = [f for f in d.fields if f in _RACK_DRAIN_FIELDS]
+            hosts: set[str] = set()
+            if drains:
+                hosts = {n.name for n in self.old.inv.nodes if n.rack == d.name}
+                for h in sorted(hosts):
+                    self._interrupt(h, f"rack {d.name}: {values}")
+            self._task("install", d.name, d.name, f"rack settings: {values}", hosts, key)
+            if "cooling" in d.fields:
+                new_rack = self.new.racks[d.name]
+                for check in _commissioning(str(before.get("cooling")), new_rack.cooling, new_rack.leak_sensors):
+                    self._task("commission", d.name, d.name, check, hosts, key)
 
     def _trunk(self, d: DeviceChange) -> None:
         """Trunks join panels in two racks: laid (or pulled) in a pass of their own, once every rack's
@@ -155,92 +268,235 @@ class _Planner:
         trunk = (self.new.trunks.get(d.name) if d.change != "removed" else None) or self.old.trunks.get(d.name)
         index = self.new if d.change != "removed" else self.old
         panels = {p.name: p for p in index.inv.patch_panels}
-        ends = "" if trunk is None else " - ".join(
-            f"{name} [{panels[name].rack} U{panels[name].u}]" if name in panels else name
-            for name in (trunk.a_panel, trunk.b_panel))
+        keys: tuple[str, ...] = (f"trunk:{d.name}",)
+        ends = ""
+        if trunk is not None:
+            ends = " - ".join(f"{name} [{panels[name].rack} U{panels[name].u}]" if name in panels else name
+                              for name in (trunk.a_panel, trunk.b_panel))
+            keys += tuple(f"dev:{p}" for p in (trunk.a_panel, trunk.b_panel) if p in self.placed)
         if d.change == "removed":
-            self.trunk_steps.append((d.name, f"pull the MPO-24 trunk out: {ends}"))
+            action = f"pull the MPO-24 trunk out: {ends}"
         elif d.change == "added" and trunk is not None:
-            self.trunk_steps.append((d.name, f"lay the MPO-24 trunk {ends} ({trunk.fiber_type}, {trunk.length_m:g} m)"))
+            action = f"lay the MPO-24 trunk {ends} ({trunk.fiber_type}, {trunk.length_m:g} m)"
         else:
-            self.trunk_steps.append((d.name, f"re-lay the MPO-24 trunk {ends}: {', '.join(d.fields) or 'panels'}"))
+            action = f"re-lay the MPO-24 trunk {ends}: {', '.join(d.fields) or 'panels'}"
+        self._task("trunks", None, d.name, action, keys=keys)
 
-    def _drains(self) -> None:
-        policy = self.new.inv.deploy.reboot
-        for host, reasons in self.drain.items():
-            index = self.old if host not in self.new.nodes else self.new
-            node = index.nodes.get(host)
-            if node is None:
-                continue
-            hook = node.role == "compute" and bool(policy.drain)
-            argv = tuple(p.replace("{host}", host) for p in policy.drain) if hook else ()
-            verb = "drain" if node.role == "compute" else f"take out of service ({node.role})"
-            self._add(self._rack_of(host, self.old if host in self.old.nodes else self.new),
-                      "drain" if hook else "takeout", host, f"{verb}: {'; '.join(reasons)}", argv)
+    # -- units and waves ----------------------------------------------------------------------
+    def _units(self) -> list[tuple[list[_Task], list[str]]]:
+        parent: dict[str, str] = {}
 
-    def _deploys(self) -> list[HostChange]:
-        """Rack deploy steps; returns the hosts whose OpenSM files change (deployed once the racks are cabled)."""
-        fabric: list[HostChange] = []
-        groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-        for h in self.hosts:
-            if h.change == "removed":
-                continue
-            if "opensm" in h.component_names:
-                fabric.append(h)
-            comps = tuple(c for c in h.component_names if c != "opensm")
-            if comps:
-                groups.setdefault((h.rack, comps), []).append(h.host)
-        detail = {h.host: h for h in self.hosts}
-        for (rack, comps), hosts in groups.items():
-            argv = ("clusterforge", "deploy", self.env, "--limit", ",".join(hosts),
-                    *(x for c in comps for x in ("--component", c)))
-            first = detail[hosts[0]]
-            if first.change == "added":
-                what = "a new host, every component"
-            else:
-                what = "; ".join(str(c) for c in first.components if c.component in comps)
-            reboot = " (reboots)" if any(detail[h].reboot for h in hosts) else ""
-            self._add(rack, "deploy", _hosts_text(hosts), f"deploy {', '.join(comps)}{reboot}: {what}", argv)
-        return fabric
+        def find(x: str) -> str:
+            while parent.setdefault(x, x) != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
 
-    def _ordered(self, fabric_hosts: list[HostChange]) -> list[Step]:
+        def union(a: str, b: str) -> None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[rb] = ra
+
+        for i, t in enumerate(self.tasks):
+            me = f"task:{i}"
+            find(me)
+            for k in (*t.keys, *(f"host:{h}" for h in t.hosts)):
+                union(me, k)
+        for h in self.reasons:
+            find(f"host:{h}")
+        units: dict[str, tuple[list[_Task], list[str]]] = {}
+        for i, t in enumerate(self.tasks):
+            units.setdefault(find(f"task:{i}"), ([], []))[0].append(t)
+        for h in self.reasons:
+            units.setdefault(find(f"host:{h}"), ([], []))[1].append(h)
+        order = {r: i for i, r in enumerate(self._rack_order())}
+
+        def first(u: tuple[list[_Task], list[str]]) -> tuple[int, int]:
+            racks = [order.get(t.rack or "", 1 << 30) for t in u[0]]
+            racks += [order.get(self._rack_of(h, self.old if h in self.old.nodes else self.new), 1 << 30)
+                      for h in u[1]]
+            return (0 if u[0] else 1, min(racks, default=1 << 30))
+
+        return sorted(units.values(), key=first)
+
+    def _waves(self) -> list[_Wave]:
+        g = self.g
+        waves: list[_Wave] = []
+        for tasks, hosts in self._units():
+            compute = {h for h in hosts if h in g.compute_rack}
+            sms = [h for h in hosts if h in g.sms]
+            if len(sms) > 1 and len(g.sms) > 1:
+                self.warnings.append(f"subnet managers {', '.join(sms)} are out together: one piece of work takes "
+                                     "them all out (the fabric has no standby meanwhile)")
+            target = None
+            for w in waves:
+                if self._fits(w, compute, hosts):
+                    target = w
+                    break
+            if target is None:
+                target = _Wave()
+                waves.append(target)
+                problem = g.within_caps(compute)
+                if problem is not None:
+                    self.warnings.append(f"{problem}: one piece of work needs them out together")
+            target.tasks += tasks
+            target.hosts += hosts
+        for h in self.reasons:
+            if h in g.unpaired:
+                self.warnings.append(f"Lustre server {h} has no failover partner (lustre[].failover_pairs): "
+                                     "its targets are unavailable while it is out")
+        if len(g.sms) == 1 and g.sms[0] in self.reasons:
+            self.warnings.append(f"{g.sms[0]} is the only subnet manager: the fabric has none while it is out")
+        return waves or [_Wave()]
+
+    def _fits(self, wave: _Wave, compute: set[str], hosts: list[str]) -> bool:
+        g = self.g
+        held = set(wave.hosts)
+        if len(g.sms) > 1 and any(h in g.sms for h in hosts) and any(h in g.sms for h in held):
+            return False
+        if any(g.partner.get(h) in held for h in hosts):
+            return False
+        if not compute:
+            return True
+        return g.within_caps({h for h in held if h in g.compute_rack} | compute) is None
+
+    # -- steps ------------------------------------------------------------------------------
+    def _ordered(self, waves: list[_Wave]) -> list[Step]:
         steps: list[Step] = []
+        policy = self.new.inv.deploy.reboot
+        master = self.g.master
+        in_service = {h for h in self.g.sms if h in self.old.nodes}
+        detail = {h.host: h for h in self.hosts}
+        deployed: set[str] = set()
+        learned = False
+        opensm = [h for h in self.hosts if "opensm" in h.component_names and h.change != "removed"]
+        last_physical = max((i for i, w in enumerate(waves) if w.tasks), default=0)
+        rack_order = self._rack_order()
 
         def emit(phase: Phase, rack: str | None, subject: str, action: str, argv: tuple[str, ...] = ()) -> None:
             steps.append(Step(len(steps) + 1, phase, rack, subject, action, argv))
 
-        def racks(phases: tuple[Phase, ...]) -> None:
-            for rack in self._rack_order():
-                for phase in phases:
-                    for subject, action, argv in self.by_rack.get(rack, {}).get(phase, []):
-                        emit(phase, rack, subject, action, argv)
+        for wi, wave in enumerate(waves):
+            lastwave = wi == len(waves) - 1
+            out_hosts = [h for h in self.reasons if h in set(wave.hosts)]
+            by_rack: dict[str | None, dict[Phase, list[_Task]]] = {}
+            for t in wave.tasks:
+                by_rack.setdefault(t.rack, {}).setdefault(t.phase, []).append(t)
+            hosts_by_rack: dict[str, list[str]] = {}
+            for h in out_hosts:
+                hosts_by_rack.setdefault(self._rack_of(h, self.old if h in self.old.nodes else self.new), []).append(h)
 
-        if self.trunk_steps:  # two passes: out and in, the trunks, then patch and deploy
-            racks(_BEFORE_TRUNKS)
-            for subject, action in self.trunk_steps:
-                emit("trunks", None, subject, action)
-            racks(_AFTER_TRUNKS)
-        else:
-            racks((*_BEFORE_TRUNKS, *_AFTER_TRUNKS))
-        if fabric_hosts:
-            hosts = [h.host for h in fabric_hosts]
-            what = "; ".join(str(c) for c in fabric_hosts[0].components if c.component == "opensm")
-            emit("fabric", None, _hosts_text(hosts),
-                 f"deploy OpenSM's files (the subnet manager re-reads them): {what}",
-                 ("clusterforge", "deploy", self.env, "--limit", ",".join(hosts), "--component", "opensm"))
-        if steps:
-            emit("validate", None, "fabric and hosts", "validate against the new inventory; resume only when clean",
-                 ("clusterforge", "validate", self.env))
-        policy = self.new.inv.deploy.reboot
-        for host in self.drain:
-            node = self.new.nodes.get(host)
-            if node is None:
-                continue  # it left
-            hook = node.role == "compute" and bool(policy.resume)
-            argv = tuple(p.replace("{host}", host) for p in policy.resume) if hook else ()
-            emit("resume" if hook else "return", node.rack, host,
-                 "resume" if node.role == "compute" else "return to service", argv)
+            def take_out(rack: str, hosts_by_rack: dict[str, list[str]] = hosts_by_rack) -> None:
+                nonlocal master
+                for h in hosts_by_rack.get(rack, []):
+                    node = self.old.nodes.get(h) or self.new.nodes.get(h)
+                    if node is None or h not in self.old.nodes:
+                        continue  # a new host: never in service yet
+                    why = "; ".join(self.reasons[h])
+                    if h == master and len(self.g.sms) > 1:
+                        standby = next((s for s in self.g.sms if s != h and s in in_service), None)
+                        if standby is not None:
+                            emit("handover", rack, standby, f"make {standby} the master subnet manager before {h} "
+                                 f"goes out (raise its priority or stop OpenSM on {h}; `sminfo` shows {standby} "
+                                 "MASTER)")
+                            master = standby
+                    if node.role == "compute" and policy.drain:
+                        emit("drain", rack, h, f"drain: {why}", tuple(p.replace("{host}", h) for p in policy.drain))
+                    else:
+                        verb = "drain" if node.role == "compute" else f"take out of service ({node.role})"
+                        emit("takeout", rack, h, f"{verb}: {why}")
+                    in_service.discard(h)
+
+            def racks(phases: tuple[Phase, ...], drains: bool,
+                      by_rack: dict[str | None, dict[Phase, list[_Task]]] = by_rack) -> None:
+                for rack in rack_order:
+                    if drains:
+                        take_out(rack)
+                    for phase in phases:
+                        tasks = by_rack.get(rack, {}).get(phase, [])
+                        for t in sorted(tasks, key=lambda t: t.last):
+                            emit(phase, rack, t.subject, t.action)
+
+            trunk_tasks = by_rack.get(None, {}).get("trunks", [])
+            if trunk_tasks:
+                racks(_BEFORE_TRUNKS, True)
+                for t in trunk_tasks:
+                    emit("trunks", None, t.subject, t.action)
+                racks(_AFTER_TRUNKS, False)
+            else:
+                racks((*_BEFORE_TRUNKS, *_AFTER_TRUNKS), True)
+            wave_learn = sorted(d for d in self.learn if any(t.subject == d for t in wave.tasks))
+            if wave_learn:
+                emit("learn", None, ", ".join(wave_learn),
+                     "learn the GUIDs of the new hardware from the fabric (now cabled) and check each is bound",
+                     ("clusterforge", "learn", self.env, "--require", ",".join(wave_learn)))
+                learned = True
+            # deploys: the wave's hosts; the first wave also every host deployed in place
+            members = set(wave.hosts)
+            todo = [h for h in self.hosts if h.change != "removed" and h.host not in deployed
+                    and (h.host in members or (wi == 0 and h.host not in self.reasons))]
+            self._deploy_steps(todo, detail, emit, rack_order)
+            deployed.update(h.host for h in todo)
+            if opensm and (wi == last_physical or (not learned and wi == 0)) and not any(
+                    s.phase == "fabric" for s in steps):
+                hosts = [h.host for h in opensm]
+                what = "; ".join(str(c) for c in opensm[0].components if c.component == "opensm")
+                emit("fabric", None, _hosts_text(hosts),
+                     f"deploy OpenSM's files (the subnet manager re-reads them): {what}",
+                     ("clusterforge", "deploy", self.env, "--limit", ",".join(hosts), "--component", "opensm"))
+            back = [h for h in out_hosts if h in self.new.nodes]
+            if lastwave:
+                if steps:
+                    emit("validate", None, "fabric and hosts",
+                         "validate against the new inventory; resume only when clean",
+                         ("clusterforge", "validate", self.env))
+            elif back:
+                emit("validate", None, _hosts_text(back), f"validate wave {wi + 1}'s hosts against the new "
+                     "inventory; resume them only when clean",
+                     ("clusterforge", "validate", self.env, "--limit", ",".join(back)))
+            for h in back:
+                node = self.new.nodes[h]
+                if h not in self.old.nodes:
+                    continue
+                if node.role == "compute" and policy.resume:
+                    emit("resume", node.rack, h, "resume", tuple(p.replace("{host}", h) for p in policy.resume))
+                else:
+                    emit("return", node.rack, h, "resume" if node.role == "compute" else "return to service")
+                if h in self.g.sms:
+                    in_service.add(h)
         return steps
+
+    def _deploy_steps(self, todo: list[HostChange], detail: dict[str, HostChange], emit: _Emit,
+                      rack_order: list[str]) -> None:
+        groups_: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+        for h in todo:
+            comps = [c for c in h.component_names if c != "opensm"]
+            if "ofed" in comps and "lustre" not in comps and self._has_lustre(h.host):
+                comps.append("lustre")  # the Lustre client modules are rebuilt against the new OFED
+            if comps:
+                groups_.setdefault((h.rack, tuple(comps)), []).append(h.host)
+        order = {r: i for i, r in enumerate(rack_order)}
+        for (rack, names), hosts in sorted(groups_.items(), key=lambda kv: order.get(kv[0][0], 1 << 30)):
+            argv = ("clusterforge", "deploy", self.env, "--limit", ",".join(hosts),
+                    *(x for c in names for x in ("--component", c)))
+            first = detail[hosts[0]]
+            if first.change == "added":
+                what = "a new host, every component"
+            else:
+                what = "; ".join(str(c) for c in first.components if c.component in names)
+                if "lustre" in names and "lustre" not in first.component_names:
+                    what += "; lustre: client rebuilt against the new OFED"
+            reboot = " (reboots)" if any(detail[h].reboot for h in hosts) else ""
+            emit("deploy", rack, _hosts_text(hosts), f"deploy {', '.join(names)}{reboot}: {what}", argv)
+
+    def _has_lustre(self, host: str) -> bool:
+        node = self.new.nodes.get(host)
+        if node is None:
+            return False
+        for fs in self.new.inv.lustre:
+            if host in fs.servers or fs.clients == "all" or (fs.clients == "compute" and node.role == "compute"):
+                return True
+        return False
 
     def _rack_order(self) -> list[str]:
         def key(index: Index, name: str) -> tuple[int, int, str]:
@@ -251,8 +507,33 @@ class _Planner:
         new = sorted(self.new.racks, key=lambda r: key(self.new, r))
         gone = sorted((r for r in self.old.racks if r not in self.new.racks), key=lambda r: key(self.old, r))
         known = set(new) | set(gone)
-        stray = sorted(r for r in self.by_rack if r is not None and r not in known)
+        stray = sorted({t.rack for t in self.tasks if t.rack is not None and t.rack not in known})
         return [*new, *gone, *stray]
+
+
+def _commissioning(before: str, after: str, sensors: int) -> list[str]:
+    if after == "air":
+        return [f"cooling {before} -> air: the liquid loop is drained and capped, airflow verified"]
+    checks = [f"leak test of the {after} loop at operating pressure (cooling {before} -> {after})"]
+    checks.append(f"verify the rack's {sensors} leak sensor(s) report and alarm" if sensors
+                  else "verify the leak sensors report and alarm (the rack declares none: leak_sensors 0)")
+    checks.append("verify coolant flow and inlet/outlet temperatures under load before the rack returns")
+    return checks
+
+
+def _places(index: Index) -> dict[str, tuple[str, int]]:
+    out = dict(index.places)
+    out.update({p.name: (p.rack, p.u) for p in index.inv.patch_panels})
+    return out
+
+
+def _port(key: PortKey) -> str:
+    device, hca, port = key
+    return f"{device}/{hca}/{port}" if hca else f"{device}/{port}"
+
+
+def _slot(place: tuple[str, int]) -> str:
+    return f"{place[0]}/{place[1]}"
 
 
 def _relabel(c: CableChange) -> str:

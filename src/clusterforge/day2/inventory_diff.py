@@ -77,6 +77,7 @@ def diff_inventories(old: Index, new: Index) -> InventoryDiff:
     devices += _diff_nodes_hardware(old, new)
     devices += _diff_addresses(old, new)
     devices += _diff_named("switch", old.switches, new.switches, lambda s: (s.rack, s.u))
+    devices += _diff_switch_guids(old, new)
     devices += _diff_named("patch_panel", {p.name: p for p in old.inv.patch_panels},
                            {p.name: p for p in new.inv.patch_panels}, lambda p: (p.rack, p.u))
     devices += _diff_named("trunk", old.trunks, new.trunks, lambda t: (f"{t.a_panel} - {t.b_panel}", 0))
@@ -122,6 +123,19 @@ def _diff_nodes_hardware(old: Index, new: Index) -> list[DeviceChange]:
         if fields:
             node = new.nodes[name]
             out.append(DeviceChange("node", name, "changed", (node.rack, node.u), (node.rack, node.u), fields))
+    return out
+
+
+def _diff_switch_guids(old: Index, new: Index) -> list[DeviceChange]:
+    """Switches whose GUID as locked (`guid_locks.switches`, guids.generated.yaml) changed or was dropped:
+    the unit was swapped (a failed switch replaced by the same model has a new GUID, learned again)."""
+    a, b = old.inv.guid_locks.switches, new.inv.guid_locks.switches
+    out: list[DeviceChange] = []
+    for name in sorted(old.switches.keys() & new.switches.keys()):
+        known = a.get(name)  # a lock first written (learned) is no swap
+        if known is not None and known != b.get(name) and old.switches[name].guid == new.switches[name].guid:
+            sw = new.switches[name]
+            out.append(DeviceChange("switch", name, "changed", (sw.rack, sw.u), (sw.rack, sw.u), ("guid",)))
     return out
 
 

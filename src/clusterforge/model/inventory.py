@@ -70,8 +70,23 @@ class RebootPolicy(Model):
     timeout_s: int = Field(default=900, ge=30)
 
 
+class DrainCap(Model):
+    """How much compute a day-2 change plan may drain at once; the plan goes in waves to stay within it."""
+
+    rack_percent: int = Field(default=50, ge=1, le=100,
+                              description="most compute nodes of one rack drained at once, in percent of the "
+                                          "rack's compute nodes (at least one node)")
+    cluster_percent: int = Field(default=25, ge=1, le=100,
+                                 description="most compute nodes drained at once across the cluster, in percent "
+                                             "of all compute nodes (at least one node)")
+
+
 class DeploySettings(Model):
     reboot: RebootPolicy = Field(default_factory=RebootPolicy)
+    max_drain: DrainCap = Field(default_factory=DrainCap,
+                                description="day-2 plans: the most compute drained at once (work that takes a "
+                                            "whole rack or switch out, e.g. a cooling change or a failed leaf, "
+                                            "goes alone in its wave)")
     ssh_user: UserName = "root"
     ssh_port: int = Field(default=22, ge=1, le=65535)
     known_hosts: FilePath | None = Field(default=None, description="path, relative to the environment")

@@ -3,9 +3,9 @@ add a spine, retire a server. Each checks what is done, where, in which order, a
 
 from __future__ import annotations
 
-from _day2_util import add_gpu09, cable, lab_data, node, phases, plan_for
+from _day2_util import add_gpu09, cable, index_of, lab_data, node, phases, plan_for
 
-from clusterforge.day2.steps import RACK_PHASES
+from clusterforge.day2.verify import verify
 
 DRAIN = ["scontrol", "update", "nodename={host}", "state=drain", "reason=clusterforge"]
 RESUME = ["scontrol", "update", "nodename={host}", "state=resume"]
@@ -44,27 +44,21 @@ def test_add_a_node_at_the_end_and_bump_nccl() -> None:
     assert len(fabric) == 1 and fabric[0].argv[-2:] == ("--component", "opensm")
     assert "cn-guids.conf" in fabric[0].action and "node-name-map" in fabric[0].action
     assert [s.phase for s in plan.steps][-2:] == ["fabric", "validate"]
-    # racks in floor order: the first scalable unit before the second, and steps numbered 1..n
-    racks = [s.rack for s in plan.steps if s.rack]
-    assert racks.index("lab-su01-r01") < racks.index("lab-su02-r01")
+    # the rack's physical work (install, plug) before any deploy; steps numbered 1..n
+    order = [s.phase for s in plan.steps]
+    assert max(i for i, p in enumerate(order) if p == "plug") < order.index("deploy")
     assert [s.n for s in plan.steps] == list(range(1, len(plan.steps) + 1))
 
 
-def test_inserting_a_node_before_the_servers_renumbers_them_and_says_so() -> None:
+def test_inserting_a_node_in_the_middle_renumbers_no_one() -> None:
     data = lab_data()
     add_gpu09(data, at_end=False)
     plan = plan_for(data)
-    renumbered = sorted(w.split()[1] for w in plan.warnings)
-    assert renumbered == ["lus01", "lus02", "sm01"]
-    assert "ib0 198.18.128.19 -> 198.18.128.20" in next(w for w in plan.warnings if " lus01 " in w)
-    assert set(plan.drained) == {"sm01", "lus01", "lus02"}
-    drains = [s for s in plan.steps if s.phase == "takeout"]  # not compute: no Slurm drain, the operator's
-    assert len(drains) == 3 and all(s.manual and not s.argv for s in drains)
-    assert all(s.action.startswith("take out of service") for s in drains)
-    assert "its addresses change" in drains[0].action
+    assert plan.warnings == () and plan.drained == ()  # addresses are frozen: the servers keep theirs
+    assert [(d.kind, d.name, d.change) for d in plan.diff.devices] == [("node", "gpu09", "added")]
 
 
-def test_new_gpu_driver_drains_reboots_and_resumes_rack_by_rack() -> None:
+def test_new_gpu_driver_goes_in_waves_within_the_drain_cap() -> None:
     data = lab_data()
     data["software"]["nvidia_driver"] = "550.127.05"
     data["deploy"]["reboot"] = {"mode": "rolling-by-rack", "drain": DRAIN, "resume": RESUME}
@@ -72,19 +66,29 @@ def test_new_gpu_driver_drains_reboots_and_resumes_rack_by_rack() -> None:
     gpus = [f"gpu0{i}" for i in range(1, 9)]
     assert list(plan.drained) == gpus
     assert all(h.reboot and h.disruptive == ("new GPU driver (reboot)",) for h in plan.hosts)
-    for rack, members in (("lab-su01-r01", gpus[:4]), ("lab-su02-r01", gpus[4:])):
-        steps = [s for s in plan.steps if s.rack == rack]
-        assert [s.phase for s in steps] == ["drain"] * 4 + ["deploy"] + ["resume"] * 4
+    # 4 GPU nodes a rack, 8 in all: caps 50 % of a rack (2), 25 % of the cluster (2): four waves of two
+    waves = [gpus[i:i + 2] for i in range(0, 8, 2)]
+    assert len(plan.steps) == 4 * 6
+    for w, members in enumerate(waves):
+        steps = plan.steps[6 * w:6 * w + 6]
+        assert [s.phase for s in steps] == ["drain", "drain", "deploy", "validate", "resume", "resume"]
+        assert [s.subject for s in steps if s.phase in ("drain", "resume")] == members * 2
         assert steps[0].argv == ("scontrol", "update", f"nodename={members[0]}", "state=drain",
                                  "reason=clusterforge")
-        assert steps[4].argv == ("clusterforge", "deploy", "inventories/lab", "--limit", ",".join(members),
+        assert steps[2].argv == ("clusterforge", "deploy", "inventories/lab", "--limit", ",".join(members),
                                  "--component", "repo", "--component", "nvidia")
-        assert "(reboots)" in steps[4].action
-        assert "nvidia-driver-550: 550.90.07-1 -> 550.127.05-1" in steps[4].action
-    order = [s.phase for s in plan.steps]
-    assert order.index("validate") < order.index("resume")  # resume only after a clean validation
-    assert max(i for i, p in enumerate(order) if p == "deploy") < order.index("validate")
+        assert "(reboots)" in steps[2].action and "nvidia-driver-550: 550.90.07-1 -> 550.127.05-1" in steps[2].action
+        limit = () if w == 3 else ("--limit", ",".join(members))  # the last wave validates everything
+        assert steps[3].argv == ("clusterforge", "validate", "inventories/lab", *limit)
     assert plan.summary()["reboots"] == 8
+
+
+def test_drain_cap_is_configurable() -> None:
+    data = lab_data()
+    data["software"]["nvidia_driver"] = "550.127.05"
+    data["deploy"]["max_drain"] = {"rack_percent": 100, "cluster_percent": 100}
+    plan = plan_for(data)
+    assert [s.phase for s in plan.steps].count("validate") == 1  # one wave: every GPU node at once
 
 
 def test_moved_cable_is_unplugged_and_plugged_with_its_host_drained() -> None:
@@ -94,7 +98,7 @@ def test_moved_cable_is_unplugged_and_plugged_with_its_host_drained() -> None:
     [change] = plan.diff.cables
     assert (change.change, change.id, change.fields) == ("moved", "C-00015", ("b",))
     assert plan.drained == ("gpu08",)
-    assert phases(plan, "lab-su02-r01") == ["takeout", "unplug", "plug", "return"]  # the lab has no drain hook
+    assert phases(plan, "lab-su02-r01") == ["drain", "unplug", "plug", "resume"]
     unplug, plug = (s for s in plan.steps if s.phase in ("unplug", "plug"))
     assert "leaf-su02-r0 port 4" in unplug.action and "leaf-su02-r0 port 6" in plug.action
     assert plan.hosts == ()  # nothing rendered for gpu08 depends on its leaf port
@@ -148,9 +152,9 @@ def test_rack_phases_always_in_order_and_deterministic() -> None:
     data["software"]["doca_ofed"] = "24.10-1.1.4.0"
     a, b = plan_for(data), plan_for(data)
     assert a.to_dict() == b.to_dict()
-    for rack in {s.rack for s in a.steps if s.rack}:
-        seen = [p for p in phases(a, rack) if p in RACK_PHASES]
-        assert seen == sorted(seen, key=RACK_PHASES.index), rack
+    assert verify(a, index_of(lab_data()), index_of(data)) == []
+    first = [s.phase for s in a.steps if s.rack == "lab-su01-r01"][:6]  # wave 1 in that rack: out, then work
+    assert first[:2] == ["drain", "drain"] and first.index("remove") < first.index("install")
     moved = next(d for d in a.diff.devices if d.name == "gpu02")
     assert (moved.change, moved.old_place, moved.new_place) == ("moved", ("lab-su01-r01", 6), ("lab-su01-r01", 30))
     assert "new DOCA/MLNX OFED (InfiniBand stack restart)" in dict(

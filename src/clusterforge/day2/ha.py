@@ -1,0 +1,120 @@
+"""What may be out of service at once during a day-2 change: the HA groups and the drain caps. Pure.
+
+Shared by the planner (which packs the work into waves that respect them) and the verifier
+(which proves that every plan does):
+
+* subnet managers (`opensm.sm_nodes`): one at a time, and never the master: a standby takes
+  over first (`handover`);
+* Lustre servers: one per failover pair (`lustre[].failover_pairs`); a server in no pair is a
+  group of one (its file system is unavailable while it is out: the plan warns);
+* compute: at most `deploy.max_drain.rack_percent` of a rack's compute nodes and
+  `cluster_percent` of all compute nodes drained at once (at least one node each).
+  Physically indivisible work may exceed the cap, alone: every compute node of a rack whose
+  cooling changes or that is retired, every compute node cabled to a switch that is removed,
+  moved or replaced (`forced_groups`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.index import Index
+from .inventory_diff import InventoryDiff
+
+
+@dataclass(frozen=True)
+class Groups:
+    sms: tuple[str, ...]  # subnet-manager nodes, highest priority first
+    master: str | None  # the master SM as built (highest priority, first declared)
+    partner: dict[str, str]  # Lustre server -> its failover partner
+    unpaired: tuple[str, ...]  # Lustre servers in no pair (groups of one)
+    compute_rack: dict[str, str]  # compute node -> its rack (as built; new nodes: as wanted)
+    rack_cap: dict[str, int]
+    cluster_cap: int
+    forced: tuple[frozenset[str], ...]  # compute nodes that must be drained together
+
+    def cap_of(self, rack: str) -> int:
+        return self.rack_cap.get(rack, 1)
+
+    def within_caps(self, drained: set[str]) -> str | None:
+        """None when the drained compute nodes fit the caps (or are one indivisible group), else why not."""
+        per_rack: dict[str, int] = {}
+        for host in drained:
+            rack = self.compute_rack.get(host)
+            if rack is not None:
+                per_rack[rack] = per_rack.get(rack, 0) + 1
+        total = sum(per_rack.values())
+        problem = None
+        if total > self.cluster_cap:
+            problem = f"{total} compute nodes drained at once (cluster cap {self.cluster_cap})"
+        for rack, n in sorted(per_rack.items()):
+            if problem is None and n > self.cap_of(rack):
+                problem = f"{n} compute nodes of rack {rack} drained at once (rack cap {self.cap_of(rack)})"
+        if problem is not None:
+            counted = {h for h in drained if h in self.compute_rack}
+            if any(counted <= g for g in self.forced):
+                return None
+        return problem
+
+
+def groups(old: Index, new: Index, diff: InventoryDiff) -> Groups:
+    sm = new.inv.opensm or old.inv.opensm
+    sms: tuple[str, ...] = ()
+    master = None
+    if old.inv.opensm is not None:
+        built = sorted(old.inv.opensm.sm_nodes, key=lambda s: -s.priority)
+        master = built[0].node if built else None
+    if sm is not None:
+        names = [s.node for s in sorted(sm.sm_nodes, key=lambda s: -s.priority)]
+        if old.inv.opensm is not None:
+            names += [s.node for s in old.inv.opensm.sm_nodes]
+        sms = tuple(dict.fromkeys(names))
+    partner: dict[str, str] = {}
+    servers: list[str] = []
+    for index in (old, new):
+        for fs in index.inv.lustre:
+            servers += fs.servers
+            for a, b in getattr(fs, "failover_pairs", ()):
+                partner.setdefault(a, b)
+                partner.setdefault(b, a)
+    unpaired = tuple(dict.fromkeys(s for s in servers if s not in partner))
+    compute_rack = {n.name: n.rack for n in new.inv.nodes if n.role == "compute"}
+    compute_rack.update({n.name: n.rack for n in old.inv.nodes if n.role == "compute"})
+    count: dict[str, int] = {}
+    for n in old.inv.nodes:
+        if n.role == "compute":
+            count[n.rack] = count.get(n.rack, 0) + 1
+    cap = new.inv.deploy.max_drain
+    rack_cap = {r: max(1, n * cap.rack_percent // 100) for r, n in count.items()}
+    cluster_cap = max(1, sum(count.values()) * cap.cluster_percent // 100)
+    return Groups(sms, master, partner, unpaired, compute_rack, rack_cap, cluster_cap,
+                  forced_groups(old, new, diff))
+
+
+def replaced_switches(diff: InventoryDiff) -> set[str]:
+    """Switches swapped for another unit in place: a new GUID or another model."""
+    return {d.name for d in diff.devices
+            if d.kind == "switch" and d.change == "changed" and ("guid" in d.fields or "model" in d.fields)}
+
+
+def forced_groups(old: Index, new: Index, diff: InventoryDiff) -> tuple[frozenset[str], ...]:
+    """Compute nodes that physically must be out together: a rack whose cooling changes or that goes,
+    and the nodes cabled to a switch that goes, moves or is replaced."""
+    compute = {n.name for n in old.inv.nodes if n.role == "compute"}
+    out: list[frozenset[str]] = []
+    racks = {d.name for d in diff.devices if d.kind == "rack"
+             and (d.change == "removed" or (d.change == "changed" and "cooling" in d.fields))}
+    for rack in sorted(racks):
+        group = frozenset(n.name for n in old.inv.nodes if n.rack == rack and n.name in compute)
+        if group:
+            out.append(group)
+    switches = replaced_switches(diff) | {d.name for d in diff.devices
+                                          if d.kind == "switch" and d.change in ("removed", "moved")}
+    if switches:
+        cabled: dict[str, set[str]] = {}
+        for c in old.inv.cables:
+            for end, other in ((c.a.device, c.b.device), (c.b.device, c.a.device)):
+                if end in switches and other in compute:
+                    cabled.setdefault(end, set()).add(other)
+        out += [frozenset(cabled[s]) for s in sorted(cabled)]
+    return tuple(out)

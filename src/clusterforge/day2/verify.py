@@ -1,0 +1,444 @@
+"""The plan verifier: replay a change plan step by step on a model of the floor, the fabric and the
+hosts' service state, and prove it safe and complete. Pure.
+
+The state starts as the old inventory builds it: racks (and their settings), the device in each
+(rack, U) slot, the cables plugged (by their two ports), every node in service, the master
+subnet manager (highest priority), the trunks laid. Each step acts on it, and must be allowed:
+
+* SLOT: a device is installed only into an empty slot of a rack that stands, after it was
+  taken out of wherever it was; a rack is taken out only once empty.
+* DRAIN: a host is drained or out before any of its cables is unplugged or re-patched, before
+  it is taken out of its rack or its hardware changes, and before a deploy that disrupts it
+  (host_diff.py); the whole rack's hosts before its cooling changes.
+* CABLE: a cable is unplugged only from where it is plugged; it is plugged only into free ports
+  of devices that stand where the new inventory puts them (so every cable of a moved device
+  is unplugged before it is removed and plugged after it is installed), over a trunk that is laid.
+* HA: subnet managers go out one at a time and never the master (a standby takes over first,
+  `handover`); Lustre servers one per failover pair; compute within `deploy.max_drain` per rack
+  and cluster, unless the drained nodes are one indivisible piece of work (day2/ha.py).
+* LEARN: GUIDs of new hardware are learned once it is cabled, and before any OpenSM file
+  (which names them) is pushed.
+* RESUME: a host is resumed (or returned) only after a validation that covers it, run after
+  its last change, and after its rack's commissioning when its cooling changed.
+* END: the state at the end is the new inventory: racks and their settings, every device in its
+  slot, exactly its cables, every host in service, the learned hardware, the trunks, every
+  changed host deployed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model.cabling import Cable
+from ..model.index import Index, PortKey
+from .ha import Groups, groups, replaced_switches
+from .steps import ChangePlan, Step
+
+_OUT = ("drained", "out")
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    step: int  # 0: the state at the end
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"step {self.step}" if self.step else "end of plan"
+        return f"{where}: {self.rule}: {self.message}"
+
+
+class PlanRejected(Exception):
+    """A plan the verifier refused: an internal error of the planner, never a plan to print."""
+
+    def __init__(self, violations: list[Violation]):
+        self.violations = violations
+        super().__init__("; ".join(str(v) for v in violations[:5]))
+
+
+def _ends(c: Cable) -> frozenset[PortKey]:
+    return frozenset((c.a.key, c.b.key))
+
+
+def _physical(c: Cable) -> tuple[Any, ...]:
+    return (c.id, c.label, c.media, c.length_m, c.fiber_type, c.trunk, c.lane_group)
+
+
+def _places(index: Index) -> dict[str, tuple[str, int]]:
+    out = dict(index.places)
+    out.update({p.name: (p.rack, p.u) for p in index.inv.patch_panels})
+    return out
+
+
+def _limit(argv: tuple[str, ...]) -> list[str] | None:
+    if "--limit" in argv:
+        i = argv.index("--limit")
+        if i + 1 < len(argv):
+            return argv[i + 1].split(",")
+    return None
+
+
+@dataclass
+class _State:
+    racks: dict[str, dict[str, Any]]  # rack -> settings
+    at: dict[str, tuple[str, int]]  # device -> (rack, U)
+    slot: dict[tuple[str, int], str]
+    plugged: dict[frozenset[PortKey], Cable]
+    by_id: dict[str, frozenset[PortKey]]
+    port_busy: dict[PortKey, str]
+    host: dict[str, str]  # in, drained, out, new
+    trunks: set[str]
+    master: str | None
+    learned: set[str] = field(default_factory=set)
+    deployed: set[str] = field(default_factory=set)
+    validated: set[str] = field(default_factory=set)  # hosts validated since their last change
+    commissioned: set[str] = field(default_factory=set)
+    hw_done: set[str] = field(default_factory=set)  # nodes whose hardware change was made
+    cabled_since: dict[str, int] = field(default_factory=dict)  # device -> cables plugged into it
+
+
+class _Replay:
+    def __init__(self, plan: ChangePlan, old: Index, new: Index):
+        self.plan, self.old, self.new = plan, old, new
+        self.g: Groups = groups(old, new, plan.diff)
+        self.new_places = _places(new)
+        self.new_cables = {c.id: c for c in new.inv.cables}
+        self.violations: list[Violation] = []
+        self.disrupted = {h.host for h in plan.hosts if h.disruptive}
+        self.changed_hosts = {h.host for h in plan.hosts if h.change != "removed"}
+        swapped = replaced_switches(plan.diff)
+        self.needs_learn = swapped | {d.name for d in plan.diff.devices
+                                      if d.kind in ("node", "switch") and d.change == "added"}
+        self.needs_learn |= {d.name for d in plan.diff.devices if d.kind == "node" and d.change == "changed"
+                             and any(f in ("hcas", "dpus", "profile", "hardware.hcas", "hardware.dpus")
+                                     for f in d.fields)}
+        self.needs_learn = {d for d in self.needs_learn if any(
+            d in (c.a.device, c.b.device) for c in new.inv.cables)}
+        self.swapped = swapped
+        self.hw_changed = {d.name for d in plan.diff.devices if d.kind == "node" and d.change == "changed"
+                           and any(f.split(".")[0] in ("gpus", "hcas", "dpus", "u_height", "profile", "hardware")
+                                   for f in d.fields)}
+        self.cooling = {d.name for d in plan.diff.devices if d.kind == "rack" and d.change == "changed"
+                        and "cooling" in d.fields}
+        plugged = {_ends(c): c for c in old.inv.cables}
+        places = _places(old)
+        self.s = _State(
+            racks={r.name: r.model_dump(mode="json") for r in old.inv.racks},
+            at=places, slot={p: d for d, p in places.items()},
+            plugged=plugged, by_id={c.id: _ends(c) for c in old.inv.cables},
+            port_busy={k: c.id for c in old.inv.cables for k in (c.a.key, c.b.key)},
+            host={n: "in" for n in old.nodes}, trunks=set(old.trunks), master=self.g.master,
+        )
+        self.n = 0
+
+    def bad(self, rule: str, message: str) -> None:
+        self.violations.append(Violation(self.n, rule, message))
+
+    def run(self) -> list[Violation]:
+        for step in self.plan.steps:
+            self.n = step.n
+            handler = getattr(self, f"_{step.phase}", None)
+            if handler is None:
+                self.bad("PHASE", f"unknown phase {step.phase}")
+                continue
+            if step.manual and step.argv:
+                self.bad("PHASE", f"a manual step ({step.phase}) carries a command")
+            if not step.manual and not step.argv:
+                self.bad("PHASE", f"a machine step ({step.phase}) has no command")
+            handler(step)
+        self.n = 0
+        self._end()
+        return self.violations
+
+    # -- hosts ------------------------------------------------------------------------------
+    def _is_out(self, host: str) -> bool:
+        return self.s.host.get(host) in (*_OUT, "new")
+
+    def _take(self, host: str, how: str) -> None:
+        s = self.s
+        if s.host.get(host) != "in":
+            self.bad("DRAIN", f"{host} is not in service ({s.host.get(host, 'absent')}): it cannot be {how}")
+            return
+        if host in self.g.sms:
+            if host == s.master and len(self.g.sms) > 1:
+                self.bad("HA", f"{host} is the master subnet manager: a standby must take over first")
+            others = [x for x in self.g.sms if x != host and s.host.get(x) == "in"]
+            known = [x for x in self.g.sms if x in s.host and x != host]
+            if known and not others:
+                self.bad("HA", f"{host} goes out while no other subnet manager is in service")
+        partner = self.g.partner.get(host)
+        if partner is not None and s.host.get(partner) in _OUT:
+            self.bad("HA", f"{host} goes out while its failover partner {partner} is out")
+        s.host[host] = "drained" if how == "drained" else "out"
+        s.validated.discard(host)
+        if host in self.g.compute_rack:
+            problem = self.g.within_caps({h for h, st in s.host.items() if st in _OUT})
+            if problem is not None:
+                self.bad("HA", problem)
+
+    def _drain(self, step: Step) -> None:
+        self._take(step.subject, "drained")
+
+    def _takeout(self, step: Step) -> None:
+        self._take(step.subject, "taken out")
+
+    def _handover(self, step: Step) -> None:
+        sm = step.subject
+        if sm not in self.g.sms:
+            self.bad("HA", f"{sm} is not a subnet manager")
+        elif self.s.host.get(sm) != "in":
+            self.bad("HA", f"{sm} takes over as master while not in service")
+        else:
+            self.s.master = sm
+
+    def _back(self, step: Step) -> None:
+        host, s = step.subject, self.s
+        if s.host.get(host) not in _OUT:
+            self.bad("RESUME", f"{host} is resumed but was not out ({s.host.get(host, 'absent')})")
+            return
+        if host not in s.validated:
+            self.bad("RESUME", f"{host} is resumed before a validation that covers it")
+        rack = s.at.get(host, ("?", 0))[0]
+        if rack in self.cooling and rack not in s.commissioned:
+            self.bad("RESUME", f"{host} is resumed before rack {rack} is commissioned")
+        s.host[host] = "in"
+
+    def _resume(self, step: Step) -> None:
+        self._back(step)
+
+    def _return(self, step: Step) -> None:
+        self._back(step)
+
+    # -- floor --------------------------------------------------------------------------------
+    def _remove(self, step: Step) -> None:
+        name, s = step.subject, self.s
+        if name in s.racks and name not in s.at:
+            inside = sorted(d for d, p in s.at.items() if p[0] == name)
+            if inside:
+                self.bad("SLOT", f"rack {name} is taken out with {', '.join(inside[:5])} still in it")
+            del s.racks[name]
+            return
+        place = s.at.get(name)
+        if place is None:
+            self.bad("SLOT", f"{name} is taken out but is not in any rack")
+            return
+        if name in s.host and not self._is_out(name):
+            self.bad("DRAIN", f"{name} is taken out of its rack while in service")
+        still = sorted(c.id for k, c in s.plugged.items() if any(p[0] == name for p in k))
+        if still:
+            self.bad("CABLE", f"{name} is taken out with cable(s) {', '.join(still[:5])} still plugged")
+        del s.at[name]
+        s.slot.pop(place, None)
+        s.learned.discard(name)
+        if name in s.host:
+            s.host[name] = "removed"
+
+    def _install(self, step: Step) -> None:
+        name, s = step.subject, self.s
+        if name in self.new.racks and name not in self.new_places:
+            if name in s.racks:  # settings of a standing rack
+                if name in self.cooling:
+                    live = sorted(d for d, p in s.at.items() if p[0] == name and s.host.get(d) == "in")
+                    if live:
+                        self.bad("DRAIN", f"rack {name}'s cooling changes while {', '.join(live[:5])} in service")
+                s.racks[name] = self.new.racks[name].model_dump(mode="json")
+            else:
+                s.racks[name] = self.new.racks[name].model_dump(mode="json")
+            return
+        want = self.new_places.get(name)
+        if want is None:
+            self.bad("SLOT", f"{name} is installed but the new inventory has no place for it")
+            return
+        if s.at.get(name) == want:  # in place: a hardware change or a field update
+            if name in self.hw_changed:
+                if not self._is_out(name):
+                    self.bad("DRAIN", f"{name}'s hardware changes while it is in service")
+                s.hw_done.add(name)
+                s.learned.discard(name)
+            return
+        if name in s.at:
+            self.bad("SLOT", f"{name} is installed at {want[0]} U{want[1]} while still at "
+                             f"{s.at[name][0]} U{s.at[name][1]}")
+            return
+        if want[0] not in s.racks:
+            self.bad("SLOT", f"{name} is installed into rack {want[0]}, which does not stand")
+        occupant = s.slot.get(want)
+        if occupant is not None:
+            self.bad("SLOT", f"{name} is installed at {want[0]} U{want[1]}, occupied by {occupant}")
+        s.at[name] = want
+        s.slot[want] = name
+        if name in self.new.nodes:
+            s.host[name] = "out" if name in self.old.nodes else "new"
+            s.hw_done.add(name)
+
+    def _unplug(self, step: Step) -> None:
+        s = self.s
+        ends = s.by_id.get(step.subject)
+        if ends is None or ends not in s.plugged:
+            self.bad("CABLE", f"cable {step.subject} is unplugged but is not plugged")
+            return
+        cable = s.plugged.pop(ends)
+        del s.by_id[step.subject]
+        for k in ends:
+            s.port_busy.pop(k, None)
+            dev = k[0]
+            if dev in s.host and not self._is_out(dev):
+                self.bad("DRAIN", f"cable {cable.id} is unplugged from {dev} while it is in service")
+            s.validated.discard(dev)
+
+    def _plug(self, step: Step) -> None:
+        s = self.s
+        cable = self.new_cables.get(step.subject)
+        if cable is None:
+            self.bad("CABLE", f"cable {step.subject} is plugged but the new inventory has no such cable")
+            return
+        for end in (cable.a, cable.b):
+            want = self.new_places.get(end.device)
+            if s.at.get(end.device) != want:
+                self.bad("CABLE", f"cable {cable.id} is plugged into {end.device}, which is not installed where "
+                                  "the new inventory puts it")
+            busy = s.port_busy.get(end.key)
+            if busy is not None:
+                self.bad("CABLE", f"cable {cable.id} is plugged into {end}, where cable {busy} still is")
+        if cable.trunk and cable.trunk not in s.trunks:
+            self.bad("CABLE", f"cable {cable.id} rides trunk {cable.trunk}, which is not laid")
+        if cable.id in s.by_id:
+            self.bad("CABLE", f"a cable with id {cable.id} is already plugged")
+        ends = _ends(cable)
+        s.plugged[ends] = cable
+        s.by_id[cable.id] = ends
+        for end in (cable.a, cable.b):
+            s.port_busy[end.key] = cable.id
+            s.validated.discard(end.device)
+
+    def _relabel(self, step: Step) -> None:
+        s = self.s
+        cable = self.new_cables.get(step.subject)
+        if cable is None or _ends(cable) not in s.plugged:
+            self.bad("CABLE", f"cable {step.subject} is relabelled but no cable joins its two ports")
+            return
+        before = s.plugged[_ends(cable)]
+        s.by_id.pop(before.id, None)
+        s.plugged[_ends(cable)] = cable
+        s.by_id[cable.id] = _ends(cable)
+        for end in (cable.a, cable.b):
+            s.port_busy[end.key] = cable.id
+
+    def _trunks(self, step: Step) -> None:
+        s = self.s
+        if step.subject in self.new.trunks:
+            for c in s.plugged.values():
+                if c.trunk == step.subject and c.trunk in s.trunks and self.old.trunks.get(c.trunk) is not None \
+                        and self.old.trunks[c.trunk] != self.new.trunks[c.trunk]:
+                    self.bad("CABLE", f"trunk {step.subject} is re-laid with cable {c.id} patched over it")
+                    break
+            t = self.new.trunks[step.subject]
+            for panel in (t.a_panel, t.b_panel):
+                if panel not in s.at:
+                    self.bad("SLOT", f"trunk {step.subject} is laid to panel {panel}, which is not installed")
+            s.trunks.add(step.subject)
+        else:
+            used = sorted(c.id for c in s.plugged.values() if c.trunk == step.subject)
+            if used:
+                self.bad("CABLE", f"trunk {step.subject} is pulled with {', '.join(used[:5])} patched over it")
+            s.trunks.discard(step.subject)
+
+    def _commission(self, step: Step) -> None:
+        rack = step.subject
+        if rack not in self.s.racks:
+            self.bad("SLOT", f"rack {rack} is commissioned but does not stand")
+            return
+        if rack in self.cooling and self.s.racks[rack].get("cooling") != self.new.racks[rack].cooling:
+            self.bad("RESUME", f"rack {rack} is commissioned before its cooling is changed")
+        self.s.commissioned.add(rack)
+
+    # -- machine steps ------------------------------------------------------------------------
+    def _learn(self, step: Step) -> None:
+        s = self.s
+        if step.argv[:2] != ("clusterforge", "learn"):
+            self.bad("LEARN", "a learn step must run `clusterforge learn`")
+        cabled = {k[0] for ends in s.plugged for k in ends}
+        required = set(_arg(step.argv, "--require") or ())
+        for d in sorted(required):
+            if d not in cabled:
+                self.bad("LEARN", f"{d}'s GUID is learned before it is cabled")
+        s.learned |= {d for d in cabled if d in s.at and (d not in self.hw_changed or d in s.hw_done)}
+
+    def _deploy(self, step: Step, in_place: bool = False) -> None:
+        hosts = _limit(step.argv)
+        if step.argv[:2] != ("clusterforge", "deploy") or hosts is None:
+            self.bad("PHASE", "a deploy step must run `clusterforge deploy ... --limit HOSTS`")
+            return
+        for h in hosts:
+            if h not in self.s.at:
+                self.bad("DRAIN", f"{h} is deployed but is not installed")
+            elif h in self.disrupted and not in_place and not self._is_out(h):
+                self.bad("DRAIN", f"{h} gets a disruptive change while in service")
+            self.s.deployed.add(h)
+            self.s.validated.discard(h)
+
+    def _fabric(self, step: Step) -> None:
+        missing = sorted(d for d in self.needs_learn if d not in self.s.learned)
+        if missing:
+            self.bad("LEARN", f"OpenSM files are pushed naming {', '.join(missing[:5])} before their GUIDs "
+                              "are learned")
+        self._deploy(step, in_place=True)  # OpenSM re-reads its files
+
+    def _validate(self, step: Step) -> None:
+        if step.argv[:2] != ("clusterforge", "validate"):
+            self.bad("PHASE", "a validate step must run `clusterforge validate`")
+        hosts = _limit(step.argv)
+        self.s.validated |= set(hosts) if hosts is not None else set(self.s.host)
+
+    # -- the end ------------------------------------------------------------------------------
+    def _end(self) -> None:
+        s, new = self.s, self.new
+        want_racks = {r.name: r.model_dump(mode="json") for r in new.inv.racks}
+        for r in sorted(set(want_racks) ^ set(s.racks)):
+            self.bad("END", f"rack {r} {'is missing' if r in want_racks else 'still stands'}")
+        for r in sorted(set(want_racks) & set(s.racks)):
+            if want_racks[r] != s.racks[r]:
+                self.bad("END", f"rack {r}'s settings are not the new inventory's")
+        if s.at != self.new_places:
+            wrong = sorted(d for d in set(s.at) | set(self.new_places) if s.at.get(d) != self.new_places.get(d))
+            self.bad("END", f"devices not where the new inventory puts them: {', '.join(wrong[:8])}")
+        want = {_ends(c): _physical(c) for c in new.inv.cables}
+        have = {k: _physical(c) for k, c in s.plugged.items()}
+        if want != have:
+            diff = sorted({str(want.get(k, have.get(k, ("?",)))[0]) for k in set(want) | set(have)
+                           if want.get(k) != have.get(k)})
+            self.bad("END", f"cables not as the new inventory has them: {', '.join(diff[:8])}")
+        live = sorted(h for h in new.nodes if s.host.get(h) not in ("in", "new"))
+        if live:
+            self.bad("END", f"hosts not back in service: {', '.join(live[:8])}")
+        if s.trunks != set(new.trunks):
+            self.bad("END", f"trunks laid {sorted(s.trunks)} differ from the new inventory's")
+        missing = sorted(d for d in self.needs_learn if d not in s.learned)
+        if missing:
+            self.bad("END", f"new hardware never learned: {', '.join(missing[:8])}")
+        undeployed = sorted(self.changed_hosts - s.deployed)
+        if undeployed:
+            self.bad("END", f"changed hosts never deployed: {', '.join(undeployed[:8])}")
+        for rack in sorted(self.cooling - s.commissioned):
+            self.bad("END", f"rack {rack}'s new cooling is never commissioned")
+
+
+def _arg(argv: tuple[str, ...], flag: str) -> list[str] | None:
+    if flag in argv:
+        i = argv.index(flag)
+        if i + 1 < len(argv):
+            return argv[i + 1].split(",")
+    return None
+
+
+def verify(plan: ChangePlan, old: Index, new: Index) -> list[Violation]:
+    """Every rule the plan breaks, in step order (empty: the plan is proven)."""
+    return _Replay(plan, old, new).run()
+
+
+def check_plan(plan: ChangePlan, old: Index, new: Index) -> None:
+    """Raise PlanRejected when the plan breaks a rule."""
+    violations = verify(plan, old, new)
+    if violations:
+        raise PlanRejected(violations)
