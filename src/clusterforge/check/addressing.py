@@ -1,4 +1,4 @@
-"""Addresses inside their subnets, no address twice, no overlapping subnets."""
+"""Addresses inside their subnets, no address twice, no overlapping subnets; frozen ones too."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from netaddr import IPAddress, IPNetwork
 
 from ..errors import InventoryIssue
 from ..errors import Path as ErrPath
-from ..model.addresses import Addresses
+from ..model.addresses import Addresses, is_named_nid
 from ..model.addressing import Subnet
 from ..model.index import Index
 
@@ -39,7 +39,62 @@ def check(index: Index) -> list[InventoryIssue]:
             out.append(InventoryIssue(("addressing", "ipoib", j, "name"), f"duplicate interface {ib.name}"))
     out += _inside(index, addrs.mgmt, plan.management, "mgmt_ip", "management")
     out += _inside(index, addrs.bmc, plan.bmc, "bmc_ip", "bmc")
+    out += _frozen_inside(index, addrs)
     out += _unique(index, addrs)
+    out += _named_mgs(index, addrs)
+    return out
+
+
+def _named_mgs(index: Index, addrs: Addresses) -> list[InventoryIssue]:
+    """An MGS NID that names its server (`lus01@o2ib0`): a server of that file system, with an
+    address on the file system's first interface, on an o2ib network."""
+    out: list[InventoryIssue] = []
+    for i, fs in enumerate(index.inv.lustre):
+        for j, nid in enumerate(fs.mgs_nids):
+            if not is_named_nid(nid):
+                continue
+            name, _, net = nid.partition("@")
+            path: ErrPath = ("lustre", i, "mgs_nids", j)
+            ifname = fs.interfaces[0] if fs.interfaces else None
+            if not net.startswith("o2ib") or ifname is None:
+                why = "an o2ib NID" if ifname is not None else "an interface in `interfaces`"
+                out.append(InventoryIssue(path, f"MGS NID {nid} names a server, which needs {why} (it resolves to "
+                                                f"the server's IPoIB address): write the address instead"))
+            elif name not in fs.servers:
+                what = "a declared node" if name not in index.nodes else f"a server of {fs.name}"
+                out.append(InventoryIssue(path, f"MGS NID {nid} names {name}, which is not {what} "
+                                                f"(servers: {', '.join(fs.servers) or 'none'})"))
+            elif name in index.nodes and (name, ifname) not in addrs.ipoib:
+                out.append(InventoryIssue(path, f"MGS NID {nid}: {name} has no {ifname} address to resolve to"))
+    return out
+
+
+def frozen_path(node: str, pool: str) -> ErrPath:
+    """Where a frozen address sits in addresses.generated.yaml."""
+    if pool in ("mgmt", "bmc"):
+        return ("allocations", "nodes", node, pool)
+    return ("allocations", "nodes", node, "ipoib", pool)
+
+
+def _frozen_inside(index: Index, addrs: Addresses) -> list[InventoryIssue]:
+    """A frozen address outside its pool's subnet: the subnet was changed after the freeze."""
+    plan = index.inv.addressing
+    subnets: dict[str, tuple[str, IPNetwork]] = {}
+    for pool, sub, label in (("mgmt", plan.management, "management"), ("bmc", plan.bmc, "bmc")):
+        if sub is not None:
+            subnets[pool] = (label, IPNetwork(str(sub.cidr)))
+    for ib in plan.ipoib:
+        subnets.setdefault(ib.name, (f"ipoib {ib.name}", IPNetwork(str(ib.cidr))))
+    out: list[InventoryIssue] = []
+    for node, pool in sorted(addrs.frozen):
+        ip = addrs.get(node, pool)
+        label, net = subnets[pool]
+        if ip is not None and not net.first <= ip <= net.last:
+            out.append(InventoryIssue(
+                frozen_path(node, pool),
+                f"{addrs.text(ip)}, frozen for {node}, is outside the {label} subnet {net}: after a subnet "
+                f"change, `clusterforge plan ENV --write --renumber` reallocates every node (and shows what moves)",
+            ))
     return out
 
 
@@ -60,26 +115,43 @@ def _inside(
 
 
 def _unique(index: Index, addrs: Addresses) -> list[InventoryIssue]:
+    """No address twice. Frozen addresses claim first, so a clash with a new or explicit one is
+    reported where the newcomer is declared."""
     inv = index.inv
-    seen: dict[int, str] = {}
+    seen: dict[int, tuple[str, bool]] = {}
     out: list[InventoryIssue] = []
     pos = {n.name: i for i, n in enumerate(inv.nodes)}
+    frozen = addrs.frozen
+    claims: list[tuple[int, str, ErrPath, bool]] = []
 
-    def claim(ip: int, owner: str, path: ErrPath) -> None:
-        other = seen.setdefault(ip, owner)
-        if other != owner:
-            out.append(
-                InventoryIssue(path, f"address {addrs.text(ip)} of {owner} is also assigned to {other}")
-            )
-
-    for attr, table in (("mgmt_ip", addrs.mgmt), ("bmc_ip", addrs.bmc)):
+    for attr, pool, table in (("mgmt_ip", "mgmt", addrs.mgmt), ("bmc_ip", "bmc", addrs.bmc)):
         for name, ip in table.items():
-            claim(ip, f"{name} {attr}", ("nodes", pos[name], attr))
+            if (name, pool) in frozen:
+                claims.append((ip, f"{name} {attr}", frozen_path(name, pool), True))
+            else:
+                claims.append((ip, f"{name} {attr}", ("nodes", pos[name], attr), False))
     for (name, ifname), ip in addrs.ipoib.items():
-        claim(ip, f"{name} {ifname}", ("nodes", pos[name]))
+        if (name, ifname) in frozen:
+            claims.append((ip, f"{name} {ifname}", frozen_path(name, ifname), True))
+        else:
+            claims.append((ip, f"{name} {ifname}", ("nodes", pos[name]), False))
     for i, sw in enumerate(inv.switches):
         if sw.mgmt_ip is not None:
-            claim(int(sw.mgmt_ip), f"{sw.name} mgmt_ip", ("switches", i, "mgmt_ip"))
+            claims.append((int(sw.mgmt_ip), f"{sw.name} mgmt_ip", ("switches", i, "mgmt_ip"), False))
     for host, extra in inv.addressing.extra_hosts.items():
-        claim(int(extra), host, ("addressing", "extra_hosts", host))
+        claims.append((int(extra), host, ("addressing", "extra_hosts", host), False))
+    if frozen:
+        claims.sort(key=lambda c: not c[3])  # stable: frozen first, the rest in their order
+    for ip, owner, path, is_frozen in claims:
+        other, other_frozen = seen.setdefault(ip, (owner, is_frozen))
+        if other == owner:
+            continue
+        if other_frozen and not is_frozen:
+            holder = other.split()[0]
+            message = (f"address {addrs.text(ip)} of {owner} is already allocated to {other} (frozen in "
+                       f"addresses.generated.yaml): choose a free address, or delete {holder}'s entry there "
+                       f"to give {holder} a new one at the next `plan --write`")
+        else:
+            message = f"address {addrs.text(ip)} of {owner} is also assigned to {other}"
+        out.append(InventoryIssue(path, message))
     return out

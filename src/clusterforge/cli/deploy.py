@@ -82,6 +82,8 @@ def deploy_cmd(
         out.print(f"reboot {o.host}: {o.message}", markup=False)
     if changed and not outcome.results:
         out.print("nothing changed since the last deploy on record", markup=False)
+    for note in outcome.notes:
+        out.print(note, markup=False)
     out.print(format_summary(outcome.results), markup=False)
     out.print(f"{'plan' if dry_run else 'result'} written to {target} ({outcome.seconds:.1f}s)", markup=False)
     raise typer.Exit(outcome.exit_code)

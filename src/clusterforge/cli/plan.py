@@ -1,6 +1,6 @@
 """`clusterforge plan`: plan an environment's fabric, size one without an inventory, compare designs.
 
-    clusterforge plan ENV [--format json] [--write] [--export DIR]
+    clusterforge plan ENV [--format json] [--write [--renumber]] [--export DIR]
     clusterforge plan size --nodes N --ports-per-node P --radix K [...]
     clusterforge plan compare [--nodes 100] [--design A --design B ...]
     clusterforge plan bom ENV [--prices FILE] [--format text|json|csv]
@@ -19,12 +19,14 @@ from pydantic import ValidationError
 from rich.table import Table
 from typer.core import TyperGroup
 
+from .. import addresses_file
 from ..check import run_checks
 from ..csvtext import csv_text
 from ..errors import ExitCode, InventoryInvalid, InventoryIssue
 from ..fsutil import write_atomic
 from ..gcpause import gc_paused
 from ..load import Source, load_inventory
+from ..model.addresses import allocate, moves
 from ..model.index import Index
 from ..model.inventory import Inventory, PriceTable
 from ..plan import (
@@ -85,7 +87,8 @@ def _base(env: Path) -> tuple[Inventory, Source, dict[str, list[int]]]:
     return (inv.model_copy(update=update) if update else inv), source, keep
 
 
-def _checked(env: Path) -> tuple[Merged | None, Inventory, Index]:
+def _checked(env: Path, renumber: bool = False) -> tuple[Merged | None, Inventory, Index]:
+    """Load, plan and check ENV. `renumber`: the index's addresses ignore addresses.generated.yaml."""
     base, source, keep = _base(env)
     merged: Merged | None = None
     inv = base
@@ -96,6 +99,8 @@ def _checked(env: Path) -> tuple[Merged | None, Inventory, Index]:
             _fail_plan(exc)
         inv = merged.inv
     index = Index(inv)
+    if renumber:
+        index.addresses = allocate(index, renumber=True)  # the cached property, set before anything reads it
     issues = run_checks(index)
     if issues:
         located = []
@@ -117,22 +122,30 @@ def _checked(env: Path) -> tuple[Merged | None, Inventory, Index]:
 def show(
     env: Path = typer.Argument(..., help="environment directory, e.g. inventories/prod"),
     fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
-    write: bool = typer.Option(False, "--write", help=f"freeze the plan into ENV/{GENERATED_FILE}"),
+    write: bool = typer.Option(False, "--write", help=f"freeze the plan into ENV/{GENERATED_FILE} and the "
+                               f"addresses into ENV/{addresses_file.GENERATED}"),
+    renumber: bool = typer.Option(False, "--renumber", help="reallocate every address by node-list order, "
+                                  "ignoring the frozen ones, and show what moves (written only with --write)"),
     export: Path | None = typer.Option(None, "--export", help="write plan.json, bom.csv and cables.csv here"),
 ) -> None:
     """Plan ENV's fabric from its `fabric` spec (or check the declared one) and print a summary."""
     with gc_paused():  # 10^5-10^6 small acyclic objects: collector passes would dominate
-        merged, inv, index = _checked(env)
+        merged, inv, index = _checked(env, renumber)
         report = check_plan(index)
     summary = summary_dict(report, merged.plan.design if merged else None, merged.deviations if merged else ())
     summary["environment"] = str(env)
+    if renumber:
+        summary["renumbered"] = [{"node": n, "address": pool, "old": _ip(index, a), "new": _ip(index, b)}
+                                 for n, pool, a, b in moves(allocate(index), index.addresses, list(index.nodes))]
     if write:
-        if merged is None or not env.is_dir():
-            err.print(f"{env}: --write needs an environment directory with a `fabric` section")
+        if not env.is_dir():
+            err.print(f"{env}: --write needs an environment directory")
             raise typer.Exit(int(ExitCode.INVALID_INVENTORY))
-        target = env / GENERATED_FILE
-        write_atomic(target, generated_yaml(merged.switches, merged.cables, merged.patch_panels, merged.trunks))
-        summary["written"] = str(target)
+        if merged is not None:
+            target = env / GENERATED_FILE
+            write_atomic(target, generated_yaml(merged.switches, merged.cables, merged.patch_panels, merged.trunks))
+            summary["written"] = str(target)
+        summary["addresses_written"] = str(addresses_file.write(env, index))
     if export is not None:
         with gc_paused():
             _export(export, summary, inv, index)
@@ -141,10 +154,22 @@ def show(
     else:
         for line in summary_lines(summary):
             out.print(line, markup=False)
+        for move in summary.get("renumbered", ()):
+            out.print(f"renumber {move['node']} {move['address']}: {move['old']} -> {move['new']}", markup=False)
+        if renumber:
+            out.print(f"{len(summary['renumbered'])} address(es) move"
+                      + ("" if write else " (nothing written: add --write)"), markup=False)
         if "written" in summary:
             out.print(f"wrote {summary['written']}", markup=False)
+        if "addresses_written" in summary:
+            out.print(f"wrote {summary['addresses_written']}"
+                      + ("" if merged is not None else " (no `fabric` section: addresses only)"), markup=False)
     if not report.ok:
         raise typer.Exit(int(ExitCode.FINDINGS))
+
+
+def _ip(index: Index, value: int | None) -> str | None:
+    return None if value is None else index.addresses.text(value)
 
 
 def _export(folder: Path, summary: dict[str, Any], inv: Inventory, index: Index) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import addresses_file
 from ..api import load_checked
 from ..errors import ExitCode
 from ..lab import LabState, read_state
@@ -65,6 +66,7 @@ class DeployOutcome:
     results: list[HostResult]
     reboots: list[RebootOutcome] = field(default_factory=list)
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -185,7 +187,11 @@ def run_engine(env: Path, req: DeployRequest, engine: str,
     start = time.monotonic()
     index = load_checked(env).index
     with deploy_targets(env, req, index) as t:
+        # the first real deploy freezes the addresses it hands out (a dry run writes nothing)
+        frozen = None if req.dry_run or not t.plans else addresses_file.freeze_if_absent(env, index)
         outcome = run(t.plans, t.ssh) if t.plans else DeployOutcome([])
+    if frozen is not None:
+        outcome.notes.append(f"addresses frozen in {frozen} (first deploy): commit it with the inventory")
     where = req.record_at
     if not req.dry_run and where is not None and outcome.results:
         update_record(where, t.plans, outcome.results, engine=engine, env=env, targets=t.ids)

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from .addressing import AddressPlan
+from .allocations import Allocations
 from .base import (
     Currency,
     FilePath,
@@ -105,6 +106,10 @@ class Inventory(Model):
     patch_panels: list[PatchPanel] = Field(default_factory=list)
     trunks: list[Trunk] = Field(default_factory=list)
     addressing: AddressPlan = Field(default_factory=AddressPlan)
+    allocations: Allocations = Field(
+        default_factory=Allocations,
+        description="frozen addresses, written to addresses.generated.yaml by `plan --write` or the first deploy",
+    )
     software: SoftwarePins = Field(default_factory=SoftwarePins)
     lustre: list[LustreFs] = Field(default_factory=list)
     opensm: OpenSm | None = None

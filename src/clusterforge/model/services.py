@@ -9,6 +9,7 @@ from pydantic import Field
 from .base import AbsPath, Model, MountOptions, Name
 
 Version = Annotated[str, Field(pattern=r"^[0-9][0-9A-Za-z.+~:_-]*$")]
+MgsNid = Annotated[str, Field(pattern=r"^([0-9.]+|[A-Za-z0-9][A-Za-z0-9._-]{0,62})@(o2ib|tcp)[0-9]*$")]
 
 
 class SoftwarePins(Model):
@@ -23,7 +24,9 @@ class SoftwarePins(Model):
 
 class LustreFs(Model):
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,7}$")]
-    mgs_nids: list[Annotated[str, Field(pattern=r"^[0-9.]+@(o2ib|tcp)[0-9]*$")]] = Field(min_length=1)
+    mgs_nids: list[MgsNid] = Field(
+        min_length=1, description="ADDRESS@NET, or SERVER@NET (o2ib): a server of this file system, resolved to "
+        "its address on the first of `interfaces`")
     mount: AbsPath
     lnet: Annotated[str, Field(pattern=r"^(o2ib|tcp)[0-9]*$")] = "o2ib0"
     interfaces: list[Name] = Field(default_factory=lambda: ["ib0"])

@@ -60,8 +60,9 @@ def lnet_context(node: str, nets: dict[str, list[str]]) -> dict[str, Any]:
             "nets": [{"net": net, "interfaces": ifaces} for net, ifaces in nets.items()]}
 
 
-def mount_context(fs: LustreFs) -> dict[str, Any]:
-    return {"fs": fs.name, "what": ":".join(fs.mgs_nids) + f":/{fs.name}", "where": fs.mount,
+def mount_context(fs: LustreFs, nids: tuple[str, ...]) -> dict[str, Any]:
+    """`nids`: the MGS NIDs with server names resolved (`Addresses.nids`)."""
+    return {"fs": fs.name, "what": ":".join(nids) + f":/{fs.name}", "where": fs.mount,
             "options": fs.options}
 
 
@@ -71,9 +72,9 @@ def lustre_files(fab: FabricView) -> list[FileSpec]:
         ctx = lnet_context(node, nets)
         out.append(FileSpec(f"hosts/{node}/etc/modprobe.d/lustre.conf", "lustre/lustre.conf.j2", ctx))
         out.append(FileSpec(f"hosts/{node}/etc/lnet.conf", "lustre/lnet.conf.j2", ctx))
-    for fs in fab.index.inv.lustre:
+    for fs, nids in zip(fab.index.inv.lustre, fab.index.addresses.nids, strict=True):
         unit = systemd_escape_path(fs.mount) + ".mount"
-        ctx = mount_context(fs)
+        ctx = mount_context(fs, nids)
         for node in clients(fab, fs):
             out.append(FileSpec(f"hosts/{node}/etc/systemd/system/{unit}", "lustre/lustre.mount.j2", ctx))
     return out

@@ -78,11 +78,16 @@ def test_declared_fabric_without_a_spec() -> None:
     assert json.loads(result.output)["design"] is None
 
 
-def test_write_without_a_spec_is_refused(tmp_path: Path) -> None:
+def test_write_without_a_spec_freezes_only_the_addresses(tmp_path: Path) -> None:
     env = tmp_path / "lab"
     shutil.copytree(ROOT / "inventories" / "lab", env)
+    (env / "addresses.generated.yaml").unlink()
     result = runner.invoke(app, ["plan", str(env), "--write"])
-    assert result.exit_code == 3 and not (env / "cabling.generated.yaml").exists()
+    assert result.exit_code == 0, result.output
+    assert not (env / "cabling.generated.yaml").exists()
+    assert "addresses.generated.yaml (no `fabric` section: addresses only)" in result.output
+    committed = ROOT / "inventories" / "lab" / "addresses.generated.yaml"
+    assert (env / "addresses.generated.yaml").read_text() == committed.read_text()
 
 
 def test_export(env: Path, tmp_path: Path) -> None:

@@ -1,0 +1,49 @@
+"""Frozen address allocations: the `allocations` section of `addresses.generated.yaml`.
+
+Written by `clusterforge plan ENV --write` (and by the first real deploy when the file is
+absent); read back so that a node keeps its addresses whatever happens to the node list.
+
+    allocations:
+      nodes:
+        gpu01: {mgmt: 10.10.0.10, bmc: 10.11.0.10, ipoib: {ib0: 10.100.0.10, ib1: 10.100.128.10}}
+      released:
+        mgmt: {10.10.0.86: gpu77}        # address: the node that last had it
+
+`nodes` holds the addresses of the inventory's nodes as last written; the entry of a node no
+longer declared is ignored (its addresses are held back for the change) and moves to
+`released` at the next write. A released address goes to another node only once its pool has
+no never-used address left; a node that comes back under the same name gets its own back.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, IPvAnyAddress
+
+from .base import Model, Name
+
+
+class NodeAllocation(Model):
+    """One node's pool addresses (an explicit `mgmt_ip`/`bmc_ip` is recorded too, as in effect)."""
+
+    mgmt: IPvAnyAddress | None = None
+    bmc: IPvAnyAddress | None = None
+    ipoib: dict[Name, IPvAnyAddress] = Field(default_factory=dict, description="interface -> address")
+
+
+class Released(Model):
+    """Addresses given back, each with the node that last had it."""
+
+    mgmt: dict[IPvAnyAddress, Name] = Field(default_factory=dict)
+    bmc: dict[IPvAnyAddress, Name] = Field(default_factory=dict)
+    ipoib: dict[Name, dict[IPvAnyAddress, Name]] = Field(default_factory=dict, description="interface -> ...")
+
+
+class Allocations(Model):
+    nodes: dict[Name, NodeAllocation] = Field(
+        default_factory=dict, description="frozen addresses of each node (written, not edited)"
+    )
+    released: Released = Field(
+        default_factory=Released,
+        description="addresses of nodes gone from the inventory: given to another node only when the pool "
+        "has no never-used address left",
+    )
