@@ -6,6 +6,7 @@ import json
 import math
 import sys
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
@@ -49,3 +50,27 @@ def fail_inventory(exc: InventoryInvalid) -> NoReturn:
         err.print(f"... and {more} more errors (`clusterforge check ENV --format json` lists them all)", markup=False)
     err.print(f"{len(exc.issues)} error(s) in the inventory", style="bold red")
     raise typer.Exit(int(ExitCode.INVALID_INVENTORY))
+
+
+def check_output_path(path: Path, option: str, *, directory: bool) -> None:
+    """Refuse an output path of the wrong kind before any work is done (exit 2).
+
+    A directory option (`--export DIR`) may not name an existing non-directory; a file option
+    (`--junit FILE`, `--output FILE`) may not name a directory or a device. Missing parents are
+    created when written, so the nearest one that exists must be a directory.
+    """
+    problem = None
+    if path.exists():
+        if directory and not path.is_dir():
+            problem = "exists and is not a directory"
+        elif not directory and path.is_dir():
+            problem = "is a directory; give a file name"
+        elif not directory and not path.is_file():
+            problem = "exists and is not a regular file"
+    else:
+        parent = next((p for p in path.parents if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            problem = f"{parent} is not a directory"
+    if problem:
+        err.print(f"{option} {path}: {problem}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))

@@ -12,7 +12,7 @@ from ..day2.steps import ChangePlan
 from ..errors import ExitCode, InventoryInvalid
 from ..gitsnap import GitError, env_at_revision
 from ..model.index import Index
-from .common import Format, err, fail_inventory, out, print_json
+from .common import Format, check_output_path, err, fail_inventory, out, print_json
 
 
 def diff(
@@ -30,6 +30,8 @@ def diff(
     reconfigure the subnet manager, validate, resume."""
     from ..day2 import change_plan
 
+    if output is not None:
+        check_output_path(output, "--output", directory=False)
     deployed_digest = None
     if deployed:
         rev, deployed_digest = _deployed_rev(old, record)

@@ -46,7 +46,7 @@ from ..plan import (
 )
 from ..plan.merge import Merged
 from ..plan.report import bom_rows, summary_dict, summary_lines
-from .common import Format, err, fail_inventory, out, print_json
+from .common import Format, check_output_path, err, fail_inventory, out, print_json
 
 _LISTS = ("switches", "cables", "patch_panels", "trunks")
 
@@ -129,6 +129,8 @@ def show(
     export: Path | None = typer.Option(None, "--export", help="write plan.json, bom.csv and cables.csv here"),
 ) -> None:
     """Plan ENV's fabric from its `fabric` spec (or check the declared one) and print a summary."""
+    if export is not None:
+        check_output_path(export, "--export", directory=True)
     with gc_paused():  # 10^5-10^6 small acyclic objects: collector passes would dominate
         merged, inv, index = _checked(env, renumber)
         report = check_plan(index)

@@ -17,7 +17,7 @@ from ..fsutil import write_atomic
 from ..validate.findings import Finding
 from ..validate.report import exit_code, print_summary, to_json, to_junit
 from ..validate.run import validate as run_validate
-from .common import Format, err, fail_inventory, out, print_json
+from .common import Format, check_output_path, err, fail_inventory, out, print_json
 
 
 def validate(
@@ -37,7 +37,7 @@ def validate(
     """
     for path, option in ((junit, "--junit"), (save, "--save")):
         if path is not None:
-            _check_output_path(path, option, directory=option == "--save")
+            check_output_path(path, option, directory=option == "--save")
     try:
         checked = load_checked(env)
     except InventoryInvalid as exc:
@@ -69,22 +69,6 @@ def validate(
     else:
         print_summary(out, report)
     raise typer.Exit(int(exit_code(report)))
-
-
-def _check_output_path(path: Path, option: str, *, directory: bool) -> None:
-    """Refuse an output path of the wrong kind before any work is done (exit 2)."""
-    problem = None
-    if directory and path.exists() and not path.is_dir():
-        problem = "exists and is not a directory"
-    elif not directory and path.is_dir():
-        problem = "is a directory; give a file name"
-    elif not directory and path.exists() and not path.is_file():
-        problem = "exists and is not a regular file"
-    elif not directory and not path.parent.is_dir():
-        problem = f"{path.parent} is not a directory"
-    if problem:
-        err.print(f"{option} {path}: {problem}", markup=False)
-        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
 
 
 def _with_where(f: Finding, where: str) -> Finding:

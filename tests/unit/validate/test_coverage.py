@@ -116,7 +116,7 @@ def test_fabric_only_expects_no_host_outputs(lab: Checked) -> None:
     ("option", "kind", "message"),
     [
         ("--junit", "dir", "is a directory; give a file name"),
-        ("--junit", "missing-parent", "is not a directory"),
+        ("--junit", "parent-is-a-file", "is not a directory"),
         ("--save", "file", "exists and is not a directory"),
     ],
 )
@@ -127,7 +127,8 @@ def test_output_path_of_the_wrong_kind_is_a_usage_error(tmp_path: Path, option: 
     elif kind == "file":
         target.write_text("x")
     else:
-        target = tmp_path / "no" / "such" / "report.xml"
+        (tmp_path / "file").write_text("x")
+        target = tmp_path / "file" / "sub" / "report.xml"
     result = CliRunner().invoke(app, ["validate", LAB, "--from", str(tmp_path), option, str(target)])
     assert result.exit_code == 2, result.output
     assert f"{option} {target}: " in result.output and message in result.output
