@@ -1,4 +1,4 @@
-"""`clusterforge lab up|down|status|fault|heal ENV`: the local lab of an environment."""
+"""`clusterforge lab up|down|status|fault|heal|cable|drain|resume`: the local lab of an environment."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from .. import labenv
 from ..api import load_checked
 from ..collect.plan import sm_node
 from ..errors import ExitCode, InventoryInvalid
-from ..lab import LabError, LabState, down, fault_injector, status, up
+from ..lab import LabError, LabState, PortRef, down, fault_injector, status, up
+from ..lab.lab import technician
+from ..lab.technician import Technician, set_drained
 from .common import err, fail_inventory, out
 
 app = typer.Typer(help="The local lab: containers with sshd on a simulated InfiniBand fabric.",
@@ -142,3 +144,121 @@ def lab_heal(env: Path = typer.Option(Path("inventories/lab"), "--env")) -> None
     except (LabError, OSError) as exc:
         _fail(exc)
     out.print(f"healed {n} fault(s)")
+
+
+# -- the technician's physical work (lab only; day-2 `apply --lab-technician` does the same per step) --
+
+cable_app = typer.Typer(help="Lab only: a technician's physical work in the simulated fabric (it stays done: "
+                             "`lab heal` undoes faults, not this).", no_args_is_help=True)
+app.add_typer(cable_app, name="cable")
+
+
+def _technician(env: Path) -> tuple[LabState, Technician]:
+    state = _running(env)
+    try:
+        return state, technician(state)
+    except (LabError, OSError) as exc:
+        _fail(exc)
+
+
+def _port(end: str) -> PortRef:
+    from ..day2.lab_technician import lab_port
+
+    try:
+        return lab_port(end)
+    except ValueError:
+        err.print(f"lab cable: {end!r} is not a port: write node/HCA/PORT or switch/PORT", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
+
+
+def _settle(state: LabState) -> None:
+    """Wait until ibnetdiscover shows the fabric as now cabled (the technician's work, minus faults)."""
+    fault_injector(state).wait_converged()
+
+
+@cable_app.command("unplug")
+def cable_unplug(
+    end: str = typer.Argument(..., help="the port the cable is in: node/HCA/PORT or switch/PORT"),
+    env: Path = typer.Option(Path("inventories/lab"), "--env"),
+) -> None:
+    """Pull the cable out of END (and of whatever port its other end is in)."""
+    state, tech = _technician(env)
+    try:
+        peer = tech.unplug(_port(end))
+        _settle(state)
+    except (LabError, OSError) as exc:
+        _fail(exc)
+    out.print(f"unplugged {end} (it went to {tech.net.nodes[peer.node].desc} port {peer.port})", markup=False)
+
+
+@cable_app.command("plug")
+def cable_plug(
+    end: str = typer.Argument(..., help="one free port: node/HCA/PORT or switch/PORT"),
+    peer: str = typer.Argument(..., help="the other free port"),
+    env: Path = typer.Option(Path("inventories/lab"), "--env"),
+) -> None:
+    """Plug a cable between two free ports."""
+    state, tech = _technician(env)
+    try:
+        tech.plug(_port(end), _port(peer))
+        _settle(state)
+    except (LabError, OSError) as exc:
+        _fail(exc)
+    out.print(f"plugged {end} - {peer}", markup=False)
+
+
+@cable_app.command("move")
+def cable_move(
+    end: str = typer.Argument(..., help="the port whose cable moves (stays plugged here): node/HCA/PORT"),
+    to: str = typer.Argument(..., help="the free port its other end goes to: switch/PORT"),
+    env: Path = typer.Option(Path("inventories/lab"), "--env"),
+) -> None:
+    """Move the far end of END's cable to another port (a node re-cabled to another leaf port)."""
+    state, tech = _technician(env)
+    try:
+        old = tech.move(_port(end), _port(to))
+        _settle(state)
+    except (LabError, OSError) as exc:
+        _fail(exc)
+    out.print(f"moved {end}: {tech.net.nodes[old.node].desc} port {old.port} -> {to}", markup=False)
+
+
+@cable_app.command("replace")
+def cable_replace(
+    switch: str = typer.Argument(..., help="the switch replaced by a new box"),
+    guid: str | None = typer.Option(None, "--guid", help="the new box's node GUID (default: a fresh one)"),
+    env: Path = typer.Option(Path("inventories/lab"), "--env"),
+) -> None:
+    """Replace a switch with a new one (another GUID), every cable back in the same port."""
+    from ..day2.lab_technician import new_switch_guid
+
+    state, tech = _technician(env)
+    new = guid or new_switch_guid(switch, str(len(tech.journal())))
+    try:
+        n = tech.replace(switch, new)
+        _settle(state)
+    except (LabError, OSError) as exc:
+        _fail(exc)
+    out.print(f"replaced {switch}: new GUID {new}, {n} cable(s) back in their ports", markup=False)
+
+
+@app.command("drain")
+def lab_drain(host: str = typer.Argument(...), env: Path = typer.Option(Path("inventories/lab"), "--env")) -> None:
+    """Lab only: mark a host drained (the lab's stand-in for a scheduler; the lab inventory's drain hook)."""
+    _drain(env, host, True)
+
+
+@app.command("resume")
+def lab_resume(host: str = typer.Argument(...), env: Path = typer.Option(Path("inventories/lab"), "--env")) -> None:
+    """Lab only: return a drained host to service (the lab inventory's resume hook)."""
+    _drain(env, host, False)
+
+
+def _drain(env: Path, host: str, drain: bool) -> None:
+    state = _running(env)
+    try:
+        changed = set_drained(state.state_dir, host, drain, set(state.hosts))
+    except (LabError, OSError) as exc:
+        _fail(exc)
+    word = "drained" if drain else "resumed"
+    out.print(f"{host} {word}" if changed else f"{host} was already {word}", markup=False)
