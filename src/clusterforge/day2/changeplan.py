@@ -336,7 +336,7 @@ class _Planner:
             if target is None:
                 target = _Wave()
                 waves.append(target)
-                problem = g.within_caps(compute)
+                problem = g.within_caps(compute, forced_ok=False)
                 if problem is not None:
                     self.warnings.append(f"{problem}: one piece of work needs them out together")
             target.tasks += tasks
@@ -409,10 +409,13 @@ class _Planner:
 
             def racks(phases: tuple[Phase, ...], drains: bool,
                       by_rack: dict[str | None, dict[Phase, list[_Task]]] = by_rack) -> None:
-                for rack in rack_order:
-                    if drains:
+                # phase by phase across the wave's racks (work in one rack may wait on another's: a leaf's
+                # cables are unplugged in its nodes' racks before it comes out of the network rack)
+                if drains:
+                    for rack in rack_order:
                         take_out(rack)
-                    for phase in phases:
+                for phase in phases:
+                    for rack in rack_order:
                         tasks = by_rack.get(rack, {}).get(phase, [])
                         for t in sorted(tasks, key=lambda t: t.last):
                             emit(phase, rack, t.subject, t.action)

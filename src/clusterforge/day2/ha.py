@@ -36,7 +36,7 @@ class Groups:
     def cap_of(self, rack: str) -> int:
         return self.rack_cap.get(rack, 1)
 
-    def within_caps(self, drained: set[str]) -> str | None:
+    def within_caps(self, drained: set[str], forced_ok: bool = True) -> str | None:
         """None when the drained compute nodes fit the caps (or are one indivisible group), else why not."""
         per_rack: dict[str, int] = {}
         for host in drained:
@@ -50,7 +50,7 @@ class Groups:
         for rack, n in sorted(per_rack.items()):
             if problem is None and n > self.cap_of(rack):
                 problem = f"{n} compute nodes of rack {rack} drained at once (rack cap {self.cap_of(rack)})"
-        if problem is not None:
+        if problem is not None and forced_ok:
             counted = {h for h in drained if h in self.compute_rack}
             if any(counted <= g for g in self.forced):
                 return None
