@@ -95,11 +95,15 @@ def _verified(plan: ChangePlan, old: Index, new: Index) -> None:
 def _deployed_rev(env: Path, record: Path | None) -> tuple[str, str | None]:
     """The git commit (and inventory digest) of the newest deploy on record for `env`."""
     from .. import labenv
-    from ..deploy.record import default_dir, last_deploy
+    from ..deploy.record import RecordError, default_dir, last_deploy
 
     lab = labenv.running(env)
     where = record or (lab.state_dir if lab is not None else default_dir(env))
-    run = last_deploy(where)
+    try:
+        run = last_deploy(where)
+    except RecordError as exc:
+        err.print(f"diff: {exc}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
     if run is None:
         err.print(f"diff: no deploy with a git commit on record in {where}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))

@@ -127,11 +127,24 @@ def last_deploy(directory: Path) -> dict[str, Any] | None:
     path = directory / HISTORY_FILE
     if not path.exists():
         return None
-    for line in reversed(path.read_text(encoding="utf-8").splitlines()):
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RecordError(f"{path}: cannot read the deploy history ({exc.strerror or exc})") from None
+    offset = len(data)
+    lines = data.split(b"\n")
+    for number in range(len(lines), 0, -1):
+        raw = lines[number - 1]
+        offset -= len(raw) + (1 if number < len(lines) else 0)
         try:
-            run = json.loads(line)
+            run = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise RecordError(
+                f"{path}:{number}: not valid UTF-8 (byte {raw[exc.start]:#04x} at byte offset "
+                f"{offset + exc.start}); the deploy history is damaged: repair or move that line away"
+            ) from None
         except ValueError:
-            continue
+            continue  # a line cut short by a killed run: the ones before it still count
         if isinstance(run, dict) and run.get("commit"):
             return run
     return None
