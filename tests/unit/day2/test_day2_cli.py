@@ -115,3 +115,19 @@ def test_deployed_compares_with_the_commit_of_the_last_deploy(repo: Path, tmp_pa
     _record_a_deploy(repo, tmp_path / "dirty")  # deployed with the bump not committed
     noted = runner.invoke(app, ["diff", str(repo), "--deployed", "--record", str(tmp_path / "dirty")])
     assert "the last deploy ran with uncommitted inventory changes" in noted.output
+
+
+def test_a_plan_the_verifier_rejects_is_an_internal_error_not_a_plan(repo: Path, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from clusterforge.day2 import verify as verifier
+
+    def broken(plan: object, old: object, new: object) -> list[verifier.Violation]:
+        return [verifier.Violation(3, "SLOT", "gpu05 is installed at lab-su01-r01 U14, occupied by gpu04")]
+
+    monkeypatch.setattr(verifier, "verify", broken)
+    _bump_nccl(repo)
+    out = tmp_path / "plan.json"
+    result = CliRunner().invoke(app, ["diff", str(repo), "--rev", "HEAD", "--output", str(out)])
+    assert result.exit_code == 70
+    assert "internal error" in result.output and "step 3: SLOT: gpu05 is installed" in result.output
+    assert "deploy" not in result.output and not out.exists()
