@@ -186,3 +186,23 @@ def test_a_cable_moved_to_another_port_drains_only_its_host() -> None:
     cable(data, "C-00015")["b"] = "leaf-su02-r0/6"
     plan = proven(data)
     assert out(plan) == ["gpu08"] and touched(plan, "unplug") == ["C-00015"] == touched(plan, "plug")
+
+
+def test_ofed_lustre_incompatibility_surfaces_in_check_and_diff(tmp_path: Any) -> None:
+    import shutil
+
+    from _day2_util import LAB
+    from typer.testing import CliRunner
+
+    from clusterforge.cli.main import app
+
+    env = tmp_path / "lab"
+    shutil.copytree(LAB, env)
+    services = env / "services.yaml"
+    services.write_text(services.read_text().replace("doca_ofed: 24.04-0.7.0.0", "doca_ofed: 24.10-1.1.4.0"))
+    check = CliRunner().invoke(app, ["check", str(env)])
+    assert check.exit_code == 3
+    assert "software.lustre_client" in check.output and "not known to work with OFED 24.10-1.1.4.0" in check.output
+    diff = CliRunner().invoke(app, ["diff", str(LAB), str(env)])
+    assert diff.exit_code == 3 and "the new inventory is invalid" in diff.output
+    assert "lustre deploy preflight refuses it" in diff.output
