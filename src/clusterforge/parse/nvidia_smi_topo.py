@@ -86,10 +86,23 @@ def _header(tokens: list[str], ctx: tuple[int, str]) -> tuple[list[str], list[st
 
 
 def _affinity_tab(tail: list[str], k: int, ctx: tuple[int, str]) -> list[str]:
+    """Affinity values of a tab row: the fields after the matrix (empty ones included).
+
+    nvidia-smi separates some values by two tabs (``0-63\t0\t\tN/A``; with a NUMA
+    affinity of N/A, ``0-7\t\tN/A\t\tN/A``; re-tabbed copies double every separator).
+    All values present: they are read in order. Some empty (a restricted cpuset): by
+    field position, the last column taking whatever is left; when that does not fit, the
+    values are aligned as in a space-separated copy.
+    """
+    present = [t for t in tail if t]
+    if len(present) > k:
+        raise fail(TOOL, ctx[0], ctx[1], f"too many affinity values {present}")
+    if len(present) == k:
+        return present
     vals = [tail[i] if i < len(tail) else "" for i in range(k - 1)]
     rest = [t for t in tail[k - 1:] if t]
     if len(rest) > 1:
-        raise fail(TOOL, ctx[0], ctx[1], f"too many affinity values {tail}")
+        return _affinity_spaces(present, k, ctx)
     vals.append(rest[0] if rest else "")
     return vals
 
@@ -127,7 +140,10 @@ def parse(text: str) -> NvidiaSmiTopo:
         ctx = (i + 1, raw)
         if "\t" in raw:
             fields = [f.strip() for f in raw.split("\t")]
-            label, cells, tail = fields[0], fields[1:ndev + 1], fields[ndev + 1:]
+            # matrix cells are never empty: skip the empty fields doubled tabs leave between them
+            at = [j for j, f in enumerate(fields) if f and j > 0][:ndev]
+            label, cells = fields[0], [fields[j] for j in at]
+            tail = fields[at[-1] + 1:] if len(at) == ndev else []
             tab = True
         else:
             toks = raw.split()

@@ -99,3 +99,51 @@ def test_parse_of_an_endless_device_stops_at_the_cap() -> None:
 def test_parse_stdin_is_capped_too() -> None:
     result = CliRunner().invoke(app, ["parse", "ibstat", "-", "--max-mb", "1"], input=b"x" * (1024 * 1024 + 5))
     assert result.exit_code == 2 and "-: input is larger than 1 MB" in result.output
+
+
+# -- nvidia-smi topo -m: rows whose cells are separated by doubled tabs -------------------------
+TOPO_HEADER = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+
+
+@pytest.mark.parametrize(
+    ("rows", "affinity"),
+    [
+        # NUMA Affinity N/A: nvidia-smi doubles the tabs around it (as the real Tesla P4 fixture shows)
+        ("GPU0\t X \tPHB\t0-7\t\tN/A\t\tN/A\nGPU1\tPHB\t X \t0-7\t\tN/A\t\tN/A\n",
+         [("0-7", None, None), ("0-7", None, None)]),
+        # a re-tabbed copy: every separator doubled, matrix cells included
+        ("GPU0\t\t X \t\tNV4\t\t0-31\t\t0\t\t\t\tN/A\nGPU1\t\tNV4\t\t X \t\t32-63\t\t1\t\t\t\tN/A\n",
+         [("0-31", "0", None), ("32-63", "1", None)]),
+        # empty CPU affinity (restricted cpuset) next to a NUMA N/A
+        ("GPU0\t X \tSYS\t\t\tN/A\t\tN/A\nGPU1\tSYS\t X \t\t\tN/A\t\tN/A\n",
+         [(None, None, None), (None, None, None)]),
+        # every separator doubled and an empty CPU affinity
+        ("GPU0\t\t X \t\tSYS\t\t\t\t0\t\t\t\tN/A\nGPU1\t\tSYS\t\t X \t\t\t\t1\t\t\t\tN/A\n",
+         [(None, "0", None), (None, "1", None)]),
+    ],
+    ids=["numa-na", "all-doubled", "empty-cpu-numa-na", "all-doubled-empty-cpu"],
+)
+def test_topo_doubled_tab_rows_parse(rows: str, affinity: list[tuple[str | None, ...]]) -> None:
+    from clusterforge.parse import nvidia_smi_topo
+
+    topo = nvidia_smi_topo.parse(TOPO_HEADER + rows)
+    assert topo.gpus == ("GPU0", "GPU1") and topo.nics == ()
+    assert topo.matrix["GPU0"]["GPU1"] == topo.matrix["GPU1"]["GPU0"] != ""
+    got = [(a.cpu, a.numa, a.gpu_numa_id) for a in (topo.affinity["GPU0"], topo.affinity["GPU1"])]
+    assert got == affinity
+
+
+def test_topo_row_with_a_value_too_many_is_still_an_error() -> None:
+    from clusterforge.parse import nvidia_smi_topo
+
+    bad = TOPO_HEADER + "GPU0\t X \tPHB\t0-7\t\t0\t\t1\t\tN/A\nGPU1\tPHB\t X \t0-7\t0\t\tN/A\n"
+    err = raises_at(nvidia_smi_topo.parse, bad, 2)
+    assert "too many affinity values" in err.message
+
+
+def test_topo_row_missing_a_matrix_cell_is_an_error() -> None:
+    from clusterforge.parse import nvidia_smi_topo
+
+    bad = TOPO_HEADER + "GPU0\t X \t\t0-7\t0\t\tN/A\nGPU1\tPHB\t X \t0-7\t0\t\tN/A\n"
+    err = raises_at(nvidia_smi_topo.parse, bad, 2)
+    assert "bad matrix cell '0-7'" in err.message
