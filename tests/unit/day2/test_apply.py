@@ -25,6 +25,7 @@ from clusterforge.day2.planfile import (
     read_plan_file,
     record_digest,
 )
+from clusterforge.day2.steps import Step
 
 HOOK = ("import sys, pathlib; p = pathlib.Path(sys.argv[1]); "
         "p.write_text((p.read_text() if p.exists() else '') + sys.argv[2] + ' ' + sys.argv[3] + '\\n')")
@@ -257,8 +258,12 @@ def test_a_crash_mid_step_reruns_that_step_and_accepts_what_it_changed(world: di
     journal.record(1, "start")
     ran: list[int] = []
     changed = State("changed-model", "changed-record")
-    fx = Effects(run=lambda s: (ran.append(s.n), (0, ""))[1], ask=lambda s: True,
-                 state=lambda prev: changed, echo=lambda line: None)
+
+    def run(step: Step) -> tuple[int, str]:
+        ran.append(step.n)
+        return 0, ""
+
+    fx = Effects(run=run, ask=lambda s: True, state=lambda prev: changed, echo=lambda line: None)
     outcome = apply_plan(plan, journal, Options(confirm_through=5), fx)
     assert outcome.status == "done" and ran == [1, 4, 5]
     # without the interruption, the same change is somebody else's: stale
