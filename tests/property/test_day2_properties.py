@@ -57,3 +57,39 @@ def test_removed_renamed_and_relabelled_cables_are_each_found_once(edit: tuple[s
         plan = change_plan(old, new, "inventories/lab", "lab")
         unplugged = sorted(s.subject for s in plan.steps if s.phase == "unplug")
         assert unplugged == sorted(removed)
+
+
+def _move(data: dict[str, Any], name: str, rack: str, u: int) -> None:
+    next(n for n in data["nodes"] if n["name"] == name).update(rack=rack, u=u)
+
+
+_EDITS: dict[str, Any] = {
+    "driver": lambda d: d["software"].update(nvidia_driver="550.127.05"),
+    "ofed": lambda d: d["software"].update(doca_ofed="23.10-2.1.3.1"),
+    "nccl": lambda d: d["software"].update(nccl="2.22.3-1"),
+    "move gpu04": lambda d: _move(d, "gpu04", "lab-su02-r01", 18),
+    "swap gpu01/gpu05": lambda d: (_move(d, "gpu01", "lab-su02-r01", 2), _move(d, "gpu05", "lab-su01-r01", 2)),
+    "move in rack gpu06": lambda d: _move(d, "gpu06", "lab-su02-r01", 30),
+    "cooling": lambda d: next(r for r in d["racks"] if r["name"] == "lab-su02-r01").update(cooling="cold-plate"),
+    "cable moved": lambda d: next(c for c in d["cables"] if c["id"] == "C-00015").update(b="leaf-su02-r0/6"),
+    "cable removed": lambda d: d.update(cables=[c for c in d["cables"] if c["id"] != "C-00003"]),
+    "relabel": lambda d: next(c for c in d["cables"] if c["id"] == "C-00001").update(label="L-1"),
+    "replaced cable": lambda d: next(c for c in d["cables"] if c["id"] == "C-00002").update(length_m=12),
+}
+
+
+@FAST
+@given(st.lists(st.sampled_from(sorted(_EDITS)), unique=True, max_size=5),
+       st.sampled_from([25, 50, 100]))
+def test_random_inventory_edits_give_plans_the_verifier_proves(chosen: list[str], cap: int) -> None:
+    from clusterforge.day2.verify import verify
+
+    data = lab_data()
+    data["deploy"]["max_drain"] = {"rack_percent": cap, "cluster_percent": cap}
+    old = index_of(data)
+    for name in chosen:
+        _EDITS[name](data)
+    new = index_of(data)
+    plan = change_plan(old, new, "inventories/lab", "lab")
+    assert verify(plan, old, new) == [], chosen
+    assert plan.empty == (not chosen)

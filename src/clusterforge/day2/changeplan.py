@@ -254,6 +254,7 @@ class _Planner:
             hosts: set[str] = set()
             if drains:
                 hosts = {n.name for n in self.old.inv.nodes if n.rack == d.name}
+                hosts |= {n.name for n in self.new.inv.nodes if n.rack == d.name and n.name in self.old.nodes}
                 for h in sorted(hosts):
                     self._interrupt(h, f"rack {d.name}: {values}")
             self._task("install", d.name, d.name, f"rack settings: {values}", hosts, key)

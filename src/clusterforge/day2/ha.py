@@ -105,7 +105,8 @@ def forced_groups(old: Index, new: Index, diff: InventoryDiff) -> tuple[frozense
     racks = {d.name for d in diff.devices if d.kind == "rack"
              and (d.change == "removed" or (d.change == "changed" and "cooling" in d.fields))}
     for rack in sorted(racks):
-        group = frozenset(n.name for n in old.inv.nodes if n.rack == rack and n.name in compute)
+        group = frozenset({n.name for n in old.inv.nodes if n.rack == rack and n.name in compute}
+                          | {n.name for n in new.inv.nodes if n.rack == rack and n.name in compute})
         if group:
             out.append(group)
     switches = replaced_switches(diff) | {d.name for d in diff.devices
