@@ -16,7 +16,7 @@ def ansible_inventory(
     host: str | None = typer.Option(None, "--host", help="print one host's variables"),
     limit: list[str] = typer.Option([], "--limit", help="node, rack or role"),
 ) -> None:
-    """Print hosts, groups by role and rack, and hostvars with every render context."""
+    """Print hosts, groups by role and rack, and hostvars with every file rendered (strings marked unsafe)."""
     from ..api import load_checked
     from ..deploy.ansible import inventory
     from ..deploy.api import DeployRequest, plans_for, ssh_from_inventory

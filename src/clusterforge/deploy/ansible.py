@@ -1,9 +1,13 @@
 """The Ansible engine: the same host plans as Ansible's JSON inventory, and an ansible-playbook runner.
 
-Hostvars carry, per component, `cf_<component>_files` (destination, template under
-templates/, the full render context, mode), `_pins`, `_packages`, `_services`, `_modules`
-and `_problems`; the roles in roles/cf_<component>/ render the very same templates with
-`lookup('template', ..., template_vars=context)`, so both engines write identical bytes.
+Hostvars carry, per component, `cf_<component>_files` (destination, the file's content as rendered
+here in Python, mode, block), `_pins`, `_packages`, `_services`, `_modules` and `_problems`; the roles
+in roles/cf_<component>/ copy that content, so both engines write identical bytes and Ansible never
+renders a template with inventory text in its context.
+
+Inventory text is data, never code: every string in the hostvars goes out as
+`{"__ansible_unsafe": ...}` (the JSON form of `!unsafe`), so Ansible never templates it: a
+`{{ lookup('pipe', ...) }}` in a mount option arrives on the host literally.
 Secrets never enter the inventory: the repo role reads $CLUSTERFORGE_REPO_AUTH_FILE itself.
 """
 
@@ -27,6 +31,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOK = REPO_ROOT / "deploy" / "site.yml"
 ROLES = REPO_ROOT / "roles"
 PLAYBOOK_TIMEOUT_S = 3600
+UNSAFE = "__ansible_unsafe"
 _RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)"
                     r"\s+rescued=(\d+)\s+ignored=(\d+)")
 _FATAL = re.compile(r"^fatal: \[([^\]]+)\]: (FAILED|UNREACHABLE)! => (\{.*\})\s*$", re.MULTILINE)
@@ -42,7 +47,7 @@ def _component_vars(plan: HostPlan) -> dict[str, Any]:
         comp = plan.component(name)
         p = f"cf_{name}_"
         files = [] if comp is None else [
-            {"dest": f.dest, "template": f.template, "context": dict(f.context), "mode": f"0{f.mode:o}",
+            {"dest": f.dest, "content": f.content.rstrip("\n") if f.block else f.content, "mode": f"0{f.mode:o}",
              "block": f.block} for f in comp.files if not f.secret]
         out[p + "files"] = files
         out[p + "pins"] = [] if comp is None else [
@@ -52,6 +57,29 @@ def _component_vars(plan: HostPlan) -> dict[str, Any]:
         out[p + "modules"] = [] if comp is None else list(comp.modules)
         out[p + "problems"] = [] if comp is None else list(comp.problems)
     return out
+
+
+def unsafe(value: Any) -> Any:
+    """`value` with every string marked unsafe for Ansible (`__ansible_unsafe`, what `!unsafe` is in YAML):
+    Ansible uses such a string as it is and never renders it as a template."""
+    if isinstance(value, str):
+        return {UNSAFE: value}
+    if isinstance(value, dict):
+        return {k: unsafe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [unsafe(v) for v in value]
+    return value
+
+
+def plain(value: Any) -> Any:
+    """The inverse of `unsafe` (for reading our own inventory back)."""
+    if isinstance(value, dict):
+        if set(value) == {UNSAFE}:
+            return value[UNSAFE]
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
 
 
 def ssh_common_args(ssh: SshSettings) -> str:
@@ -77,7 +105,7 @@ def inventory(plans: Sequence[HostPlan], ssh: SshSettings | None = None) -> dict
             if ssh.key is not None:
                 hv["ansible_ssh_private_key_file"] = str(ssh.key)
         hv |= _component_vars(plan)
-        hostvars[plan.name] = hv
+        hostvars[plan.name] = {key: unsafe(value) for key, value in hv.items()}
     data: dict[str, Any] = {"_meta": {"hostvars": hostvars},
                             "all": {"children": sorted(groups), "hosts": []}}
     data |= {g: groups[g] for g in sorted(groups)}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clusterforge.deploy.ansible import inventory, parse_recap, results_from_recap
+from clusterforge.deploy.ansible import inventory, parse_recap, plain, results_from_recap
 from clusterforge.deploy.desired import HostPlan
 from clusterforge.deploy.runner import SshSettings
 
@@ -12,10 +12,11 @@ def test_groups_by_role_and_rack_and_hostvars(plans: dict[str, HostPlan]) -> Non
     assert inv["role_subnet_manager"]["hosts"] == ["sm01"]
     assert inv["rack_lab_su01_r01"]["hosts"] == ["gpu01", "gpu02", "gpu03", "gpu04"]
     assert set(inv["all"]["children"]) >= {"role_compute", "role_storage", "rack_lab_core01"}
-    hv = inv["_meta"]["hostvars"]["sm01"]
+    hv = plain(inv["_meta"]["hostvars"]["sm01"])
     assert hv["cf_components"] == ["repo", "base", "ofed", "ipoib", "opensm"]
     conf = next(f for f in hv["cf_opensm_files"] if f["dest"] == "/etc/opensm/opensm.conf")
-    assert conf["template"] == "opensm/opensm.conf.j2" and conf["context"]["sm_priority"] == 15
+    ours = next(f for f in plans["sm01"].files if f.dest == "/etc/opensm/opensm.conf")
+    assert conf["content"] == ours.content and "sm_priority 15" in conf["content"]
     assert conf["mode"] == "0644"
     assert "ServerAliveInterval=5" in hv["ansible_ssh_common_args"]
     assert "StrictHostKeyChecking=yes" in hv["ansible_ssh_common_args"]
