@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from clusterforge.api import Checked
-from clusterforge.deploy.ansible import COMPONENTS, _static_inventory, ansible_env, failure_messages, inventory, plain
-from clusterforge.deploy.desired import HostPlan, host_plans, merge_block
+from clusterforge.deploy.ansible import _static_inventory, ansible_env, failure_messages, inventory, plain
+from clusterforge.deploy.desired import COMPONENTS, HostPlan, host_plans, merge_block
 from clusterforge.deploy.options import DeployOptions
 from clusterforge.model.index import Index
 
