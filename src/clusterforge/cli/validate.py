@@ -26,6 +26,8 @@ def validate(
     save: Path | None = typer.Option(None, "--save", help="keep the collected raw outputs in DIR"),
     fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
     junit: Path | None = typer.Option(None, "--junit", help="also write a JUnit XML report"),
+    limit: str | None = typer.Option(None, "--limit", help="report only findings about these hosts "
+                                     "(comma-separated; their own checks and their fabric ports): a day-2 wave"),
     fabric_only: bool = typer.Option(
         False, "--fabric-only", help="check the fabric alone: host outputs are neither expected nor checked"
     ),
@@ -57,6 +59,13 @@ def validate(
         if save is not None:
             save_dir(save, obs)
     report = run_validate(checked.index, obs, fabric_only=fabric_only)
+    if limit is not None:
+        hosts = {h for h in limit.split(",") if h}
+        unknown = sorted(hosts - checked.index.nodes.keys())
+        if unknown:
+            err.print(f"--limit: not a node of {env}: {', '.join(unknown)}", markup=False)
+            raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+        report.findings = [f for f in report.findings if f.subject.split(" ", 1)[0] in hosts]
     for i, f in enumerate(report.findings):
         if f.inventory:
             file, line, col = checked.source.locate(f.inventory)
