@@ -153,5 +153,8 @@ def _unique(index: Index, addrs: Addresses) -> list[InventoryIssue]:
                        f"to give {holder} a new one at the next `plan --write`")
         else:
             message = f"address {addrs.text(ip)} of {owner} is also assigned to {other}"
+            if other_frozen and is_frozen:
+                message += (" (both frozen in addresses.generated.yaml: delete one entry to give that node a new "
+                            "address at the next `plan --write`)")
         out.append(InventoryIssue(path, message))
     return out
