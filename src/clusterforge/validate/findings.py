@@ -12,6 +12,7 @@ Severity = Literal["error", "warning", "info"]
 # Stable rule ids and what each one means. Ids never change meaning once released.
 RULES: dict[str, str] = {
     "FAB-MISSING": "a declared link is not seen on the fabric",
+    "FAB-DEVICE-MISSING": "a declared switch or node is not seen on the fabric at all (its links listed under it)",
     "FAB-PORT-DOWN": "a declared link's port is down or polling",
     "FAB-MISWIRED": "a cable lands on a different port than declared (swaps are named as such)",
     "FAB-UNEXPECTED": "a link is seen that the inventory does not declare",
@@ -52,6 +53,8 @@ class Finding:
     floor: str | None = None  # where on the floor: rack/U, cable label, panel, trunk
     inventory: ErrPath = ()  # model path of the declaration
     where: str | None = field(default=None, compare=False)  # file:line of the declaration
+    details: tuple[str, ...] = ()  # one line each: the links of a missing switch, the ports of a rotation
+    covers: tuple[str, ...] = field(default=(), compare=False)  # ports (port_text) whose host echoes it explains
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:

@@ -7,11 +7,14 @@ from collections import Counter
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import ExitCode, format_path
 from .findings import RULES
 from .run import Report
+
+_DETAILS = 12  # detail lines printed per finding on the terminal (JSON and JUnit carry all)
 
 
 def exit_code(report: Report) -> ExitCode:
@@ -38,6 +41,7 @@ def to_json(report: Report) -> dict[str, Any]:
                 "observed": f.observed,
                 "action": f.action,
                 "floor": f.floor,
+                "details": list(f.details),
                 "inventory": format_path(f.inventory) or None,
                 "where": f.where,
             }
@@ -63,9 +67,15 @@ def print_summary(console: Console, report: Report, top: int = 20) -> None:
     console.print(table)
     for f in report.findings[:top]:
         style = "red" if f.severity == "error" else "yellow"
-        console.print(f"[{style}]{f.rule:<18} {f.severity:<7}[/] {f.message}", markup=True, highlight=False)
+        console.print(f"[{style}]{f.rule:<18} {f.severity:<7}[/] {escape(f.message)}", markup=True, highlight=False)
         if f.action:
             console.print(f"    → {f.action}", markup=False)
+        if f.floor:
+            console.print(f"    where: {f.floor}", markup=False)
+        for line in f.details[:_DETAILS]:
+            console.print(f"      · {line}", markup=False)
+        if len(f.details) > _DETAILS:
+            console.print(f"      · ... and {len(f.details) - _DETAILS} more (--format json for all)", markup=False)
         if f.where:
             console.print(f"    declared at {f.where}", markup=False)
     if len(report.findings) > top:
@@ -96,6 +106,8 @@ def to_junit(report: Report) -> str:
                 fail.text = (
                     f"severity: {f.severity}\nexpected: {f.expected}\nobserved: {f.observed}\n"
                     f"action: {f.action}\n"
+                    + (f"where: {f.floor}\n" if f.floor else "")
+                    + "".join(f"  {line}\n" for line in f.details)
                 )
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"

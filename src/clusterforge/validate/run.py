@@ -89,6 +89,7 @@ def _one_finding_per_fault(index: Index, findings: list[Finding]) -> list[Findin
     (it names the cable and the repair) and drop the host's echo of the same port."""
     covered: set[str] = set()
     for f in findings:
+        covered.update(f.covers)  # the ports a fabric finding explains (a missing switch's links, a swap's)
         if f.rule in _LINK_RULES and f.inventory[:1] == ("cables",) and len(f.inventory) > 1:
             cable = index.inv.cables[int(f.inventory[1])]
             covered.update(port_text(ref.key) for ref in (cable.a, cable.b))
