@@ -44,6 +44,8 @@ from ..plan import (
     size,
     size_dict,
 )
+from ..plan.changes import changes
+from ..plan.frozen import Frozen
 from ..plan.merge import Merged
 from ..plan.report import bom_rows, summary_dict, summary_lines
 from .common import Format, check_output_path, err, fail_inventory, out, print_json
@@ -68,8 +70,9 @@ def _fail_plan(exc: PlanError) -> NoReturn:
     raise typer.Exit(int(ExitCode.INVALID_INVENTORY))
 
 
-def _base(env: Path) -> tuple[Inventory, Source, dict[str, list[int]]]:
-    """The environment without its previous `cabling.generated.yaml`, and each list item's source index."""
+def _base(env: Path) -> tuple[Inventory, Source, dict[str, list[int]], Frozen]:
+    """The environment without its previous `cabling.generated.yaml`, each list item's source index, and
+    what that file froze (the re-plan keeps it where still valid)."""
     try:
         inv, source = load_inventory(env)
     except InventoryInvalid as exc:
@@ -77,24 +80,27 @@ def _base(env: Path) -> tuple[Inventory, Source, dict[str, list[int]]]:
     generated = (env / GENERATED_FILE).resolve() if env.is_dir() else None
     keep: dict[str, list[int]] = {}
     update: dict[str, Any] = {}
+    dropped: dict[str, list[Any]] = {}
     for key in _LISTS:
         items = getattr(inv, key)
         drop = {i for seg in source.list_segments.get(key, []) if seg.file.resolve() == generated
                 for i in range(seg.start, seg.start + seg.count)}
         keep[key] = [i for i in range(len(items)) if i not in drop]
+        dropped[key] = [items[i] for i in sorted(drop)]
         if drop:
             update[key] = [items[i] for i in keep[key]]
-    return (inv.model_copy(update=update) if update else inv), source, keep
+    frozen = Frozen.of_items(*(dropped[k] for k in _LISTS))
+    return (inv.model_copy(update=update) if update else inv), source, keep, frozen
 
 
 def _checked(env: Path, renumber: bool = False) -> tuple[Merged | None, Inventory, Index]:
     """Load, plan and check ENV. `renumber`: the index's addresses ignore addresses.generated.yaml."""
-    base, source, keep = _base(env)
+    base, source, keep, frozen = _base(env)
     merged: Merged | None = None
     inv = base
     if base.fabric is not None:
         try:
-            merged = merge_plan(base, plan_fabric(base))
+            merged = merge_plan(base, plan_fabric(base, frozen=frozen))
         except PlanError as exc:
             _fail_plan(exc)
         inv = merged.inv
@@ -136,6 +142,8 @@ def show(
         report = check_plan(index)
     summary = summary_dict(report, merged.plan.design if merged else None, merged.deviations if merged else ())
     summary["environment"] = str(env)
+    if merged is not None and merged.plan.frozen:
+        summary["changes"] = changes(merged.plan.frozen, merged.plan).to_dict()
     if renumber:
         summary["renumbered"] = [{"node": n, "address": pool, "old": _ip(index, a), "new": _ip(index, b)}
                                  for n, pool, a, b in moves(allocate(index), index.addresses, list(index.nodes))]

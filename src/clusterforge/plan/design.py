@@ -142,9 +142,15 @@ def _nearest(values: list[int], target: int) -> list[int]:
     return ([max(below)] if below else []) + ([min(above)] if above else [])
 
 
-def resolve(spec: FabricSpec, cat: Catalog, nodes: int, rails: int, infra_ports: int = 0) -> Design:
+def resolve(spec: FabricSpec, cat: Catalog, nodes: int, rails: int, infra_ports: int = 0, *,
+            units: int = 0, spines_hint: int | None = None, cores_hint: int | None = None) -> Design:
     """The design for `nodes` fabric nodes with `rails` ports each (plus `infra_ports` ports of
-    infrastructure nodes on their own leaves), or PlanError."""
+    infrastructure nodes on their own leaves), or PlanError.
+
+    `units`: scalable units in use at least (a re-plan keeps nodes in their units, so retired
+    nodes can leave holes and HA partners can open a unit). `spines_hint` / `cores_hint`: the
+    spines per pod / cores per plane of the frozen fabric, kept when the spec does not set
+    `spines` and they still fit (so that retiring a unit does not re-cable the upper tiers)."""
     ratio = RATIOS[spec.oversubscription]
     leaf = switch_type(cat, spec.leaf_model, spec.split, "leaf_model")
     spine = switch_type(cat, spec.spine_model or spec.leaf_model, spec.split, "spine_model")
@@ -165,9 +171,11 @@ def resolve(spec: FabricSpec, cat: Catalog, nodes: int, rails: int, infra_ports:
              *([] if leaf.split else _split_hint(cat, spec.leaf_model))])
     infra_leaves = _infra_leaves(spec, su, infra_ports)
     infra_sus = math.ceil(infra_leaves / rails)
-    sus = math.ceil(nodes / su) if nodes or infra_ports else 1
+    sus = max(math.ceil(nodes / su) if nodes or infra_ports else 1, units)
     if spec.max_sus is not None and spec.max_sus < sus:
-        raise PlanError(f"{nodes} nodes fill {sus} scalable units of {su}, more than fabric.max_sus "
+        why = (f"{nodes} nodes fill" if units <= math.ceil(nodes / su) else
+               f"{nodes} nodes, kept in their units and HA partners apart, fill")
+        raise PlanError(f"{why} {sus} scalable units of {su}, more than fabric.max_sus "
                         f"{spec.max_sus}", [f"max_sus: {sus}"])
     design_sus = infra_sus + (spec.max_sus or sus)
     sus += infra_sus
@@ -175,10 +183,10 @@ def resolve(spec: FabricSpec, cat: Catalog, nodes: int, rails: int, infra_ports:
     if tiers == "auto":
         tiers = 2 if design_sus * rails <= spine.ports else 3
     if tiers == 2:
-        d = _two_tier(spec, leaf, spine, rails, ratio, su, up, sus, design_sus)
+        d = _two_tier(spec, leaf, spine, rails, ratio, su, up, sus, design_sus, spines_hint)
     else:
         core = switch_type(cat, spec.core_model or spec.spine_model or spec.leaf_model, spec.split, "core_model")
-        d = _three_tier(spec, leaf, spine, core, rails, ratio, su, up, sus, design_sus)
+        d = _three_tier(spec, leaf, spine, core, rails, ratio, su, up, sus, design_sus, spines_hint, cores_hint)
     return replace(d, infra_sus=infra_sus, infra_leaves=infra_leaves) if infra_leaves else d
 
 
@@ -201,7 +209,7 @@ def _split_hint(cat: Catalog, model: str) -> list[str]:
 
 
 def _two_tier(spec: FabricSpec, leaf: SwitchType, spine: SwitchType, rails: int, ratio: int, su: int,
-              up: int, sus: int, design_sus: int) -> Design:
+              up: int, sus: int, design_sus: int, hint: int | None = None) -> Design:
     leaves = design_sus * rails
     if leaves > spine.ports:
         most = spine.ports // rails
@@ -220,6 +228,8 @@ def _two_tier(spec: FabricSpec, leaf: SwitchType, spine: SwitchType, rails: int,
                 why = (f"{count} spines take {up // count} links from each of {leaves} leaves = "
                        f"{leaves * (up // count)} ports, more than the {spine.ports} of a {spine.model}")
             raise PlanError(why, [f"spines: {s} ({up // s} links from every leaf)" for s in _nearest(valid, count)])
+    elif hint is not None and hint in valid:
+        count = hint
     else:
         count = next(s for s in valid if s >= min(2, up))
     return Design(spec.kind, 2, spec.rate, leaf, spine, None, rails, ratio, su, up, sus, design_sus,
@@ -227,7 +237,8 @@ def _two_tier(spec: FabricSpec, leaf: SwitchType, spine: SwitchType, rails: int,
 
 
 def _three_tier(spec: FabricSpec, leaf: SwitchType, spine: SwitchType, core: SwitchType, rails: int,
-                ratio: int, su: int, up: int, sus: int, design_sus: int) -> Design:
+                ratio: int, su: int, up: int, sus: int, design_sus: int, hint: int | None = None,
+                cores_hint: int | None = None) -> Design:
     half = spine.ports // 2
     fits = [s for s in divisors(up) if rails * (up // s) <= half]
     if spec.spines is not None:
@@ -239,6 +250,8 @@ def _three_tier(spec: FabricSpec, leaf: SwitchType, spine: SwitchType, core: Swi
                    f"at {up // count} links each need {rails * (up // count)} ports per SU, more than "
                    f"the {half} down ports of a 3-tier {spine.model} spine"),
                 [f"spines: {s}" for s in _nearest(fits, count)])
+    elif hint is not None and hint in fits:
+        count = hint
     else:
         count = up
     links = up // count
@@ -256,6 +269,7 @@ def _three_tier(spec: FabricSpec, leaf: SwitchType, spine: SwitchType, core: Swi
             f"{design_sus} scalable units make {pods} pods of {per_pod}; {core.ports}-port {core.model} "
             f"cores connect at most {core.ports} pods ({most} units = {most * su} nodes)",
             [f"max_sus: {most}", "a higher oversubscription or a larger core_model"])
-    cores = next(c for c in divisors(spine_up) if pods * (spine_up // c) <= core.ports)
+    fit = [c for c in divisors(spine_up) if pods * (spine_up // c) <= core.ports]
+    cores = cores_hint if cores_hint is not None and cores_hint in fit else fit[0]
     return Design(spec.kind, 3, spec.rate, leaf, spine, core, rails, ratio, su, up, sus, design_sus,
                   per_pod, count, links, cores, spine_up // cores)

@@ -18,45 +18,72 @@ Names and ports (all derived from positions, never from counters, so they are st
 
 Growth order (used for placement and trunk packing, so growth only ever appends): cores;
 then per pod its spines and spine-core links; then per SU its leaves, leaf-spine links
-and, last, its node links.
+and, last, its node links. A leaf is created only for a rail (fat-tree: a leaf index) that
+some node of its unit has a port on.
+
+Re-planning (frozen.py): with a frozen fabric, the ideal design for the spec is built with
+every frozen element that is still valid kept as it is (switch places, node slots, link
+ports, cable ids, runs, trunks and lanes); what is new takes free ports, lanes, panel ports
+and units, so the ports above are where new links go when they are free, else the lowest
+free port of the same range. HA group members (slots.py) get different leaves, and their
+trunked links different trunks and panels.
 """
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from ..catalog import Catalog
 from ..gcpause import gc_paused
 from ..model.cabling import Cable
+from ..model.ha import ha_partners
 from ..model.index import Index
 from ..model.inventory import Inventory
 from ..model.nodes import Switch
 from .design import Design, SwitchType, resolve
 from .endpoints import Endpoint, FabricNode, fabric_nodes
 from .errors import PlanError
+from .frozen import EMPTY, Frozen
 from .media import MediaPicker
 from .placement import Floor
 from .result import Plan
-from .trunks import TrunkPacker
+from .slots import Slot, _Units, assign_slots, infra_spread
+from .trunks import MPO_FIBERS, TrunkPacker
+
+__all__ = ["infra_spread", "plan_fabric"]
 
 
-def plan_fabric(inv: Inventory, index: Index | None = None, cat: Catalog | None = None) -> Plan:
-    """Generate the fabric of `inv` from its `fabric` spec. Pure; raises PlanError."""
+def plan_fabric(inv: Inventory, index: Index | None = None, cat: Catalog | None = None,
+                frozen: Frozen | None = None) -> Plan:
+    """Generate the fabric of `inv` from its `fabric` spec, keeping what `frozen` (default: the
+    generated part of `inv`, frozen.py) built where it is still valid. Pure; raises PlanError."""
     spec = inv.fabric
     if spec is None:
         raise PlanError("the inventory has no `fabric` section to plan from")
     index = index if index is not None else Index(inv)
     cat = cat if cat is not None else index.cat
+    frozen = Frozen.of(inv) if frozen is None else frozen
+    partners = ha_partners(inv)
     nodes, rails = fabric_nodes(index, spec)
     compute = [n for n in nodes if not n.infra]
     infra = [n for n in nodes if n.infra]
-    design = resolve(spec, cat, len(compute), rails, sum(len(n.ports) for n in infra))
+    infra_ports = sum(len(n.ports) for n in infra)
+    spines_hint = frozen.spines_per_group() if frozen else None
+    cores_hint = frozen.cores_per_group() if frozen else None
+    design = resolve(spec, cat, len(compute), rails, infra_ports, spines_hint=spines_hint, cores_hint=cores_hint)
+    slots = assign_slots(compute, design, frozen, partners)
+    used = max((su for su, _ in slots), default=-1) + 1
+    if used > design.compute_sus:
+        design = resolve(spec, cat, len(compute), rails, infra_ports, units=used, spines_hint=spines_hint,
+                         cores_hint=cores_hint)
+    spread = infra_spread(infra, design.infra_leaves, design.su_size, frozen, partners) if infra else []
     floor = Floor(index, cat, spec.network_rack_suffix, spec.switch_row)
-    builder = _Builder(design, floor, cat, spec.trunk_fiber)
+    builder = _Builder(design, floor, cat, spec.trunk_fiber, frozen, partners)
     with gc_paused():  # tens of thousands of small acyclic models: GC passes would dominate
-        builder.build(compute, infra)
+        builder.build(compute, slots, infra, spread)
     return Plan(design, tuple(builder.switches), tuple(builder.cables), tuple(builder.tiers),
-                tuple(builder.packer.panels), tuple(builder.packer.trunks), builder.packer.links)
+                tuple(builder.packer.panels), tuple(builder.packer.trunks), builder.packer.links, frozen)
 
 
 def _ref(device: str, port: int, hca: str | None = None) -> dict[str, object]:
@@ -65,8 +92,33 @@ def _ref(device: str, port: int, hca: str | None = None) -> dict[str, object]:
     return {"device": device, "port": port, "hca": hca}
 
 
+@dataclass(frozen=True, slots=True)
+class _Sw:
+    """A switch of the design before it is placed."""
+
+    name: str
+    role: str
+    st: SwitchType
+    group: int | None
+    rail: int | None
+    pod: int = -1  # leaves and spines: their pod; cores: -1
+    plane: int = -1  # spines: their index in the pod (= core plane); cores: their plane
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """One unit position: its leaves (index in the unit -> name) and, for SUs, its nodes by slot."""
+
+    pos: int
+    in_pod: int
+    leaves: dict[int, str]
+    members: tuple[tuple[int, FabricNode], ...]  # (k, node), k order; infrastructure units: ()
+    infra: bool
+
+
 class _Builder:
-    def __init__(self, design: Design, floor: Floor, cat: Catalog, fiber: str | None) -> None:
+    def __init__(self, design: Design, floor: Floor, cat: Catalog, fiber: str | None, frozen: Frozen = EMPTY,
+                 partners: Mapping[str, frozenset[str]] | None = None) -> None:
         self.d = design
         self.floor = floor
         self.cat = cat
@@ -79,97 +131,340 @@ class _Builder:
         core = design.core or design.spine
         self.rate_ls = cat.slower(design.leaf.rate, design.spine.rate) or design.leaf.rate
         self.rate_sc = cat.slower(design.spine.rate, core.rate) or design.spine.rate
+        self.frozen = frozen
+        self.partners = partners or {}
+        self.constrained = bool(frozen)
+        self.kept_sw: dict[str, Switch] = {}
+        self.kept_pairs: dict[tuple[str, str], list[tuple[int, int, Cable]]] = {}
+        self.kept_hosts: dict[tuple[str, str | None, int], Cable] = {}
+        self.kept_run: set[str] = set()
+        self.used: dict[str, set[int]] = {}
+        self.ids: set[str] = set()
+        self.ha_used: dict[str, set[str]] = {}  # HA member -> trunks and panels its links use
 
-    def _switch(self, name: str, role: str, st: SwitchType, where: tuple[str, int],
-                group: int | None, rail: int | None) -> None:
-        self.loc[name] = where
+    # -- the design's switches and units, before anything is placed ------------------------------
+    def _skeleton(self, compute: list[FabricNode], slots: list[Slot], infra: list[FabricNode]
+                  ) -> tuple[list[_Sw], list[list[str]], list[list[str]], list[_Unit]]:
+        d = self.d
+        sws: list[_Sw] = []
+        cores: list[list[str]] = []
+        if d.tiers == 3 and d.core is not None:
+            for plane in range(d.spines_per_pod):
+                names = [f"core-{plane + 1:02d}-{c + 1:02d}" for c in range(d.cores_per_plane)]
+                sws.extend(_Sw(n, "core", d.core, plane, None, -1, plane) for n in names)
+                cores.append(names)
+        members: dict[int, list[tuple[int, FabricNode]]] = {}
+        for node, (su, k) in zip(compute, slots, strict=True):
+            members.setdefault(su, []).append((k, node))
+        geo = _Units(d, {})
+        rail_opt = d.kind == "rail-optimized"
+        pod_spines: list[list[str]] = []
+        units: list[_Unit] = []
+        for pod in range(d.pods):
+            spines = [f"spine{s + 1:02d}" if d.tiers == 2 else f"spine-p{pod + 1:02d}-{s + 1:02d}"
+                      for s in range(d.spines_per_pod)]
+            sws.extend(_Sw(n, "spine", d.spine, pod, None, pod, s) for s, n in enumerate(spines))
+            pod_spines.append(spines)
+            first = pod * d.sus_per_pod
+            for pos in range(first, min(first + d.sus_per_pod, d.sus)):
+                if pos < d.infra_sus:
+                    lo = pos * d.rails
+                    count = min(d.rails, d.infra_leaves - lo)
+                    leaves = {i: f"leaf-infra-{lo + i + 1:02d}" for i in range(count)} if infra else {}
+                    units.append(_Unit(pos, pos - first, leaves, (), True))
+                    sws.extend(_Sw(n, "leaf", d.leaf, None, None, pod) for n in leaves.values())
+                    continue
+                su = pos - d.infra_sus
+                mine = sorted(members.get(su, []), key=lambda t: t[0])
+                if not mine:
+                    continue
+                used = sorted({geo.leaf_port(k, rail)[0] for k, node in mine
+                               for rail, ep in enumerate(node.ports) if ep is not None})
+                leaves = {i: f"leaf-su{su + 1:02d}-{'r' if rail_opt else ''}{i}" for i in used}
+                units.append(_Unit(pos, pos - first, leaves, tuple(mine), False))
+                sws.extend(_Sw(n, "leaf", d.leaf, su, i if rail_opt else None, pod) for i, n in leaves.items())
+        return sws, cores, pod_spines, units
+
+    # -- what of the frozen fabric stays -----------------------------------------------------------
+    def _keep_frozen(self, sws: list[_Sw], units: list[_Unit], compute: list[FabricNode],
+                     infra: list[FabricNode], spread: list[list[tuple[int, int]]]) -> None:
+        d, fz, floor = self.d, self.frozen, self.floor
+        by_name = {s.name: s for s in sws}
+        for s in sws:
+            f = fz.switches.get(s.name)
+            if (f is not None and f.model == s.st.model and f.role == s.role and f.split == s.st.split
+                    and floor.free_at(f.rack, f.u, s.st.ru)):
+                floor.keep(f.rack, f.u, s.st.ru, s.st.power_w)
+                self.kept_sw[s.name] = f
+                self.loc[s.name] = (f.rack, f.u)
+        # switch-to-switch links: both switches in the design, the pair linked, ports in range
+        spine_ports = d.spine_down if d.tiers == 3 else d.spine.ports
+        for (lo, up), links in fz.switch_links.items():
+            a, b = by_name.get(lo), by_name.get(up)
+            if a is None or b is None:
+                continue
+            if a.role == "leaf" and b.role == "spine" and a.pod == b.pod:
+                want, lo_rng, up_rng = d.leaf_spine_links, (d.su_size + 1, d.su_size + d.uplinks), (1, spine_ports)
+            elif a.role == "spine" and b.role == "core" and a.plane == b.plane and d.core is not None:
+                want, lo_rng, up_rng = d.spine_core_links, (d.spine_down + 1, d.spine.ports), (1, d.core.ports)
+            else:
+                continue
+            ua, ub = self.used.setdefault(lo, set()), self.used.setdefault(up, set())
+            kept: list[tuple[int, int, Cable]] = []
+            for lp, upp, c in links:
+                if (len(kept) < want and lo_rng[0] <= lp <= lo_rng[1] and up_rng[0] <= upp <= up_rng[1]
+                        and lp not in ua and upp not in ub):
+                    ua.add(lp)
+                    ub.add(upp)
+                    kept.append((lp, upp, c))
+            if kept:
+                self.kept_pairs[(lo, up)] = kept
+        # node links: the port the node's slot (or spread) gives is the frozen one
+        geo = _Units(d, {})
+        for unit in units:
+            for k, node in unit.members:
+                for rail, ep in enumerate(node.ports):
+                    if ep is not None:
+                        i, port = geo.leaf_port(k, rail)
+                        self._keep_host(node, ep, unit.leaves[i], port)
+        for node, ports in zip(infra, spread, strict=True):
+            for ep, (leaf_no, port) in zip(node.ports, ports, strict=True):
+                if ep is not None:
+                    self._keep_host(node, ep, f"leaf-infra-{leaf_no + 1:02d}", port)
+        self.ids = {c.id for links in self.kept_pairs.values() for *_, c in links}
+        self.ids.update(c.id for c in self.kept_hosts.values())
+        self._keep_runs(compute, infra, by_name)
+
+    def _keep_host(self, node: FabricNode, ep: Endpoint, leaf: str, port: int) -> None:
+        hit = self.frozen.host_cable.get((node.name, ep.hca, ep.port))
+        if hit is not None and hit[1] == leaf and hit[2] == port:
+            self.kept_hosts[(node.name, ep.hca, ep.port)] = hit[0]
+
+    def _keep_runs(self, compute: list[FabricNode], infra: list[FabricNode], sws: dict[str, _Sw]) -> None:
+        """Kept links whose run is unchanged keep medium, length, trunk and lane (reserved here, before
+        any new link takes a lane)."""
+        fz, floor = self.frozen, self.floor
+        nodes = {n.name: n for n in (*compute, *infra)}
+        panel_ok: dict[str, bool] = {}
+        seen: set[tuple[str, int]] = set()
+        for p in fz.panels.values():
+            spot = (p.rack, p.u)
+            panel_ok[p.name] = spot not in seen and floor.free_at(p.rack, p.u, 1)
+            seen.add(spot)
+        kept = {c.id for c in self.kept_hosts.values()}
+        kept.update(c.id for links in self.kept_pairs.values() for *_, c in links)
+        lanes: dict[str, list[int]] = {}
+        trunk_end: dict[str, tuple[str, str, str]] = {}
+        taken: set[tuple[str, int]] = set()
+        for c in fz.cables:
+            if c.id not in kept:
+                continue
+            host, sw = (c.a, c.b) if c.a.hca is not None else (c.b, c.a) if c.b.hca is not None else (None, None)
+            if host is not None and sw is not None:
+                node = nodes[host.device]
+                if sw.device not in self.loc:
+                    continue
+                ep_rate = next((ep.rate for ep in node.ports if ep is not None and ep.hca == host.hca
+                                and ep.port == host.port), self.d.leaf.rate)
+                rate = self.cat.slower(ep_rate, self.d.leaf.rate) or self.d.leaf.rate
+                (ra, ua), (rb, ub) = (node.rack, node.u), self.loc[sw.device]
+                on_trunk, who = not node.infra, node.name
+            else:
+                if c.a.device not in self.loc or c.b.device not in self.loc:
+                    continue
+                (ra, ua), (rb, ub) = self.loc[c.a.device], self.loc[c.b.device]
+                rate = self.rate_sc if "core" in (sws[c.a.device].role, sws[c.b.device].role) else self.rate_ls
+                on_trunk, who = True, ""
+            run = self.picker.pick(ra, ua, rb, ub, rate, on_trunk)
+            if run.media != c.media or run.length_m != c.length_m or run.trunked != (c.trunk is not None):
+                continue
+            if not run.trunked:
+                if run.fiber_type == c.fiber_type:
+                    self.kept_run.add(c.id)
+                continue
+            t = fz.trunks.get(c.trunk or "")
+            if t is None or c.lane_group is None or (t.id, c.lane_group) in taken:
+                continue
+            pa, pb = fz.panels.get(t.a_panel), fz.panels.get(t.b_panel)
+            if (pa is None or pb is None or not panel_ok[pa.name] or not panel_ok[pb.name]
+                    or {pa.rack, pb.rack} != {ra, rb}):
+                continue
+            fiber = self.packer.fiber_of(ra, rb, rate)
+            per = MPO_FIBERS // (self.cat.media["fiber"].fibers_per_link or {}).get(rate, 8)
+            if t.fiber_type != fiber or c.fiber_type != fiber or c.lane_group >= per:
+                continue
+            if t.id in trunk_end and trunk_end[t.id][2] != rate:
+                continue
+            if who in self.partners:
+                avoid = self._avoid(who)
+                if t.id in avoid or pa.name in avoid or pb.name in avoid:
+                    continue
+                self.ha_used.setdefault(who, set()).update((t.id, pa.name, pb.name))
+            taken.add((t.id, c.lane_group))
+            lanes.setdefault(t.id, []).append(c.lane_group)
+            trunk_end.setdefault(t.id, (ra, rb, rate))
+            self.kept_run.add(c.id)
+        for t in fz.trunks.values():
+            if t.id in lanes:
+                pa, pb = fz.panels[t.a_panel], fz.panels[t.b_panel]
+                for p in (pa, pb):
+                    if panel_ok[p.name]:
+                        floor.keep(p.rack, p.u, 1, switch=False)
+                        panel_ok[p.name] = False  # kept once
+                ra, rb, rate = trunk_end[t.id]
+                self.packer.reserve(t, ra, rb, rate, lanes[t.id], (pa, pb))
+
+    def _avoid(self, node: str) -> set[str]:
+        out: set[str] = set()
+        for other in self.partners.get(node, ()):
+            out |= self.ha_used.get(other, set())
+        return out
+
+    # -- building, in growth order --------------------------------------------------------------------
+    def _switch(self, s: _Sw, place: Callable[[], tuple[str, int]]) -> None:
+        f = self.kept_sw.get(s.name)
+        where = (f.rack, f.u) if f is not None else place()
+        self.loc[s.name] = where
         self.switches.append(Switch.model_validate(
-            {"name": name, "model": st.model, "role": role, "rack": where[0], "u": where[1], "split": st.split,
-             "group": group, "rail": rail}))
+            {"name": s.name, "model": s.st.model, "role": s.role, "rack": where[0], "u": where[1],
+             "split": s.st.split, "group": s.group, "rail": s.rail}))
 
     def _link(self, tier: int, cid: str, a: dict[str, object], ra: str, ua: int, b: dict[str, object],
-              rate: str, on_trunk: bool = True) -> None:
-        rb, ub = self.loc[cast(str, b["device"])]
+              rate: str, on_trunk: bool = True, who: str = "", kept_id: bool = False) -> None:
+        rb, ub = self.loc[b["device"]]  # type: ignore[index]
         run = self.picker.pick(ra, ua, rb, ub, rate, on_trunk)
         trunk: str | None = None
         lane: int | None = None
         fiber = run.fiber_type
         if run.trunked:
-            trunk, lane, fiber = self.packer.assign(ra, rb, rate)
+            if who in self.partners:
+                trunk, lane, fiber = self.packer.assign(ra, rb, rate, self._avoid(who))
+                self.ha_used.setdefault(who, set()).update((trunk, *self.packer.panels_of(trunk)))
+            else:
+                trunk, lane, fiber = self.packer.assign(ra, rb, rate)
+        if self.constrained and not kept_id and cid in self.ids:
+            cid = _unique(cid, self.ids)  # a new link on ports whose id a kept cable already carries
         # validated construction: pydantic-core is faster here than model_construct (measured)
         self.cables.append(Cable.model_validate(
             {"id": cid, "a": a, "b": b, "media": run.media, "length_m": run.length_m,
              "fiber_type": fiber, "trunk": trunk, "lane_group": lane, "generated": True}))
         self.tiers.append(tier)
 
-    def _up(self, tier: int, lower: str, port: int, upper: str, upper_port: int, rate: str) -> None:
+    def _up(self, tier: int, lower: str, port: int, upper: str, upper_port: int, rate: str,
+            cid: str | None = None) -> None:
         ra, ua = self.loc[lower]
-        self._link(tier, f"{lower}.{port}", _ref(lower, port), ra, ua, _ref(upper, upper_port), rate)
+        self._link(tier, cid or f"{lower}.{port}", _ref(lower, port), ra, ua, _ref(upper, upper_port), rate,
+                   kept_id=cid is not None)
 
-    def build(self, nodes: list[FabricNode], infra: list[FabricNode]) -> None:
+    def _emit_kept(self, tier: int, c: Cable) -> bool:
+        """Append a kept cable whose run is unchanged; False when it must be re-run."""
+        if c.id not in self.kept_run:
+            return False
+        self.cables.append(c)
+        self.tiers.append(tier)
+        return True
+
+    def _pair(self, tier: int, lo: str, up: str, lo_ideal: list[int], up_ideal: list[int],
+              lo_rng: tuple[int, int], up_rng: tuple[int, int], rate: str) -> None:
+        """The links between a lower and an upper switch: kept ones, then new ones on free ports
+        (their ideal ports first), in lower-port order."""
+        if not self.constrained:
+            for lp, upp in zip(lo_ideal, up_ideal, strict=True):
+                self._up(tier, lo, lp, up, upp, rate)
+            return
+        kept = self.kept_pairs.get((lo, up), [])
+        items: list[tuple[int, int, Cable | None]] = list(kept)
+        if len(kept) < len(lo_ideal):
+            ul, uu = self.used.setdefault(lo, set()), self.used.setdefault(up, set())
+            for _ in range(len(lo_ideal) - len(kept)):
+                lp = _free(ul, lo_ideal, lo_rng, lo)
+                upp = _free(uu, up_ideal, up_rng, up)
+                items.append((lp, upp, None))
+        items.sort(key=lambda t: t[0])
+        for lp, upp, c in items:
+            if c is None or not self._emit_kept(tier, c):
+                self._up(tier, lo, lp, up, upp, rate, c.id if c is not None else None)
+
+    def build(self, compute: list[FabricNode], slots: list[Slot], infra: list[FabricNode],
+              spread: list[list[tuple[int, int]]]) -> None:
         d = self.d
-        cores: list[list[str]] = []
-        if d.tiers == 3 and d.core is not None:
-            for plane in range(d.spines_per_pod):
-                names = [f"core-{plane + 1:02d}-{c + 1:02d}" for c in range(d.cores_per_plane)]
-                for name in names:
-                    self._switch(name, "core", d.core, self.floor.place_upper(d.core, name), plane, None)
-                cores.append(names)
-        spread = infra_spread(infra, d.infra_leaves, d.su_size)
-        for pod in range(d.pods):
-            spines = [f"spine{s + 1:02d}" if d.tiers == 2 else f"spine-p{pod + 1:02d}-{s + 1:02d}"
-                      for s in range(d.spines_per_pod)]
+        sws, cores, pod_spines, units = self._skeleton(compute, slots, infra)
+        if self.constrained:
+            self._keep_frozen(sws, units, compute, infra, spread)
+        by_name = {s.name: s for s in sws}
+        for names in cores:
+            for name in names:
+                self._switch(by_name[name], lambda name=name: self.floor.place_upper(d.core, name))  # type: ignore[misc, arg-type]
+        spine_ports = d.spine_down if d.tiers == 3 else d.spine.ports
+        it = iter(units)
+        unit = next(it, None)
+        for pod, spines in enumerate(pod_spines):
             for name in spines:
-                self._switch(name, "spine", d.spine, self.floor.place_upper(d.spine, name), pod, None)
+                self._switch(by_name[name], lambda name=name: self.floor.place_upper(d.spine, name))  # type: ignore[misc]
             if cores:
-                self._spine_core(pod, spines, cores)
-            first = pod * d.sus_per_pod
-            for pos in range(first, min(first + d.sus_per_pod, d.sus)):
-                if pos < d.infra_sus:
-                    self._infra_unit(pos, pos - first, infra, spread, spines)
-                else:
-                    su = pos - d.infra_sus
-                    self._unit(su, pos - first, nodes[su * d.su_size:(su + 1) * d.su_size], spines)
+                q = d.spine_core_links
+                assert d.core is not None
+                for plane, spine in enumerate(spines):
+                    for c, core in enumerate(cores[plane]):
+                        base = d.spine_down + c * q
+                        self._pair(2, spine, core, [base + m + 1 for m in range(q)],
+                                   [pod * q + m + 1 for m in range(q)], (d.spine_down + 1, d.spine.ports),
+                                   (1, d.core.ports), self.rate_sc)
+            last = (pod + 1) * d.sus_per_pod
+            while unit is not None and unit.pos < last:
+                self._unit(unit, spines, spine_ports, infra, spread, by_name)
+                unit = next(it, None)
 
-    def _spine_core(self, pod: int, spines: list[str], cores: list[list[str]]) -> None:
+    def _unit(self, unit: _Unit, spines: list[str], spine_ports: int, infra: list[FabricNode],
+              spread: list[list[tuple[int, int]]], by_name: dict[str, _Sw]) -> None:
         d = self.d
-        q = d.spine_core_links
-        for plane, spine in enumerate(spines):
-            for c, core in enumerate(cores[plane]):
-                for m in range(q):
-                    self._up(2, spine, d.spine_down + c * q + m + 1, core, pod * q + m + 1, self.rate_sc)
-
-    def _unit(self, su: int, in_pod: int, members: list[FabricNode], spines: list[str]) -> None:
-        d = self.d
+        new = [n for n in unit.leaves.values() if n not in self.kept_sw]
+        if new:
+            if unit.infra:
+                places = self.floor.place_leaves(infra[0].rack, d.leaf, d.rails - (len(unit.leaves) - len(new)),
+                                                 "the infrastructure leaves")
+            else:
+                places = self.floor.place_leaves(unit.members[0][1].rack, d.leaf, len(new),
+                                                 f"scalable unit {unit.pos - d.infra_sus + 1}")
+            where = dict(zip(new, places, strict=False))
+        for name in unit.leaves.values():
+            self._switch(by_name[name], lambda name=name: where[name])  # type: ignore[misc]
+        p = d.leaf_spine_links
+        for i, leaf in unit.leaves.items():
+            pos = unit.in_pod * d.rails + i
+            for s, spine in enumerate(spines):
+                self._pair(1, leaf, spine, [d.su_size + s * p + j + 1 for j in range(p)],
+                           [pos * p + j + 1 for j in range(p)], (d.su_size + 1, d.su_size + d.uplinks),
+                           (1, spine_ports), self.rate_ls)
+        if unit.infra:
+            first = unit.pos * d.rails
+            for node, ports in zip(infra, spread, strict=True):
+                for ep, (leaf_no, port) in zip(node.ports, ports, strict=True):
+                    if leaf_no - first in unit.leaves:
+                        assert ep is not None  # infrastructure nodes list their ports without gaps
+                        self._host(node, ep, unit.leaves[leaf_no - first], port)
+            return
         rail_opt = d.kind == "rail-optimized"
-        leaves = [f"leaf-su{su + 1:02d}-{'r' if rail_opt else ''}{i}" for i in range(d.rails)]
-        for i, (name, where) in enumerate(zip(leaves, self.floor.place_leaves(
-                members[0].rack, d.leaf, d.rails, f"scalable unit {su + 1}"), strict=True)):
-            self._switch(name, "leaf", d.leaf, where, su, i if rail_opt else None)
-        self._uplinks(in_pod, leaves, spines)
-        for k, node in enumerate(members):
+        for k, node in unit.members:
             for rail, ep in enumerate(node.ports):
                 if ep is None:
                     continue
                 if rail_opt:
-                    leaf, port = leaves[rail], k + 1
+                    leaf, port = unit.leaves[rail], k + 1
                 else:
                     slot = k * d.rails + rail
-                    leaf, port = leaves[slot // d.su_size], slot % d.su_size + 1
+                    leaf, port = unit.leaves[slot // d.su_size], slot % d.su_size + 1
                 self._host(node, ep, leaf, port)
-
-    def _uplinks(self, in_pod: int, leaves: list[str], spines: list[str]) -> None:
-        """Leaf i of the unit at position `in_pod` of its pod: p links to every spine of the pod."""
-        d = self.d
-        p = d.leaf_spine_links
-        for i, leaf in enumerate(leaves):
-            pos = in_pod * d.rails + i
-            for s, spine in enumerate(spines):
-                for j in range(p):
-                    self._up(1, leaf, d.su_size + s * p + j + 1, spine, pos * p + j + 1, self.rate_ls)
 
     def _host(self, node: FabricNode, ep: Endpoint, leaf: str, port: int) -> None:
         d = self.d
+        cid, kept = f"{leaf}.{port}", False
+        if self.constrained:
+            c = self.kept_hosts.get((node.name, ep.hca, ep.port))
+            if c is not None:
+                if self._emit_kept(0, c):
+                    return
+                cid, kept = c.id, True
         if not self.cat.links_up(ep.rate, d.leaf.rate):
             raise PlanError(f"node {node.name}: {ep.hca}/{ep.port} runs {ep.rate}, but the ports of "
                             f"{d.leaf.model} leaves run {d.leaf.rate}{' (split)' if d.leaf.split else ''}: "
@@ -178,48 +473,24 @@ class _Builder:
         rate = self.cat.slower(ep.rate, d.leaf.rate) or d.leaf.rate
         # infrastructure nodes grow apart from the scalable units: their links stay off the MPO trunks,
         # whose lanes and panel ports are handed out in one growth order (no re-packing either way)
-        self._link(0, f"{leaf}.{port}", _ref(node.name, ep.port, ep.hca), node.rack, node.u, _ref(leaf, port), rate,
-                   on_trunk=not node.infra)
-
-    def _infra_unit(self, pos: int, in_pod: int, infra: list[FabricNode], spread: list[list[tuple[int, int]]],
-                    spines: list[str]) -> None:
-        """Unit position `pos` of the infrastructure leaves: room for `rails` leaves is kept on the
-        floor (so that more infrastructure leaves later move nothing), the ones in use are created."""
-        d = self.d
-        first = pos * d.rails
-        count = min(d.rails, d.infra_leaves - first)
-        places = self.floor.place_leaves(infra[0].rack, d.leaf, d.rails, "the infrastructure leaves")
-        leaves = [f"leaf-infra-{first + i + 1:02d}" for i in range(count)]
-        for name, where in zip(leaves, places, strict=False):
-            self._switch(name, "leaf", d.leaf, where, None, None)
-        self._uplinks(in_pod, leaves, spines)
-        for node, ports in zip(infra, spread, strict=True):
-            for ep, (leaf_no, port) in zip(node.ports, ports, strict=True):
-                if first <= leaf_no < first + count:
-                    assert ep is not None  # infrastructure nodes list their ports without gaps
-                    self._host(node, ep, leaves[leaf_no - first], port)
+        self._link(0, cid, _ref(node.name, ep.port, ep.hca), node.rack, node.u, _ref(leaf, port), rate,
+                   on_trunk=not node.infra, who=node.name, kept_id=kept)
 
 
-def infra_spread(infra: list[FabricNode], leaves: int, down: int) -> list[list[tuple[int, int]]]:
-    """(leaf number, port) of every port of every infrastructure node, in node order.
+def _free(used: set[int], ideal: list[int], rng: tuple[int, int], switch: str) -> int:
+    """The first ideal port not in use, else the lowest free port of the range (marked used)."""
+    port = next((x for x in ideal if x not in used), None)
+    if port is None:
+        port = next((x for x in range(rng[0], rng[1] + 1) if x not in used), None)
+    if port is None:
+        raise PlanError(f"{switch}: no free port left in {rng[0]}-{rng[1]} for a link the design needs")
+    used.add(port)
+    return port
 
-    Port j of the k-th node goes to leaf (k + j) mod `leaves`, or the next leaf with a free
-    port: single-port nodes take turns, a node's ports land on different leaves (where there
-    are enough), and a node added at the end takes only ports nobody had. Ports on a leaf are
-    taken from 1 up.
-    """
-    used = [0] * leaves
-    out: list[list[tuple[int, int]]] = []
-    for k, node in enumerate(infra):
-        mine: list[tuple[int, int]] = []
-        for j in range(len(node.ports)):
-            free = [x for x in ((k + j + step) % leaves for step in range(leaves)) if used[x] < down]
-            if not free:
-                raise PlanError(f"node {node.name}: no free port left on the {leaves} infrastructure leaves",
-                                [f"infra_leaves: {leaves + 1}"])
-            taken = {m for m, _ in mine}
-            leaf = next((x for x in free if x not in taken), free[0])
-            used[leaf] += 1
-            mine.append((leaf, used[leaf]))
-        out.append(mine)
-    return out
+
+def _unique(cid: str, ids: set[str]) -> str:
+    n = 2
+    while f"{cid}-{n}" in ids:
+        n += 1
+    ids.add(f"{cid}-{n}")
+    return f"{cid}-{n}"

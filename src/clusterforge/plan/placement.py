@@ -81,6 +81,20 @@ class Floor:
         self.load_kw[rack.name] += st.power_w / 1000
         return u
 
+    def free_at(self, rack: str, u: int, height: int) -> bool:
+        """Whether units u .. u+height-1 of `rack` exist and nothing placed so far takes them."""
+        r = self.racks.get(rack)
+        taken = self.taken.get(rack)
+        return (r is not None and taken is not None and u >= 1 and u + height - 1 <= r.u_height
+                and all(x not in taken for x in range(u, u + height)))
+
+    def keep(self, rack: str, u: int, height: int, power_w: float = 0.0, switch: bool = True) -> None:
+        """Mark a frozen switch (or patch panel) kept where it is (free_at said so)."""
+        self.taken[rack].update(range(u, u + height))
+        if switch:
+            self.switch_units[rack] += height
+            self.load_kw[rack] += power_w / 1000
+
     def place_leaves(self, first_node_rack: str, st: SwitchType, count: int, unit: str) -> list[tuple[str, int]]:
         """Rack and unit of each of the `count` leaves of `unit` (`scalable unit 3`), nearest network rack first."""
         home = self.racks.get(first_node_rack)

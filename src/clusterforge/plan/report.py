@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .bom import Bom
+from .changes import change_lines
 from .checks import PlanReport
 from .design import Design
 from .merge import Deviation
@@ -82,6 +83,8 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
         out.append(f"{f['rule']}  {f['severity']}  {f['subject']}: {f['message']}")
     for dv in s["deviations"]:
         out.append(f"{dv['kind']}  {dv['subject']}: {dv['message']}")
+    if s.get("changes"):
+        out.extend(change_lines(s["changes"]))
     return out
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ..model.cabling import Cable, PatchPanel, Trunk
 from ..model.nodes import Switch
 from .design import Design
+from .frozen import EMPTY, Frozen
 
 TIERS = ("node_leaf", "leaf_spine", "spine_core")
 
@@ -21,6 +22,7 @@ class Plan:
     patch_panels: tuple[PatchPanel, ...]
     trunks: tuple[Trunk, ...]
     links_on_trunks: int  # individual cross-row cables the trunks replace
+    frozen: Frozen = EMPTY  # the as-built fabric this plan kept what it could of
 
     def switch_counts(self) -> dict[str, int]:
         counts = Counter(s.role for s in self.switches)
