@@ -9,7 +9,7 @@ import typer
 
 from ..fsutil import write_atomic
 from ..model import Inventory
-from .common import out
+from .common import check_output_path, out
 
 
 def schema_text() -> str:
@@ -23,5 +23,6 @@ def schema(
     output: Path = typer.Option(Path("schemas/inventory.schema.json"), "--output", "-o"),
 ) -> None:
     """Write the inventory JSON schema (for editors: yaml-language-server)."""
+    check_output_path(output, "--output", directory=False)
     write_atomic(output, schema_text())
     out.print(f"wrote {output}")
