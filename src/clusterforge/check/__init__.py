@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..errors import InventoryIssue
 from ..model.index import Index
-from . import addressing, cabling, compat, hardware, placement, services, uniqueness
+from . import addressing, cabling, compat, ha, hardware, placement, services, uniqueness
 
 Rule = Callable[[Index], list[InventoryIssue]]
 
@@ -21,6 +21,7 @@ RULES: tuple[Rule, ...] = (
     cabling.check,
     addressing.check,
     services.check,
+    ha.check,
     compat.check,
 )
 

@@ -21,6 +21,7 @@ from ..model.cabling import Cable, PatchPanel, Trunk
 from ..model.index import Index
 from ..model.inventory import Inventory
 from ..model.nodes import Switch
+from .frozen import Frozen
 from .generate import plan_fabric
 from .result import Plan
 
@@ -47,10 +48,25 @@ class Merged:
 
 
 def apply_plan(inv: Inventory, index: Index | None = None, cat: Catalog | None = None) -> Inventory:
-    """`inv` with its fabric plan merged in (unchanged when it has no `fabric` spec). Pure."""
+    """`inv` with its fabric plan merged in (unchanged when it has no `fabric` spec). Pure.
+
+    The generated part of `inv` (what `plan --write` froze, frozen.py) is re-planned, not
+    merged: what the plan keeps of it stays as it is, what the spec no longer has is dropped,
+    what it adds is added; so `inv` after a spec edit reads as the fabric `plan --write` would
+    write."""
     if inv.fabric is None:
         return inv
-    return merge_plan(inv, plan_fabric(inv, index, cat)).inv
+    frozen = Frozen.of(inv)
+    plan = plan_fabric(inv, index, cat, frozen)
+    if not frozen:
+        return merge_plan(inv, plan).inv
+    tids, pids = set(frozen.trunks), set(frozen.panels)
+    base = inv.model_copy(update={
+        "switches": [s for s in inv.switches if s.name not in frozen.switches],
+        "cables": [c for c in inv.cables if not c.generated],
+        "patch_panels": [p for p in inv.patch_panels if p.name not in pids],
+        "trunks": [t for t in inv.trunks if t.id not in tids]})
+    return merge_plan(base, plan).inv
 
 
 def _sw_key(s: Switch) -> tuple[object, ...]:
