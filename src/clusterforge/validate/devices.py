@@ -131,17 +131,28 @@ def _duplicate(index: Index, binding: Binding, topo: IbTopology, desc: str, node
     parts: list[str] = []
     details: list[str] = []
     fixes: list[str] = []
+    slots: list[str] = []
+    unbound = False  # a device left unbound: its links were not checked, so this is an error
     for n in nodes:
         ports = sorted(at.get(n.guid, []))
         where = f" on {_short(ports)}" if ports else ""
+        if len({p[0] for p in ports}) > 2:  # a switch: its first two neighbours, then a count
+            first = [p for p in ports if p[0] in sorted({q[0] for q in ports})[:2]]
+            where = f" on {_short(first)} and {len(ports) - len(first)} more port(s)"
         key = binding.by_guid.get(n.guid)
         how = {"guid": "its locked GUID", "position": "its position"}.get(binding.how.get(n.guid, ""), "")
+        if key is None:  # not bound (switches are not bound by position): the slot its cables say
+            owners = {other_end(c, p)[:2] for p in ports if (c := index.cable_at.get(p)) is not None}
+            key = next(iter(owners)) if len(owners) == 1 else None
+            how = "the declared cables on its ports"
+            unbound = True
         if key is None:
             parts.append(f"{n.guid}{where} (matches no declared slot)")
             details.append(f"{n.guid}{where}: no declared device is bound to it")
             fixes.append(f"find {n.guid}{where} and give it its own node description")
             continue
         slot = _name(key)
+        slots.append(key[0])
         wrong = named is None or named != key
         parts.append(f"{n.guid}{where} is {slot} (by {how})" + (", misnamed" if wrong and named else ""))
         details.append(
@@ -149,24 +160,24 @@ def _duplicate(index: Index, binding: Binding, topo: IbTopology, desc: str, node
             + ("; its description is wrong" if wrong and named else "")
         )
         if wrong:
+            how_to = (
+                f"on {key[0]}: `echo {slot!r} > /sys/class/infiniband/{key[1]}/node_desc`"
+                if key[1]
+                else "its system name"
+            )
             fixes.append(
-                f"set the node description of {slot} (GUID {n.guid}, {device_floor(index, key[0])}) to {slot!r}"
+                f"set the node description of {slot} (GUID {n.guid}, {device_floor(index, key[0])}) to {slot!r} "
+                f"({how_to}, or OpenSM's node-name-map)"
             )
     declared = f" (the name of {_name(named)})" if named else ""
     return Finding(
         "FAB-DUP-DESC",
-        "warning",
+        "error" if unbound else "warning",
         desc,
         f"{len(nodes)} devices share the node description {desc!r}{declared}: " + "; ".join(parts),
         expected="one device per node description",
         observed=", ".join(n.guid for n in nodes),
-        action="; ".join(fixes)
-        + " (on the host: /sys/class/infiniband/<hca>/node_desc; for a switch: its system name or OpenSM's "
-        "node-name-map)",
-        floor=", ".join(
-            f"{k[0]} in {device_floor(index, k[0])}" for k in dict.fromkeys(
-                binding.by_guid[n.guid] for n in nodes if n.guid in binding.by_guid
-            )
-        ) or None,
+        action="; ".join(fixes),
+        floor=", ".join(f"{d} in {device_floor(index, d)}" for d in dict.fromkeys(slots)) or None,
         details=tuple(details),
     )

@@ -398,3 +398,16 @@ def test_json_and_junit_carry_the_details(lab: Checked, tmp_path: Path) -> None:
     assert "spine02/1 - leaf-su01-r0/23" in xml and "where: rack lab-core01 U4" in xml
     text = CliRunner().invoke(app, ["validate", env, "--from", str(saved)])
     assert text.exit_code == 4 and "· spine02/1 - leaf-su01-r0/23" in text.output
+
+
+def test_duplicate_switch_description_names_the_slot_of_each(lab: Checked) -> None:
+    fab = from_index(lab.index)
+    fab.desc[("spine02", None)] = "spine01"  # switches are not bound by position: both stay unbound
+    (f,) = run(lab.index, fab)
+    s1, s2 = fab.guid[("spine01", None)], fab.guid[("spine02", None)]
+    assert (f.rule, f.severity) == ("FAB-DUP-DESC", "error")  # their links could not be checked
+    assert f"{s1} on leaf-infra01 ports 21/22, leaf-su01-r0 ports 21/22 and 6 more port(s) is spine01" in f.message
+    assert f"{s2} on leaf-infra01 ports 23/24, leaf-su01-r0 ports 23/24 and 6 more port(s) is spine02" in f.message
+    assert "is spine02 (by the declared cables on its ports), misnamed" in f.message
+    assert "spine01 (GUID" not in f.action
+    assert f.action.startswith(f"set the node description of spine02 (GUID {s2}, rack lab-core01 U4) to 'spine02'")
