@@ -164,6 +164,12 @@ def read_environment(env: Path) -> tuple[dict[str, Any], Source]:
         except RecursionError:
             issues.append(InventoryIssue((), "YAML: nested too deeply", str(file), rule="YAML"))
             continue
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # a Rust panic in yaml-rs surfaces as pyo3's PanicException
+            msg = f"YAML: the parser gave up on this file ({type(exc).__name__}: {exc})"
+            issues.append(InventoryIssue((), msg, str(file), rule="YAML"))
+            continue
         if doc is None:
             continue
         if not isinstance(doc, dict):

@@ -133,6 +133,12 @@ def test_parse_garbage_files(tool: str, tmp_path: Path) -> None:
         _assert_clean(result, args, {0, 2} if readable else {2})
 
 
+def test_plan_bom_garbage_price_tables(tmp_path: Path) -> None:
+    for path in _garbage_files(tmp_path).values():
+        args = ["plan", "bom", str(LAB), "--prices", str(path)]
+        _assert_clean(CliRunner().invoke(app, args), args, {2})
+
+
 def test_apply_garbage_plan_files(tmp_path: Path) -> None:
     for path in _garbage_files(tmp_path).values():
         args = ["apply", str(path), "--dry-run"]

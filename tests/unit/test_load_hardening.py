@@ -133,3 +133,20 @@ def test_inf_and_nan_are_rejected(tmp_path: Path, value: str) -> None:
                                              f"{{name: r01, row: row-a, position: 0, floor_area_m2: {value},"))
     (issue,) = _issues(env)
     assert "racks[0].floor_area_m2:" in issue and "finite number" in issue
+
+
+class _Panic(BaseException):
+    """Stands in for pyo3's PanicException (a BaseException, not an Exception)."""
+
+
+def test_a_parser_panic_is_an_issue_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import clusterforge.load as load_mod
+
+    def panic(text: str) -> object:
+        raise _Panic("capacity overflow")
+
+    monkeypatch.setattr(load_mod.yaml_rs, "loads", panic)
+    env = _env(tmp_path)
+    issues = _issues(env)
+    assert len(issues) == len(list(env.glob("*.yaml")))
+    assert all("YAML: the parser gave up on this file (_Panic: capacity overflow)" in i for i in issues)

@@ -197,7 +197,7 @@ def _prices(path: Path | None, inv: Inventory | None) -> PriceTable:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         return PriceTable.model_validate(data.get("prices", data) if isinstance(data, dict) else data)
-    except (OSError, yaml.YAMLError, ValidationError) as exc:
+    except (OSError, ValueError, yaml.YAMLError, ValidationError) as exc:  # ValueError: not UTF-8
         err.print(f"{path}: not a price table: {exc}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
 
