@@ -67,6 +67,7 @@ def learn(
             {
                 "written": str(target) if written else None,
                 "refused": merge.refused,
+                "foreign_fabric": merge.foreign,
                 "switches": len(learned.switches),
                 "hcas": len(learned.hcas),
                 "ports": len(learned.ports),
@@ -159,7 +160,13 @@ def _print_text(
     _listed([f"  added    {c.key}: {c.seen}" for c in merge.added])
     what = "dropped " if merge.replace else "kept    "
     _listed([f"  {what} {c.key}: {c.locked} (not seen)" for c in merge.unseen])
-    if merge.refused:
+    if merge.foreign:
+        err.print(
+            "refused: this output shows no device of the inventory (another fabric, or the wrong file?). "
+            "Nothing was written.",
+            markup=False,
+        )
+    elif merge.refused:
         err.print(
             f"refused: {len(merge.changed)} locked GUID(s) changed. A changed GUID means replaced (or moved) "
             "hardware: confirm the replacement on the floor, then re-run with --replace "

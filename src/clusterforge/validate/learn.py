@@ -87,11 +87,13 @@ class LockMerge:
     changed: list[LockChange] = field(default_factory=list)  # locked, seen with another GUID
     unseen: list[LockChange] = field(default_factory=list)  # locked, not in this source
     replace: bool = False
+    foreign: bool = False  # the source shows devices but none of the inventory's: another fabric
 
     @property
     def refused(self) -> bool:
-        """A changed GUID is a hardware replacement: only `--replace` accepts it."""
-        return bool(self.changed) and not self.replace
+        """A changed GUID is a hardware replacement: only `--replace` accepts it. A source that
+        binds nothing at all is another fabric: refused even with `--replace` (it would drop every lock)."""
+        return self.foreign or (bool(self.changed) and not self.replace)
 
     @property
     def dropped(self) -> list[LockChange]:
@@ -120,6 +122,7 @@ def merge_locks(old: dict[str, dict[str, str]], learned: Learned, *, replace: bo
     """
     new = {"switches": learned.switches, "hcas": learned.hcas, "ports": learned.ports}
     merge = LockMerge(locks={s: {} for s in SECTIONS}, replace=replace)
+    merge.foreign = not learned.how and bool(learned.unbound)
     for section in SECTIONS:
         before, now = old.get(section, {}), new[section]
         owner = {guid: key for key, guid in before.items()}

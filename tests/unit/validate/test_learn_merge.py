@@ -119,3 +119,18 @@ def test_learn_into_a_file_is_a_usage_error(lab: Checked, tmp_path: Path) -> Non
     result = CliRunner().invoke(app, ["learn", str(env), "--from", str(source)])
     assert result.exit_code == 2
     assert "not one" in result.output and "Traceback" not in result.output
+
+
+def test_another_fabric_is_refused_even_with_replace(lab: Checked, lab_copy: Path) -> None:
+    assert _learn(lab_copy, from_index(lab.index), lab)[0] == 0
+    before = (lab_copy / GENERATED).read_text()
+    fab = from_index(lab.index)
+    for i, key in enumerate(sorted(fab.guid, key=str)):
+        fab.guid[key] = f"0x0002c9030{i:07x}"
+        fab.desc[key] = f"other-fabric-{i}"
+    fab.port_guid.clear()
+    for extra in ((), ("--replace",)):
+        code, _, output = _learn(lab_copy, fab, lab, *extra)
+        assert code == 1, output
+        assert "shows no device of the inventory" in output
+        assert (lab_copy / GENERATED).read_text() == before
