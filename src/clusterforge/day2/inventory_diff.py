@@ -209,7 +209,7 @@ def diff_cables(old: list[Cable], new: list[Cable]) -> list[CableChange]:
             else:
                 out.append(CableChange("added", c.id, None, c))
             continue
-        if before == c:
+        if _same(before, c):
             continue
         if _ends(before) != _ends(c):
             moved = tuple(side for side in ("a", "b") if getattr(before, side) != getattr(c, side))
@@ -220,6 +220,14 @@ def diff_cables(old: list[Cable], new: list[Cable]) -> list[CableChange]:
                 out.append(change)
     out += [CableChange("removed", c.id, c, None) for c in gone if c.id not in matched]
     return out
+
+
+def _same(x: Cable, y: Cable) -> bool:
+    """x == y, without pydantic's field-by-field __eq__ of the nested port references (50,000 cables)."""
+    return (x.a.device == y.a.device and x.a.hca == y.a.hca and x.a.port == y.a.port and x.b.device == y.b.device
+            and x.b.hca == y.b.hca and x.b.port == y.b.port and x.media == y.media and x.length_m == y.length_m
+            and x.label == y.label and x.fiber_type == y.fiber_type and x.trunk == y.trunk
+            and x.lane_group == y.lane_group and x.generated == y.generated and x.id == y.id)
 
 
 def _same_ends(before: Cable, after: Cable, extra: tuple[str, ...]) -> CableChange:
