@@ -1,16 +1,41 @@
-"""Atomic file writes: a reader never sees a half-written file."""
+"""Files on disk: atomic writes, our temporaries and their cleanup, and a lock per directory.
+
+* `write_atomic`: a reader never sees a half-written file. The data goes to a temporary
+  `.<name>.<random>.cf-tmp` beside the target, then replaces it; the temporary is removed on any
+  exception, including the SystemExit that `terminate_cleanly` turns SIGTERM/SIGHUP into.
+  A SIGKILL still leaves one: `remove_temporaries` removes ours on the next run.
+* `directory_lock`: one writer at a time per directory (`fcntl.flock` on `.clusterforge.lock`
+  in it): a second `render`, `plan --write` or `learn` waits (bounded, saying for whom) or is
+  refused, and never interleaves its files with the first one's.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import os
+import re
+import signal
 import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
+
+TEMP_SUFFIX = ".cf-tmp"
+LOCK_FILE = ".clusterforge.lock"
+LOCK_WAIT_ENV = "CLUSTERFORGE_LOCK_WAIT_S"
+LOCK_WAIT_S = 120.0
+"""How long a second run waits for the lock before it gives up (override: $CLUSTERFORGE_LOCK_WAIT_S)."""
+_MKSTEMP_TAIL = re.compile(r"^[a-z0-9_]{8}$")
 
 
 def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
@@ -22,3 +47,107 @@ def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def is_temporary(name: str, known: set[str] | frozenset[str] = frozenset()) -> bool:
+    """True for a temporary of `write_atomic`: `.<name>.<random>.cf-tmp`, or the older
+    `.<name>.<random>` form when `<name>` is one of `known` (files we wrote in that directory)."""
+    if not name.startswith("."):
+        return False
+    if name.endswith(TEMP_SUFFIX) and len(name) > len(TEMP_SUFFIX) + 1:
+        return True
+    stem, _, tail = name[1:].rpartition(".")
+    return stem in known and _MKSTEMP_TAIL.match(tail) is not None
+
+
+def remove_temporaries(root: Path, known: dict[Path, set[str]] | None = None) -> list[Path]:
+    """Remove our leftover temporaries under `root` (never following a symlink); return what went.
+    `known`: directory -> names written there, for the older temporaries that carry no suffix."""
+    removed: list[Path] = []
+    names = known or {}
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        here = Path(dirpath)
+        dirnames[:] = [d for d in dirnames if not (here / d).is_symlink()]
+        for name in filenames:
+            path = here / name
+            if is_temporary(name, names.get(here, set())) and not path.is_symlink() and path.is_file():
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                    removed.append(path)
+    return removed
+
+
+class LockTimeout(Exception):
+    """Another run held the directory's lock for longer than we wait."""
+
+
+def lock_wait_s() -> float:
+    text = os.environ.get(LOCK_WAIT_ENV, "")
+    try:
+        return max(0.0, float(text)) if text else LOCK_WAIT_S
+    except ValueError:
+        return LOCK_WAIT_S
+
+
+@contextlib.contextmanager
+def directory_lock(directory: Path, *, wait_s: float | None = None,
+                   on_wait: Callable[[str], None] | None = None) -> Iterator[Path]:
+    """Hold an exclusive lock on `directory` (created if missing) for the block.
+
+    A held lock is waited for up to `wait_s` seconds (default `lock_wait_s()`), `on_wait` told once
+    who holds it; LockTimeout after that. The lock file stays (empty of meaning once released)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / LOCK_FILE
+    if path.is_symlink():
+        raise OSError(errno.ELOOP, f"{path} is a symlink; refusing to lock through it")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        limit = lock_wait_s() if wait_s is None else wait_s
+        deadline = time.monotonic() + limit
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                holder = _holder(fd)
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(f"{directory} is in use by another clusterforge run ({holder}); "
+                                      f"gave up after {limit:g} s") from None
+                if not told and on_wait is not None:
+                    on_wait(f"{directory} is in use by another clusterforge run ({holder}); "
+                            f"waiting up to {limit:g} s")
+                    told = True
+                time.sleep(0.1)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}\n".encode(), 0)
+        yield path
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+    except OSError:
+        text = ""
+    return text or "pid unknown"
+
+
+@contextlib.contextmanager
+def terminate_cleanly() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise SystemExit (so `finally`/`except` clean up: temporaries
+    removed, locks released) instead of killing the process outright. Main thread only; else a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum: int, _frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, _exit) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

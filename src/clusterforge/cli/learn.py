@@ -15,6 +15,7 @@ from ..parse import ParseError, ibnetdiscover
 from ..validate.learn import HEADER, LockChange, LockMerge, existing_locks, merge_locks
 from ..validate.learn import learn as run_learn
 from .common import Format, err, fail_inventory, out, print_json
+from .locking import locked
 
 GENERATED = "guids.generated.yaml"
 
@@ -39,6 +40,12 @@ def learn(
     if not env.is_dir():
         err.print(f"{env}: learn writes {GENERATED} into an environment directory; this is not one", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    with locked(env, not dry_run):  # read the locks, merge, write: under ENV's lock
+        _learn(env, source, require, dry_run, replace, fmt)
+
+
+def _learn(env: Path, source: Path | None, require: str | None, dry_run: bool, replace: bool,
+           fmt: Format) -> None:
     try:
         checked = load_checked(env)
     except InventoryInvalid as exc:

@@ -49,6 +49,7 @@ from ..plan.frozen import Frozen
 from ..plan.merge import Merged
 from ..plan.report import bom_rows, summary_dict, summary_lines
 from .common import Format, check_output_path, err, fail_inventory, out, print_json
+from .locking import locked
 
 _LISTS = ("switches", "cables", "patch_panels", "trunks")
 
@@ -135,6 +136,11 @@ def show(
     export: Path | None = typer.Option(None, "--export", help="write plan.json, bom.csv and cables.csv here"),
 ) -> None:
     """Plan ENV's fabric from its `fabric` spec (or check the declared one) and print a summary."""
+    with locked(env, write and env.is_dir()):  # --write: read, plan and write under ENV's lock
+        _show(env, fmt, write, renumber, export)
+
+
+def _show(env: Path, fmt: Format, write: bool, renumber: bool, export: Path | None) -> None:
     if export is not None:
         check_output_path(export, "--export", directory=True)
     with gc_paused():  # 10^5-10^6 small acyclic objects: collector passes would dominate

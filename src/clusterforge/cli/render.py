@@ -10,6 +10,7 @@ from rich.table import Table
 
 from ..api import load_checked
 from ..errors import ExitCode, InventoryInvalid
+from ..fsutil import LockTimeout
 from ..render import Rendered, WriteReport, write_tree
 from ..render import render as render_files
 from .common import Format, err, fail_inventory, out, print_json
@@ -37,10 +38,15 @@ def render(
     target = output if output is not None else Path("out") / env_name
     result = render_files(checked.index, env_name, svg=svg)
     try:
-        report = write_tree(target, result.files)
-    except (OSError, ValueError) as exc:
+        report = write_tree(target, result.files, on_wait=lambda msg: err.print(msg, markup=False))
+    except (OSError, ValueError, LockTimeout) as exc:
         err.print(f"cannot write {target}: {exc}", style="bold red", markup=False)
-        raise typer.Exit(int(ExitCode.FAILURE)) from exc
+        raise typer.Exit(int(ExitCode.FAILURE)) from None
+    for line in report.ignored:
+        err.print(f"warning: ignored manifest line {line!r} (not a plain relative path inside {target})",
+                  style="yellow", markup=False)
+    for rel in report.temporaries:
+        err.print(f"removed leftover temporary {rel}", markup=False)
     if fmt is Format.json:
         print_json(_json(env_name, target, result, report))
         return
@@ -57,6 +63,8 @@ def _json(env_name: str, target: Path, result: Rendered, report: WriteReport) ->
         "written": report.written,
         "unchanged": len(report.unchanged),
         "removed": report.removed,
+        "ignored_manifest_lines": report.ignored,
+        "temporaries_removed": report.temporaries,
         "placeholders": {path: list(labels) for path, labels in result.placeholders.items()},
         "notes": list(result.notes),
     }

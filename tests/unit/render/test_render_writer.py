@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from clusterforge.fsutil import LOCK_FILE
 from clusterforge.render.writer import MANIFEST, read_manifest, write_tree
 
 
@@ -29,7 +30,7 @@ def test_write_then_rewrite_then_prune(tmp_path: Path) -> None:
     assert (out / "c.txt").stat().st_mtime_ns == mtime
     assert (out / "mine.txt").read_text() == "not rendered\n"
     assert read_manifest(out) == ["a/b.conf", "c.txt"]
-    assert not [p for p in out.rglob(".*") if p.name != MANIFEST]  # no temp files left
+    assert not [p for p in out.rglob(".*") if p.name not in (MANIFEST, LOCK_FILE)]  # no temp files left
 
 
 @pytest.mark.parametrize("bad", ["/etc/passwd", "../x", "a/../../x", "", MANIFEST])

@@ -1,0 +1,29 @@
+"""The CLI side of `fsutil.directory_lock`: say who holds the lock while waiting, exit 1 on a timeout."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import typer
+
+from ..errors import ExitCode
+from ..fsutil import LockTimeout, directory_lock, terminate_cleanly
+from .common import err
+
+
+@contextlib.contextmanager
+def locked(directory: Path, active: bool = True) -> Iterator[None]:
+    """Hold `directory`'s lock for the block (a no-op when not `active`): a second `render`,
+    `plan --write` or `learn` on the same directory waits, then is refused (exit 1)."""
+    if not active:
+        yield
+        return
+    try:
+        lock = directory_lock(directory, on_wait=lambda msg: err.print(msg, markup=False))
+        with terminate_cleanly(), lock:
+            yield
+    except LockTimeout as exc:
+        err.print(f"refused: {exc}", style="bold red", markup=False)
+        raise typer.Exit(int(ExitCode.FAILURE)) from None
