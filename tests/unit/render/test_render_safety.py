@@ -223,3 +223,16 @@ def test_two_concurrent_renders_never_leave_a_mixed_tree(tmp_path: Path) -> None
     tree = _tree(out)
     assert tree in (dict(expected[0]), dict(expected[1]))  # one inventory's tree, whole
     assert read_manifest(out) == sorted(tree)  # every listed file exists, nothing unlisted is left
+
+
+def test_plan_write_removes_a_killed_runs_temporaries_from_the_environment(tmp_path: Path) -> None:
+    env = tmp_path / "lab"
+    shutil.copytree(LAB, env)
+    leftover = env / ".cabling.generated.yaml.k2j3h4g5.cf-tmp"
+    leftover.write_text("half a file\n")
+    mine = env / ".notes"
+    mine.write_text("keep\n")
+    result = CliRunner().invoke(app, ["plan", str(env), "--write"])
+    assert result.exit_code in (0, 4), result.output
+    assert not leftover.exists() and mine.read_text() == "keep\n"
+    assert "removed leftover temporary" in result.output
