@@ -1,0 +1,199 @@
+"""Day-2 end to end on the lab: `diff --output` then `apply --lab-technician`, for real.
+
+A copy of the lab inventory on its own subnet and lab root (a developer's lab is left alone), its
+drain/resume hooks pointed at the copy, GUIDs learned once. Then, on the running lab:
+
+* a node's HCA port re-cabled to another leaf port; the first apply stops at validation (a fault
+  injected elsewhere), the re-run after `lab heal` resumes there without redoing the cable work;
+* a stale plan (the inventory edited after planning) refused with exit 2, accepted again once the
+  edit is undone;
+* a failed leaf replaced by a new unit (its GUID lock dropped: a new GUID, learned by the plan); the
+  apply is killed mid-way (SIGKILL) and the re-run finishes from the journal, never repeating a step.
+
+Each ends in a clean validation (the plan's own validate step, and once more here). Run under the
+shared lab lock: `flock /tmp/cf-lab.lock .venv/bin/python -m pytest -m lab tests/lab/test_day2_apply.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import free_lab_subnet
+from typer.testing import CliRunner
+
+from clusterforge.cli.main import app
+from clusterforge.lab.netfile import parse_netfile
+from clusterforge.labenv import paths
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.lab
+CF = str(Path(sys.executable).parent / "clusterforge")
+
+
+def cf(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def journal(plan: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in Path(f"{plan}.journal").read_text().splitlines()[1:]]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory, container_tools: None) -> Iterator[Path]:
+    base = tmp_path_factory.mktemp("day2apply")
+    env = base / "dayapply"
+    shutil.copytree(ROOT / "inventories" / "lab", env)
+    prefix = free_lab_subnet().rsplit(".", 1)[0] + "."
+    for f in env.glob("*.yaml"):
+        f.write_text(f.read_text().replace("198.18.10.", prefix).replace("inventories/lab", str(env)))
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CLUSTERFORGE_LAB_ROOT", str(base / "labroot"))
+    mp.chdir(base)
+    code, out = cf("lab", "up", str(env))
+    assert code == 0, out
+    try:
+        code, out = cf("learn", str(env))  # the as-built GUIDs, locked (replacements show as a lock change)
+        assert code == 0, out
+        yield env
+    finally:
+        code, out = cf("lab", "down", str(env))
+        mp.undo()
+        assert code == 0, out
+
+
+def state_dir(env: Path) -> Path:
+    return paths(env).state_dir
+
+
+def snapshot(env: Path, name: str) -> Path:
+    old = env.parent / name
+    shutil.copytree(env, old)
+    return old
+
+
+def technician_ops(env: Path) -> list[tuple[str, object, object]]:
+    """What the lab technician did, ports named by node description (ibsim ids follow the GUIDs)."""
+    net = parse_netfile(paths(env).netfile)
+
+    def name(ep: object) -> object:
+        return [net.nodes[ep[0]].desc, ep[1]] if isinstance(ep, list) else ep
+
+    entries = json.loads((state_dir(env) / "technician.json").read_text())
+    return [(e["op"], name(e.get("a")), name(e.get("b")) or e.get("guid")) for e in entries]
+
+
+def test_recable_a_node_port_resume_after_a_failed_validation(lab: Path) -> None:
+    old = snapshot(lab, "asbuilt-a")
+    fabric = lab / "fabric.yaml"
+    fabric.write_text(fabric.read_text().replace("b: leaf-su01-r0/1,", "b: leaf-su01-r0/5,"))
+    plan = lab.parent / "recable.json"
+    code, out = cf("diff", str(old), str(lab), "--output", str(plan))
+    assert code == 0, out
+    steps = json.loads(plan.read_text())["steps"]
+    assert [(s["phase"], s["subject"]) for s in steps] == [
+        ("drain", "gpu01"), ("unplug", "C-00001"), ("plug", "C-00001"), ("validate", "fabric and hosts"),
+        ("resume", "gpu01")]
+    # somebody else's cable is pulled: the plan's validation fails, apply stops there
+    code, out = cf("lab", "fault", "remove", "C-00010", "--env", str(lab))
+    assert code == 0, out
+    code, out = cf("apply", str(plan), "--lab-technician")
+    assert code == 1, out
+    assert "step 4 failed (exit 4)" in out and "FAB-PORT-DOWN" in out
+    assert [(e["n"], e["event"]) for e in journal(plan)] == [
+        (1, "start"), (1, "done"), (2, "done"), (3, "done"), (4, "start"), (4, "failed")]
+    code, out = cf("lab", "heal", "--env", str(lab))
+    assert code == 0, out
+    code, out = cf("apply", str(plan), "--lab-technician")
+    assert code == 0, out
+    assert "resuming: 3 of 5 steps done" in out and "clean: the fabric and hosts match" in out
+    done = [e["n"] for e in journal(plan) if e["event"] == "done"]
+    assert done == [1, 2, 3, 4, 5]
+    # the cable work was done once, and where the plan said
+    gpu = ["gpu01 mlx5_0", 1]
+    assert technician_ops(lab) == [("unplug", gpu, ["leaf-su01-r0", 1]), ("plug", gpu, ["leaf-su01-r0", 5])]
+    drained = json.loads((state_dir(lab) / "drained.json").read_text())
+    assert drained["drained"] == []
+    assert [(e["host"], e["event"]) for e in drained["events"]] == [("gpu01", "drain"), ("gpu01", "resume")]
+    ops = json.loads((state_dir(lab) / "technician.json").read_text())
+    assert drained["events"][0]["when"] < ops[0]["when"] < ops[1]["when"] < drained["events"][1]["when"]
+    code, out = cf("validate", str(lab))
+    assert code == 0, out
+
+
+def test_a_stale_plan_is_refused(lab: Path) -> None:
+    old = snapshot(lab, "asbuilt-stale")
+    guids = lab / "guids.generated.yaml"
+    built = guids.read_text()
+    guids.write_text("".join(line for line in built.splitlines(keepends=True)
+                             if not line.startswith("    leaf-su02-r1: ")))
+    plan = lab.parent / "stale.json"
+    code, out = cf("diff", str(old), str(lab), "--output", str(plan))
+    assert code == 0, out
+    nodes = lab / "nodes.yaml"
+    listed = nodes.read_text()
+    nodes.write_text(listed.replace("{name: gpu08, rack: lab-su02-r01, u: 14", "{name: gpu08, rack: lab-su02-r01, u: 18"))
+    code, out = cf("apply", str(plan), "--lab-technician")
+    assert code == 2
+    assert "the plan is stale" in out and "changed since the plan was made" in out
+    assert not Path(f"{plan}.journal").exists()
+    nodes.write_text(listed)  # undone: the plan is what it was reviewed against again
+    code, out = cf("apply", str(plan), "--dry-run", "--lab-technician")
+    assert code == 0, out
+    guids.write_text(built)
+
+
+def test_replace_a_leaf_killed_mid_way_then_resumed(lab: Path) -> None:
+    old = snapshot(lab, "asbuilt-b")
+    guids = lab / "guids.generated.yaml"
+    before = guids.read_text()
+    old_guid = next(line.split("'")[1] for line in before.splitlines() if line.startswith("    leaf-su01-r1: "))
+    guids.write_text("".join(line for line in before.splitlines(keepends=True)
+                             if not line.startswith("    leaf-su01-r1: ")))  # the unit was swapped: learn it
+    plan = lab.parent / "replace.json"
+    code, out = cf("diff", str(old), str(lab), "--output", str(plan))
+    assert code == 0, out
+    steps = json.loads(plan.read_text())["steps"]
+    n = {(s["phase"], s["subject"]): s["n"] for s in steps}
+    assert n[("remove", "leaf-su01-r1")] < n[("install", "leaf-su01-r1")] < n[("learn", "leaf-su01-r1")]
+    unplugs = [s["n"] for s in steps if s["phase"] == "unplug"]
+    assert len(unplugs) == 8  # 4 nodes, 4 uplinks
+    ops_before = len(technician_ops(lab))
+    # kill apply (and whatever it runs) once it is half-way through the unplugging
+    proc = subprocess.Popen([CF, "apply", str(plan), "--lab-technician"], cwd=lab.parent, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if Path(f"{plan}.journal").exists() and any(e["event"] == "done" and e["n"] == unplugs[3]
+                                                     for e in journal(plan)):
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "apply finished before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    done_before = [e["n"] for e in journal(plan) if e["event"] == "done"]
+    assert unplugs[3] in done_before and len(done_before) < len(steps)
+    code, out = cf("apply", str(plan), "--lab-technician")
+    assert code == 0, out
+    assert f"resuming: {len(done_before)} of {len(steps)} steps done" in out
+    assert "clean: the fabric and hosts match the inventory" in out
+    done = [e["n"] for e in journal(plan) if e["event"] == "done"]
+    assert done == list(range(1, len(steps) + 1))  # each step finished exactly once, in order
+    ops = technician_ops(lab)[ops_before:]
+    assert sorted(op for op, _, _ in ops) == ["guid"] + ["plug"] * 8 + ["unplug"] * 8
+    new_guid = next(g for op, _, g in ops if op == "guid")
+    learned = guids.read_text()
+    assert f"leaf-su01-r1: '{new_guid}'" in learned and old_guid not in learned
+    drained = json.loads((state_dir(lab) / "drained.json").read_text())
+    assert drained["drained"] == []
+    code, out = cf("validate", str(lab))
+    assert code == 0, out
