@@ -1,0 +1,142 @@
+"""Day-2 scenarios of issue #10 on copies of the prod and staging inventories, the way a user works: edit
+the inventory, `clusterforge plan ENV --write` (frozen addresses and cabling as constraints), `diff`.
+Every plan is proven by the verifier and touches exactly what the change needs."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clusterforge.api import load_checked
+from clusterforge.cli.main import app
+from clusterforge.day2 import ChangePlan, change_plan
+from clusterforge.day2.verify import verify
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _edit(path: Path, fn: Callable[[str], str]) -> None:
+    path.write_text(fn(path.read_text(encoding="utf-8")), encoding="utf-8")
+
+
+def _drop_lines(pattern: str) -> Callable[[str], str]:
+    return lambda text: "".join(line for line in text.splitlines(keepends=True) if not re.search(pattern, line))
+
+
+def _planned(tmp: Path, env: str, edits: dict[str, Callable[[str], str]], write: bool = True) -> ChangePlan:
+    old = ROOT / "inventories" / env
+    new = tmp / env
+    shutil.copytree(old, new)
+    for name, fn in edits.items():
+        _edit(new / name, fn)
+    if write:
+        result = CliRunner().invoke(app, ["plan", "show", str(new), "--write"])
+        assert result.exit_code == 0, result.output
+    a, b = load_checked(old).index, load_checked(new).index
+    plan = change_plan(a, b, str(new), env)
+    assert verify(plan, a, b) == []
+    return plan
+
+
+def _subjects(plan: ChangePlan, *phases: str) -> list[str]:
+    return sorted(s.subject for s in plan.steps if s.phase in phases)
+
+
+def _out(plan: ChangePlan) -> list[str]:
+    return _subjects(plan, "drain", "takeout")
+
+
+def test_prod_retire_a_middle_rack(tmp_path: Path) -> None:
+    plan = _planned(tmp_path, "prod", {"nodes.yaml": _drop_lines(r"rack: prod-su02-r03,"),
+                                       "site.yaml": _drop_lines(r"name: prod-su02-r03,")})
+    gone = ["gpu0029", "gpu0030", "gpu0031", "gpu0032"]
+    assert _out(plan) == gone  # nobody else: no address moves, no cable of another node moves
+    assert len(_subjects(plan, "unplug")) == 8 and _subjects(plan, "plug") == []
+    assert not [w for w in plan.warnings if "renumbered" in w]
+    removes = [s for s in plan.steps if s.phase == "remove"]
+    assert [s.subject for s in removes] == [*gone, "prod-su02-r03"]  # the rack once it is empty
+
+
+def test_prod_retire_the_last_compute_rack(tmp_path: Path) -> None:
+    text = (ROOT / "inventories" / "prod" / "nodes.yaml").read_text()
+    last = re.findall(r"rack: (prod-su\d+-r\d+),", text)[-1]
+    plan = _planned(tmp_path, "prod", {"nodes.yaml": _drop_lines(rf"rack: {last},"),
+                                       "site.yaml": _drop_lines(rf"name: {last},")})
+    assert len(_out(plan)) == 4 and len(_subjects(plan, "unplug")) == 8 and _subjects(plan, "plug") == []
+    assert plan.steps[[s.subject for s in plan.steps].index(last)].phase == "remove"
+
+
+def test_prod_pin_bumps_one_subnet_manager_and_one_lustre_server_per_pair_at_a_time(tmp_path: Path) -> None:
+    def bump(text: str) -> str:
+        for a, b in (("nvidia_driver: 550.90.07", "nvidia_driver: 550.127.05"),
+                     ("doca_ofed: 24.04-0.7.0.0", "doca_ofed: 24.10-1.1.4.0"),
+                     ("nccl: 2.21.5-1", "nccl: 2.22.3-1"), ("lustre_client: 2.15.5", "lustre_client: 2.15.6")):
+            assert a in text
+            text = text.replace(a, b)
+        return text
+
+    plan = _planned(tmp_path, "prod", {"services.yaml": bump}, write=False)
+    steps = plan.steps
+    handover = [s for s in steps if s.phase == "handover"]
+    sm01_out = next(s.n for s in steps if s.phase == "takeout" and s.subject == "sm01")
+    assert handover and handover[0].subject == "sm02" and handover[0].n < sm01_out
+    sm02_out = next(s.n for s in steps if s.phase == "takeout" and s.subject == "sm02")
+    sm01_back = next(s.n for s in steps if s.phase == "return" and s.subject == "sm01")
+    assert sm01_out < sm01_back < sm02_out or sm02_out < sm01_out  # never both out
+    comps = {a for s in steps if s.phase == "deploy" for a in s.argv[s.argv.index("--limit") + 3::2]}
+    assert {"nvidia", "ofed", "nccl", "lustre"} <= comps
+    assert {h for h in plan.drained} == {h.host for h in plan.hosts if h.disruptive}
+
+
+@pytest.mark.parametrize("env", ["staging"])
+def test_swap_two_nodes_of_one_rack_with_two_of_the_next(tmp_path: Path, env: str) -> None:
+    prefix = "stag"
+
+    def swap(text: str) -> str:
+        for a, b in (("gpu0001", "gpu0005"), ("gpu0002", "gpu0006")):
+            la = re.search(rf"- \{{name: {a}, rack: ([^,]+), u: (\d+),", text)
+            lb = re.search(rf"- \{{name: {b}, rack: ([^,]+), u: (\d+),", text)
+            assert la and lb
+            text = text.replace(la.group(0), f"- {{name: {a}, rack: {lb.group(1)}, u: {lb.group(2)},")
+            text = text.replace(lb.group(0), f"- {{name: {b}, rack: {la.group(1)}, u: {la.group(2)},")
+        return text
+
+    plan = _planned(tmp_path, env, {"nodes.yaml": swap})
+    moved = ["gpu0001", "gpu0002", "gpu0005", "gpu0006"]
+    assert _out(plan) == moved
+    assert len(_subjects(plan, "unplug")) == 8 and len(_subjects(plan, "plug")) == 8
+    order = {(s.phase, s.subject): s.n for s in plan.steps}
+    for a, b in (("gpu0001", "gpu0005"), ("gpu0002", "gpu0006")):
+        assert order[("remove", b)] < order[("install", a)] and order[("remove", a)] < order[("install", b)]
+    assert f"{prefix}-su01-r01" in {s.rack for s in plan.steps}
+
+
+def test_prod_move_four_nodes_to_the_next_rack(tmp_path: Path) -> None:
+    def move(text: str) -> str:
+        for i, name in enumerate(("gpu0001", "gpu0002", "gpu0003", "gpu0004")):
+            text = re.sub(rf"- \{{name: {name}, rack: prod-su01-r01, u: \d+,",
+                          f"- {{name: {name}, rack: prod-su01-r02, u: {18 + 4 * i},", text)
+        return text
+
+    def room(text: str) -> str:  # the next rack takes the power of eight nodes
+        return text.replace("{name: prod-su01-r02, row: row-a, position: 2, cooling: air}",
+                            "{name: prod-su01-r02, row: row-a, position: 2, cooling: air, max_density_kw: 60}")
+
+    plan = _planned(tmp_path, "prod", {"nodes.yaml": move, "site.yaml": room})
+    assert _out(plan) == ["gpu0001", "gpu0002", "gpu0003", "gpu0004"]
+    assert len(_subjects(plan, "unplug")) == 8 == len(_subjects(plan, "plug"))  # each cable, length or not
+
+
+def test_prod_oversubscription_one_to_one_to_two_to_one(tmp_path: Path) -> None:
+    plan = _planned(tmp_path, "prod", {"fabric.yaml": lambda t: t.replace('oversubscription: "1:1"',
+                                                                         'oversubscription: "2:1"')})
+    assert _out(plan) == []  # uplinks and spines only: no host interrupted
+    assert _subjects(plan, "plug") == [] or all(not s.subject.startswith("gpu") for s in plan.steps)
+    moved = [d for d in plan.diff.devices if d.change == "moved"]
+    assert moved == []  # no live leaf moves
+    assert not [c for c in plan.diff.cables if c.change in ("moved", "rerouted", "replaced")]
