@@ -140,3 +140,9 @@ def test_from_a_file_is_a_usage_error(tmp_path: Path) -> None:
     f.write_text("x")
     code, _, output = _run("--from", str(f))
     assert code == 2 and "not a directory of saved outputs" in output
+
+
+def test_limit_keeps_the_fabric_data_finding(tmp_path: Path) -> None:
+    code, data, output = _run("--from", str(tmp_path), "--limit", "gpu01")
+    assert code == 4, output
+    assert sorted(_rules(data)) == [("FAB-NO-DATA", "error", "fabric"), ("HOST-NO-DATA", "error", "gpu01")]
