@@ -185,7 +185,7 @@ def read_environment(env: Path) -> tuple[dict[str, Any], Source]:
     return merged, source
 
 
-MAX_FILE_BYTES = 512 * 1024 * 1024
+MAX_FILE_BYTES = 256 * 1024 * 1024
 """An inventory file larger than this is refused before it is read (the largest real ones are ~10 MB)."""
 
 
@@ -197,7 +197,8 @@ def read_text(file: Path) -> str | InventoryIssue:
     except OSError as exc:
         return InventoryIssue((), f"cannot read the file: {exc.strerror or exc}", str(file), rule="READ")
     if len(data) > MAX_FILE_BYTES:
-        msg = f"the file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB: not an inventory file"
+        cap = f"{MAX_FILE_BYTES // 2**20} MB" if MAX_FILE_BYTES >= 2**20 else f"{MAX_FILE_BYTES} bytes"
+        msg = f"the file is larger than {cap}: not an inventory file"
         return InventoryIssue((), msg, str(file), rule="READ")
     try:
         return data.decode("utf-8")

@@ -150,3 +150,13 @@ def test_a_parser_panic_is_an_issue_not_a_crash(tmp_path: Path, monkeypatch: pyt
     issues = _issues(env)
     assert len(issues) == len(list(env.glob("*.yaml")))
     assert all("YAML: the parser gave up on this file (_Panic: capacity overflow)" in i for i in issues)
+
+
+def test_an_oversized_file_is_refused_before_it_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import clusterforge.load as load_mod
+
+    monkeypatch.setattr(load_mod, "MAX_FILE_BYTES", 1024)
+    env = _env(tmp_path)
+    (env / "zz.yaml").write_text("# " + "x" * 2000 + "\n")
+    (issue,) = _issues(env)
+    assert issue == f"{env / 'zz.yaml'}: the file is larger than 1024 bytes: not an inventory file"
