@@ -9,6 +9,9 @@ Layout (what `collect` writes and `validate --from DIR` reads):
     DIR/hosts/<host>/ibstat@<hca>.txt   one CA view per file (the lab: ibsim shows every
                                         HCA as `ibsim0`; the file name says which it is)
     DIR/hosts/<host>/UNREACHABLE        why the host could not be reached
+
+What is missing from DIR is reported by validate.coverage (FAB-NO-DATA, HOST-NO-DATA,
+HOST-UNKNOWN), never passed over. Every file is read through `read_output` (capped).
 """
 
 from __future__ import annotations
