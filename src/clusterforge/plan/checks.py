@@ -12,6 +12,11 @@
   the one its `rail` field names, and a node's leaves belong to one scalable unit
   (nodes of `fabric.infra_roles` are exempt: they sit on infrastructure leaves).
 * OVERSUB: a leaf's node bandwidth over its uplink bandwidth exceeds the spec's ratio.
+* FT-EMPTY-LEAF: a leaf with uplinks and no node (a warning: a switch and its uplinks bought
+  for nothing).
+* HA-SHARED: two members of an HA group (the SM nodes, a Lustre failover pair) reach the
+  fabric through one MPO trunk or one patch panel (a warning; `check` makes one leaf for
+  the whole group an error).
 
 Metrics: oversubscription actually achieved (the worst leaf, by bandwidth of the cabled
 links), bisection bandwidth (half the narrowest of: node links, leaf-spine links with two
@@ -26,6 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from ..model.fabric import FabricSpec
+from ..model.ha import ha_groups
 from ..model.index import Index
 from .design import RATIOS
 from .endpoints import rail_ports
@@ -119,6 +125,7 @@ def check_plan(index: Index, spec: FabricSpec | None = None) -> PlanReport:
                 out.add("OVERSUB", "error", leaf, f"{g.down_gbps[leaf]:g} Gb/s of nodes over "
                         f"{g.up_gbps[leaf]:g} Gb/s of uplinks = {ratio_text(value)}, more than the "
                         f"{spec.oversubscription} asked")
+    _ha_shared(index, out)
     hops, unreachable = worst_hops(g)
     if unreachable:
         out.add("FT-DISCONNECTED", "error", unreachable[0],
@@ -170,6 +177,11 @@ def _pods(g: FabricGraph, out: _Findings) -> list[list[str]]:
             out.add("FT-NO-UPLINK", "error", leaf, "leaf with nodes has no link to any spine")
     for spine in sorted(set(g.of_role("spine")) - in_pod):
         out.add("FT-IDLE", "warning", spine, "spine has no link from any leaf")
+    with_nodes = {leaf for *_, leaf in g.host_leaf}
+    for leaf in sorted(x for x in in_pod if g.roles.get(x) == "leaf" and x not in with_nodes):
+        ups = sum(n for (lo, _), n in g.links.items() if lo == leaf)
+        out.add("FT-EMPTY-LEAF", "warning", leaf, f"leaf has {ups} uplink(s) and no node port: a switch and its "
+                "uplinks that carry nothing")
     return pods
 
 
@@ -224,3 +236,29 @@ def _rails(index: Index, g: FabricGraph, out: _Findings, infra_roles: set[str]) 
         groups = {switches[leaf].group for leaf in leaves}
         if len(groups) > 1 and None not in groups:
             out.add("RAIL-SU", "warning", node, f"reaches leaves of scalable units {sorted(groups)}")  # type: ignore[type-var]
+
+
+def _ha_shared(index: Index, out: _Findings) -> None:
+    """HA group members whose node links share an MPO trunk or a patch panel."""
+    groups = ha_groups(index.inv)
+    if not groups or not index.inv.trunks:
+        return
+    members = {m for grp in groups for m in grp.members}
+    trunks = index.trunks
+    uses: dict[str, set[str]] = defaultdict(set)
+    for c in index.inv.cables:
+        if c.trunk is None:
+            continue
+        for ref in (c.a, c.b):
+            if ref.hca is not None and ref.device in members:
+                t = trunks.get(c.trunk)
+                uses[ref.device].update((f"trunk {c.trunk}", *((f"panel {t.a_panel}", f"panel {t.b_panel}")
+                                                              if t is not None else ())))
+    for grp in groups:
+        for i, a in enumerate(grp.members):
+            for b in grp.members[i + 1:]:
+                shared = sorted(uses[a] & uses[b])
+                if shared:
+                    out.add("HA-SHARED", "warning", grp.label, f"{a} and {b} share {', '.join(shared[:3])}"
+                            + (", ..." if len(shared) > 3 else "") + ": one trunk or panel fault takes both off "
+                            "the fabric")

@@ -82,6 +82,7 @@ def plan_fabric(inv: Inventory, index: Index | None = None, cat: Catalog | None 
     builder = _Builder(design, floor, cat, spec.trunk_fiber, frozen, partners)
     with gc_paused():  # tens of thousands of small acyclic models: GC passes would dominate
         builder.build(compute, slots, infra, spread)
+    builder.packer.prune()
     return Plan(design, tuple(builder.switches), tuple(builder.cables), tuple(builder.tiers),
                 tuple(builder.packer.panels), tuple(builder.packer.trunks), builder.packer.links, frozen)
 
@@ -244,8 +245,9 @@ class _Builder:
         """Kept links whose run is unchanged keep medium, length, trunk and lane (reserved here, before
         any new link takes a lane)."""
         fz, floor = self.frozen, self.floor
+        self.packer.retired = {*fz.trunks, *fz.panels}
         nodes = {n.name: n for n in (*compute, *infra)}
-        panel_ok: dict[str, bool] = {}
+        panel_ok: dict[str, bool | None] = {}  # None: valid and kept already
         seen: set[tuple[str, int]] = set()
         for p in fz.panels.values():
             spot = (p.rack, p.u)
@@ -256,7 +258,13 @@ class _Builder:
         lanes: dict[str, list[int]] = {}
         trunk_end: dict[str, tuple[str, str, str]] = {}
         taken: set[tuple[str, int]] = set()
+        guess: dict[str, str] = {}  # trunk -> the rate of a link it carried (for trunks left empty)
+        host_rate = self.cat.slower(self.d.rate, self.d.leaf.rate) or self.d.leaf.rate
         for c in fz.cables:
+            if c.trunk is not None and c.trunk not in guess:
+                roles = {fz.switches[x].role for x in (c.a.device, c.b.device) if x in fz.switches}
+                guess[c.trunk] = (self.rate_sc if "core" in roles else host_rate
+                                  if c.a.hca is not None or c.b.hca is not None else self.rate_ls)
             if c.id not in kept:
                 continue
             host, sw = (c.a, c.b) if c.a.hca is not None else (c.b, c.a) if c.b.hca is not None else (None, None)
@@ -286,7 +294,7 @@ class _Builder:
             if t is None or c.lane_group is None or (t.id, c.lane_group) in taken:
                 continue
             pa, pb = fz.panels.get(t.a_panel), fz.panels.get(t.b_panel)
-            if (pa is None or pb is None or not panel_ok[pa.name] or not panel_ok[pb.name]
+            if (pa is None or pb is None or panel_ok[pa.name] is False or panel_ok[pb.name] is False
                     or {pa.rack, pb.rack} != {ra, rb}):
                 continue
             fiber = self.packer.fiber_of(ra, rb, rate)
@@ -304,15 +312,24 @@ class _Builder:
             lanes.setdefault(t.id, []).append(c.lane_group)
             trunk_end.setdefault(t.id, (ra, rb, rate))
             self.kept_run.add(c.id)
+        # trunks with kept lanes, and (for new links to fill first) valid trunks left empty: the packer
+        # drops those still empty after the build
         for t in fz.trunks.values():
+            pa, pb = fz.panels.get(t.a_panel), fz.panels.get(t.b_panel)
             if t.id in lanes:
-                pa, pb = fz.panels[t.a_panel], fz.panels[t.b_panel]
-                for p in (pa, pb):
-                    if panel_ok[p.name]:
-                        floor.keep(p.rack, p.u, 1, switch=False)
-                        panel_ok[p.name] = False  # kept once
                 ra, rb, rate = trunk_end[t.id]
-                self.packer.reserve(t, ra, rb, rate, lanes[t.id], (pa, pb))
+            elif (pa is not None and pb is not None and panel_ok.get(pa.name) is not False
+                  and panel_ok.get(pb.name) is not False and pa.rack != pb.rack and t.id in guess
+                  and t.fiber_type == self.packer.fiber_of(pa.rack, pb.rack, guess[t.id])):
+                ra, rb, rate = pa.rack, pb.rack, guess[t.id]
+            else:
+                continue
+            assert pa is not None and pb is not None
+            for p in (pa, pb):
+                if panel_ok.get(p.name):
+                    floor.keep(p.rack, p.u, 1, switch=False)
+                    panel_ok[p.name] = None
+            self.packer.reserve(t, ra, rb, rate, lanes.get(t.id, []), (pa, pb))
 
     def _avoid(self, node: str) -> set[str]:
         out: set[str] = set()

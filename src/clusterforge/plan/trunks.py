@@ -70,6 +70,7 @@ class TrunkPacker:
     _racks: dict[str, list[_Panel]] = field(default_factory=dict)
     _by_id: dict[str, _Trunk] = field(default_factory=dict)
     _full: dict[str, int] = field(default_factory=dict)  # rack -> its panels before this index are full
+    retired: set[str] = field(default_factory=set)  # frozen trunk ids and panel names: never reused for new ones
 
     def _pair(self, r1: str, r2: str, rate: str) -> tuple[tuple[str, str, int], _Pair]:
         fibers = (self.cat.media["fiber"].fibers_per_link or {}).get(rate, 8)
@@ -145,9 +146,11 @@ class TrunkPacker:
         tag = f"-f{fibers}" if fibers != 8 else ""
         n = pair.next_no
         pair.next_no += 1
-        tid = f"T-{r1}-{r2}{tag}-{n}"
-        if len(tid) > _ID_MAX:
-            tid = f"T-{_short(r1 + '|' + r2)}{tag}-{n}"
+        tid = self._trunk_id(r1, r2, tag, n)
+        while tid in self.retired or tid in self._by_id:
+            n = pair.next_no
+            pair.next_no += 1
+            tid = self._trunk_id(r1, r2, tag, n)
         (pa, ua), (pb, ub) = self._port(r1, avoid), self._port(r2, avoid)
         raw = self.floor.length(r1, ua, r2, ub)
         length = self.cat.orderable_length("fiber", raw)
@@ -158,6 +161,20 @@ class TrunkPacker:
         t = _Trunk(tid, (pa, pb), bytearray(pair.per_trunk), pair.per_trunk)
         pair.trunks.append(t)
         self._by_id[tid] = t
+
+    def prune(self) -> None:
+        """Drop reserved trunks that no link rides, and the panels left without a trunk."""
+        empty = {t.id for pair in self._pairs.values() for t in pair.trunks if t.free == len(t.lanes)}
+        if not empty:
+            return
+        self.trunks = [t for t in self.trunks if t.id not in empty]
+        held = {p for t in self.trunks for p in (t.a_panel, t.b_panel)}
+        self.panels = [p for p in self.panels if p.name in held]
+
+    @staticmethod
+    def _trunk_id(r1: str, r2: str, tag: str, n: int) -> str:
+        tid = f"T-{r1}-{r2}{tag}-{n}"
+        return tid if len(tid) <= _ID_MAX else f"T-{_short(r1 + '|' + r2)}{tag}-{n}"
 
     def _port(self, rack: str, avoid: frozenset[str] | set[str]) -> tuple[str, int]:
         """A free MPO port in `rack`, on a panel not in `avoid`: (panel name, panel unit)."""
@@ -170,15 +187,21 @@ class TrunkPacker:
                       if panels[i].used < PANEL_PORTS and panels[i].name not in avoid), None)
         if panel is None:
             no = max((_number(p.name) for p in panels), default=0) + 1
-            name = f"{rack}-pp{no:02d}"
-            if len(name) > _NAME_MAX:
-                name = f"pp-{_short(rack)}-{no:02d}"
+            name = _panel_name(rack, no)
+            while name in self.retired:
+                no += 1
+                name = _panel_name(rack, no)
             u = self.floor.place_panel(rack)
             panel = _Panel(name, u)
             panels.append(panel)
             self.panels.append(PatchPanel(name=name, rack=rack, u=u, mpo_ports=PANEL_PORTS))
         panel.used += 1
         return panel.name, panel.u
+
+
+def _panel_name(rack: str, no: int) -> str:
+    name = f"{rack}-pp{no:02d}"
+    return name if len(name) <= _NAME_MAX else f"pp-{_short(rack)}-{no:02d}"
 
 
 def _number(name: str) -> int:
