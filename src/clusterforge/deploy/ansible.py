@@ -92,7 +92,8 @@ def ssh_common_args(ssh: SshSettings) -> str:
 
 
 def inventory(plans: Sequence[HostPlan], ssh: SshSettings | None = None) -> dict[str, Any]:
-    """Ansible's JSON inventory (`--list` form): groups by role and rack, hostvars with every context."""
+    """Ansible's JSON inventory (`--list` form): groups by role and rack; hostvars with every file's content,
+    each string marked unsafe (see the module doc)."""
     groups: dict[str, dict[str, list[str]]] = {}
     hostvars: dict[str, dict[str, Any]] = {}
     for plan in plans:
