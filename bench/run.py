@@ -196,39 +196,17 @@ def _cli_plan(env: Path, inv: object) -> float:
 
 
 def bench_day2(tmp: Path) -> list[dict[str, object]]:
-    """Day-2 change plan between a generated inventory and a variant of it (NCCL pin bumped on every
-    GPU node, two cables' leaf ends swapped): inventory diff, every host's desired state twice, ordering."""
-    import re
-    import shutil
+    """Day-2: diff + plan + verification for each scenario kind at 2,048 nodes, and the pin bump at
+    256 .. 2,048 nodes (bench/day2_bench.py). The inventories are loaded without the cross-checks (the
+    change plan is what is measured)."""
+    import day2_bench
+    from clusterforge.load import load_inventory
+    from clusterforge.model.index import Index
 
-    from clusterforge.day2 import change_plan
-    from clusterforge.gcpause import gc_paused
+    def index(n: int) -> Index:
+        return Index(load_inventory(write_env(tmp / f"day2-{n}", n))[0])
 
-    rows = []
-    for n in SIZES:
-        old = write_env(tmp / f"day2-{n}", n)
-        new = tmp / f"day2-{n}-new"
-        shutil.copytree(old, new)
-        svc = new / "services.yaml"
-        svc.write_text(svc.read_text(encoding="utf-8").replace("nccl: 2.21.5-1", "nccl: 2.22.3-1"), encoding="utf-8")
-        fab = new / "fabric.yaml"
-        text = fab.read_text(encoding="utf-8")
-        x, y = list(re.finditer(r"\{id: (\S+), a: (\S+), b: (\S+),", text))[:2]
-        text = text.replace(x.group(0), f"{{id: {x.group(1)}, a: {x.group(2)}, b: {y.group(3)},", 1)
-        text = text.replace(y.group(0), f"{{id: {y.group(1)}, a: {y.group(2)}, b: {x.group(3)},", 1)
-        fab.write_text(text, encoding="utf-8")
-        a, b = load_checked(old).index, load_checked(new).index
-
-        def run(a=a, b=b, new=new) -> object:
-            with gc_paused():
-                return change_plan(a, b, str(new), "bench")
-
-        plan = run()
-        summary = plan.summary()  # type: ignore[attr-defined]
-        rows.append({"bench": "day2 diff+plan", "nodes": n, "hosts_to_deploy": summary["hosts_to_deploy"],
-                     "cables_changed": sum(summary["cables"].values()), "drained": summary["hosts_to_drain"],
-                     "steps": summary["steps"], "seconds": round(best_of(run, runs=2), 3)})
-    return rows
+    return day2_bench.run(index, SIZES)
 
 
 def bench_lab(tmp: Path) -> list[dict[str, object]]:
