@@ -70,10 +70,13 @@ class TrunkPacker:
     _racks: dict[str, list[_Panel]] = field(default_factory=dict)
     _by_id: dict[str, _Trunk] = field(default_factory=dict)
     _full: dict[str, int] = field(default_factory=dict)  # rack -> its panels before this index are full
+    _fibers: dict[str, int] = field(default_factory=dict)  # rate -> fibers per link
     retired: set[str] = field(default_factory=set)  # frozen trunk ids and panel names: never reused for new ones
 
     def _pair(self, r1: str, r2: str, rate: str) -> tuple[tuple[str, str, int], _Pair]:
-        fibers = (self.cat.media["fiber"].fibers_per_link or {}).get(rate, 8)
+        fibers = self._fibers.get(rate)
+        if fibers is None:
+            fibers = self._fibers[rate] = (self.cat.media["fiber"].fibers_per_link or {}).get(rate, 8)
         key = (r1, r2, fibers)
         pair = self._pairs.get(key)
         if pair is None:
@@ -99,15 +102,15 @@ class TrunkPacker:
         r1, r2 = (ra, rb) if ra <= rb else (rb, ra)
         key, pair = self._pair(r1, r2, rate)
         trunks = pair.trunks
-        i = pair.cursor
-        while i < len(trunks) and not trunks[i].free:
+        i, n = pair.cursor, len(trunks)
+        while i < n and not trunks[i].free:
             i += 1
         pair.cursor = i
         if avoid:
-            while i < len(trunks) and (not trunks[i].free or trunks[i].id in avoid
-                                       or trunks[i].panels[0] in avoid or trunks[i].panels[1] in avoid):
+            while i < n and (not trunks[i].free or trunks[i].id in avoid
+                             or trunks[i].panels[0] in avoid or trunks[i].panels[1] in avoid):
                 i += 1
-        if i == len(trunks):
+        if i == n:
             self._new_trunk(r1, r2, key[2], pair, avoid)
         t = trunks[i]
         lane = t.lanes.index(0)
