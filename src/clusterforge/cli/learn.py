@@ -153,10 +153,10 @@ def _print_text(
         f"{len(ports)} port GUID(s) ({', '.join(f'{v} by {k}' for k, v in sorted(by_how.items()))})"
         + (f" -> {target}" if written else "")
     )
-    unseen = "dropped" if merge.replace else "kept, not seen in this source"
+    unseen = "dropped" if merge.replace else "kept"
     out.print(
-        f"locks: {merge.kept} kept, {len(merge.added)} added, {len(merge.changed)} changed, "
-        f"{len(merge.unseen)} {unseen}",
+        f"locks: {merge.kept} confirmed (same GUID), {len(merge.added)} added, {len(merge.changed)} changed, "
+        f"{len(merge.unseen)} not seen in this source: {unseen}",
         markup=False,
     )
     changed = [
