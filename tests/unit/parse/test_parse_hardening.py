@@ -147,3 +147,22 @@ def test_topo_row_missing_a_matrix_cell_is_an_error() -> None:
     bad = TOPO_HEADER + "GPU0\t X \t\t0-7\t0\t\tN/A\nGPU1\tPHB\t X \t0-7\t0\t\tN/A\n"
     err = raises_at(nvidia_smi_topo.parse, bad, 2)
     assert "bad matrix cell '0-7'" in err.message
+
+
+def _tab_topo_fixtures() -> list[Path]:
+    from _parse_fixtures import FIXTURES, read_text
+
+    return [p for p in sorted((FIXTURES / "nvidia-smi-topo").glob("*.txt")) if "\t" in read_text(p)]
+
+
+@pytest.mark.parametrize("path", _tab_topo_fixtures(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("sep", ["\t\t", "\t\t\t"])
+def test_every_real_tab_topo_parses_the_same_with_its_tabs_multiplied(path: Path, sep: str) -> None:
+    from _parse_fixtures import actual, read_text
+
+    from clusterforge.parse import nvidia_smi_topo
+
+    expected = actual(path)
+    assert "error" not in expected
+    again = nvidia_smi_topo.parse(read_text(path).replace("\t", sep))
+    assert to_jsonable("nvidia-smi-topo", again) == expected
