@@ -200,8 +200,11 @@ def read_text(file: Path) -> str | InventoryIssue:
         cap = f"{MAX_FILE_BYTES // 2**20} MB" if MAX_FILE_BYTES >= 2**20 else f"{MAX_FILE_BYTES} bytes"
         msg = f"the file is larger than {cap}: not an inventory file"
         return InventoryIssue((), msg, str(file), rule="READ")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        msg = "the file is UTF-16 (it starts with a UTF-16 byte-order mark): re-save it as UTF-8"
+        return InventoryIssue((), msg, str(file), 1, 1, rule="ENCODING")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a UTF-8 byte-order mark is allowed at the start (YAML 1.2)
     except UnicodeDecodeError as exc:
         return _encoding_issue(file, data, exc)
 

@@ -160,3 +160,19 @@ def test_an_oversized_file_is_refused_before_it_is_read(tmp_path: Path, monkeypa
     (env / "zz.yaml").write_text("# " + "x" * 2000 + "\n")
     (issue,) = _issues(env)
     assert issue == f"{env / 'zz.yaml'}: the file is larger than 1024 bytes: not an inventory file"
+
+
+def test_a_utf8_byte_order_mark_is_allowed(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    site = env / "site.yaml"
+    site.write_bytes(b"\xef\xbb\xbf" + site.read_bytes().replace(b"position: 1,", b"position: -1,", 1))
+    (issue,) = _issues(env)  # only the planted error, located as usual: the mark is not part of a key
+    assert issue.startswith(f"{site}:8:39: racks[1].position: -1:")
+
+
+def test_a_utf16_file_is_named_as_such(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    site = env / "site.yaml"
+    site.write_bytes(site.read_text().encode("utf-16"))
+    (issue,) = _issues(env)
+    assert issue == f"{site}:1:1: the file is UTF-16 (it starts with a UTF-16 byte-order mark): re-save it as UTF-8"
