@@ -7,9 +7,9 @@ import io
 from pathlib import Path
 
 import pytest
-from cf_lab_inventory import LAB, index_of, lab_data
 from typer.testing import CliRunner
 
+from cf_lab_inventory import LAB, index_of, lab_data
 from clusterforge.cli.main import app
 from clusterforge.csvtext import csv_cell, csv_line, csv_text, plain_cell
 from clusterforge.render import render_environment

@@ -62,7 +62,7 @@ def test_every_pattern_excludes_control_characters() -> None:
 
 @pytest.mark.parametrize("ch", CONTROL)
 def test_free_text_rejects_control_characters(ch: str) -> None:
-    with pytest.raises(ValidationError, match="string_pattern_mismatch|should match pattern"):
+    with pytest.raises(ValidationError, match=r"string_pattern_mismatch|should match pattern"):
         Site(name="s", location=f"hall 1{ch}row 2")
     assert Site(name="s", location="hall 1, row 2 {{ 7*7 }} ünïcode").location is not None
 
