@@ -66,6 +66,9 @@ class _Task:
 class _Wave:
     tasks: list[_Task] = field(default_factory=list)
     hosts: list[str] = field(default_factory=list)  # interrupted, in order found
+    held: set[str] = field(default_factory=set)  # the same, as a set
+    per_rack: dict[str, int] = field(default_factory=dict)  # compute drained, by rack
+    compute: int = 0
 
 
 class _Planner:
@@ -342,6 +345,11 @@ class _Planner:
                     self.warnings.append(f"{problem}: one piece of work needs them out together")
             target.tasks += tasks
             target.hosts += hosts
+            target.held.update(hosts)
+            for h in compute:
+                rack = g.compute_rack[h]
+                target.per_rack[rack] = target.per_rack.get(rack, 0) + 1
+            target.compute += len(compute)
         for h in self.reasons:
             if h in g.unpaired:
                 self.warnings.append(f"Lustre server {h} has no failover partner (lustre[].failover_pairs): "
@@ -351,15 +359,21 @@ class _Planner:
         return waves or [_Wave()]
 
     def _fits(self, wave: _Wave, compute: set[str], hosts: list[str]) -> bool:
-        g = self.g
-        held = set(wave.hosts)
+        g, held = self.g, wave.held
         if len(g.sms) > 1 and any(h in g.sms for h in hosts) and any(h in g.sms for h in held):
             return False
         if any(g.partner.get(h) in held for h in hosts):
             return False
         if not compute:
             return True
-        return g.within_caps({h for h in held if h in g.compute_rack} | compute) is None
+        added: dict[str, int] = {}
+        for h in compute:
+            added[g.compute_rack[h]] = added.get(g.compute_rack[h], 0) + 1
+        if wave.compute + len(compute) <= g.cluster_cap and all(
+                wave.per_rack.get(r, 0) + n <= g.cap_of(r) for r, n in added.items()):
+            return True
+        # over a cap: only as one indivisible piece of work (day2/ha.py)
+        return any(compute <= grp and all(h in grp for h in held if h in g.compute_rack) for grp in g.forced)
 
     # -- steps ------------------------------------------------------------------------------
     def _ordered(self, waves: list[_Wave]) -> list[Step]:

@@ -139,6 +139,8 @@ class _Replay:
             host={n: "in" for n in old.nodes}, trunks=set(old.trunks), master=self.g.master,
         )
         self.n = 0
+        self.out_compute: set[str] = set()  # compute drained or out now
+        self.out_per_rack: dict[str, int] = {}
 
     def bad(self, rule: str, message: str) -> None:
         self.violations.append(Violation(self.n, rule, message))
@@ -181,9 +183,13 @@ class _Replay:
         s.host[host] = "drained" if how == "drained" else "out"
         s.validated.discard(host)
         if host in self.g.compute_rack:
-            problem = self.g.within_caps({h for h, st in s.host.items() if st in _OUT})
-            if problem is not None:
-                self.bad("HA", problem)
+            self.out_compute.add(host)
+            rack = self.g.compute_rack[host]
+            self.out_per_rack[rack] = self.out_per_rack.get(rack, 0) + 1
+            if len(self.out_compute) > self.g.cluster_cap or self.out_per_rack[rack] > self.g.cap_of(rack):
+                problem = self.g.within_caps(set(self.out_compute))
+                if problem is not None:
+                    self.bad("HA", problem)
 
     def _drain(self, step: Step) -> None:
         self._take(step.subject, "drained")
@@ -211,6 +217,12 @@ class _Replay:
         if rack in self.cooling and rack not in s.commissioned:
             self.bad("RESUME", f"{host} is resumed before rack {rack} is commissioned")
         s.host[host] = "in"
+        self._counted_back(host)
+
+    def _counted_back(self, host: str) -> None:
+        if host in self.out_compute:
+            self.out_compute.discard(host)
+            self.out_per_rack[self.g.compute_rack[host]] -= 1
 
     def _resume(self, step: Step) -> None:
         self._back(step)
@@ -241,6 +253,8 @@ class _Replay:
         s.learned.discard(name)
         if name in s.host:
             s.host[name] = "removed"
+            if name not in self.new.nodes:  # it leaves; a node that moves is still out of service
+                self._counted_back(name)
 
     def _install(self, step: Step) -> None:
         name, s = step.subject, self.s
@@ -411,10 +425,17 @@ class _Replay:
         if s.at != self.new_places:
             wrong = sorted(d for d in set(s.at) | set(self.new_places) if s.at.get(d) != self.new_places.get(d))
             self.bad("END", f"devices not where the new inventory puts them: {', '.join(wrong[:8])}")
-        want = {frozenset((c.a.key, c.b.key)): c for c in new.inv.cables}
         have = s.plugged
-        if want.keys() != have.keys() or any(
-                c is not have[k] and _physical(c) != _physical(have[k]) for k, c in want.items()):
+        same = len(have) == len(new.inv.cables)
+        for c in new.inv.cables if same else ():
+            h = have.get(frozenset((c.a.key, c.b.key)))
+            if h is None or (h is not c and not (
+                    c.id == h.id and c.label == h.label and c.media == h.media and c.length_m == h.length_m
+                    and c.fiber_type == h.fiber_type and c.trunk == h.trunk and c.lane_group == h.lane_group)):
+                same = False
+                break
+        if not same:
+            want = {frozenset((c.a.key, c.b.key)): c for c in new.inv.cables}
             want_p = {k: _physical(c) for k, c in want.items()}
             have_p = {k: _physical(c) for k, c in have.items()}
             diff = sorted({str(want_p.get(k, have_p.get(k, ("?",)))[0]) for k in set(want_p) | set(have_p)
