@@ -224,8 +224,15 @@ def bench_deploy(tmp: Path) -> list[dict[str, object]]:
     return deploy_bench.run()
 
 
-BENCHES = {"load": bench_load, "validate": bench_validate, "plan": bench_plan, "day2": bench_day2, "lab": bench_lab,
-           "deploy": bench_deploy}
+def bench_hostile(tmp: Path) -> list[dict[str, object]]:
+    """Refusing hostile input (issue 13): an alias bomb, a broken file, an endless input (bench/hostile_bench.py)."""
+    import hostile_bench
+
+    return hostile_bench.hostile(tmp)
+
+
+BENCHES = {"load": bench_load, "validate": bench_validate, "plan": bench_plan, "day2": bench_day2,
+           "hostile": bench_hostile, "lab": bench_lab, "deploy": bench_deploy}
 
 
 def main() -> None:
