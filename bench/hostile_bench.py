@@ -5,7 +5,7 @@
 - a broken inventory file of N MB whose every cable has a bad length (the issue: a 50 MB one
   printed 1.2 M lines; now 200 then a count). 5 MB keeps the bench short on a 2-core machine:
   the time and memory grow linearly with the size (PyYAML composes the node tree to locate errors).
-- an endless input to `clusterforge parse` (/dev/zero, refused at the 256 MB cap).
+- an endless input to `clusterforge parse` (/dev/zero, refused at the 64 MB cap).
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ from typing import BinaryIO
 
 from ..fsutil import write_atomic
 
-DEFAULT_MAX_MB = 256
-"""The largest saved output read (ibnetdiscover of a 2,048-node fabric is ~5 MB)."""
+DEFAULT_MAX_MB = 64
+"""The largest saved output read, in MB (ibnetdiscover of a 2,048-node fabric is ~5 MB)."""
 
 
 class OutputTooLarge(ValueError):
