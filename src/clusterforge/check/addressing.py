@@ -79,22 +79,21 @@ def frozen_path(node: str, pool: str) -> ErrPath:
 def _frozen_inside(index: Index, addrs: Addresses) -> list[InventoryIssue]:
     """A frozen address outside its pool's subnet: the subnet was changed after the freeze."""
     plan = index.inv.addressing
-    subnets: dict[str, tuple[str, IPNetwork]] = {}
+    subnets: dict[str, tuple[str, Subnet]] = {}
     for pool, sub, label in (("mgmt", plan.management, "management"), ("bmc", plan.bmc, "bmc")):
         if sub is not None:
-            subnets[pool] = (label, IPNetwork(str(sub.cidr)))
+            subnets[pool] = (label, sub)
     for ib in plan.ipoib:
-        subnets.setdefault(ib.name, (f"ipoib {ib.name}", IPNetwork(str(ib.cidr))))
+        subnets.setdefault(ib.name, (f"ipoib {ib.name}", ib))
     out: list[InventoryIssue] = []
-    for node, pool in sorted(addrs.frozen):
+    for node, pool in sorted(addrs.outside):
+        label, sub = subnets[pool]
         ip = addrs.get(node, pool)
-        label, net = subnets[pool]
-        if ip is not None and not net.first <= ip <= net.last:
-            out.append(InventoryIssue(
-                frozen_path(node, pool),
-                f"{addrs.text(ip)}, frozen for {node}, is outside the {label} subnet {net}: after a subnet "
-                f"change, `clusterforge plan ENV --write --renumber` reallocates every node (and shows what moves)",
-            ))
+        out.append(InventoryIssue(
+            frozen_path(node, pool),
+            f"{addrs.text(ip or 0)}, frozen for {node}, is outside the {label} subnet {sub.cidr}: after a subnet "
+            f"change, `clusterforge plan ENV --write --renumber` reallocates every node (and shows what moves)",
+        ))
     return out
 
 
@@ -118,6 +117,11 @@ def _unique(index: Index, addrs: Addresses) -> list[InventoryIssue]:
     """No address twice. Frozen addresses claim first, so a clash with a new or explicit one is
     reported where the newcomer is declared."""
     inv = index.inv
+    every = [*addrs.mgmt.values(), *addrs.bmc.values(), *addrs.ipoib.values(),
+             *(int(sw.mgmt_ip) for sw in inv.switches if sw.mgmt_ip is not None),
+             *(int(x) for x in inv.addressing.extra_hosts.values())]
+    if len(set(every)) == len(every):
+        return []  # the common case, in one pass; the claims below only word what clashes
     seen: dict[int, tuple[str, bool]] = {}
     out: list[InventoryIssue] = []
     pos = {n.name: i for i, n in enumerate(inv.nodes)}
@@ -140,8 +144,8 @@ def _unique(index: Index, addrs: Addresses) -> list[InventoryIssue]:
             claims.append((int(sw.mgmt_ip), f"{sw.name} mgmt_ip", ("switches", i, "mgmt_ip"), False))
     for host, extra in inv.addressing.extra_hosts.items():
         claims.append((int(extra), host, ("addressing", "extra_hosts", host), False))
-    if frozen:
-        claims.sort(key=lambda c: not c[3])  # stable: frozen first, the rest in their order
+    if frozen:  # frozen first, the rest in their order
+        claims = [c for c in claims if c[3]] + [c for c in claims if not c[3]]
     for ip, owner, path, is_frozen in claims:
         other, other_frozen = seen.setdefault(ip, (owner, is_frozen))
         if other == owner:

@@ -28,7 +28,8 @@ from netaddr import IPAddress, IPNetwork
 
 from ..errors import InventoryIssue
 from .addressing import IpoibSubnet, Subnet
-from .allocations import Allocations
+from .allocations import Allocations, address_value
+from .hardware import Hardware, Hca
 from .index import Index
 
 _LITERAL = re.compile(r"^[0-9.]+$")
@@ -48,6 +49,8 @@ class Addresses:
     """The frozen pools, in file order: mgmt, bmc, then the `assign: index` IPoIB interfaces."""
     nids: list[tuple[str, ...]] = field(default_factory=list)
     """MGS NIDs of each `inv.lustre[i]`, server names resolved to their IPoIB address."""
+    outside: list[tuple[str, str]] = field(default_factory=list)
+    """(node, pool) kept from `allocations.nodes` although outside the pool's subnet (a check error)."""
 
     def text(self, value: int) -> str:
         """An address as text: IPv6 beyond the 32-bit range (the plan's subnets may be either family)."""
@@ -73,9 +76,22 @@ def _pick(net: IPNetwork, sub: Subnet, index: int, guid: str | None) -> int | No
 
 
 def _host(net: IPNetwork, host: int) -> int | None:
-    if host <= 0 or host >= net.size - (1 if net.version == 4 else 0):
-        return None
-    return int(net.network) + host
+    return _Hosts.of(net).at(host)
+
+
+@dataclass(frozen=True, slots=True)
+class _Hosts:
+    """A subnet's host addresses as plain integers (netaddr's properties cost ~15 us a call)."""
+
+    base: int
+    end: int  # host offsets run from 1 to end - 1 (IPv4: the broadcast address excluded)
+
+    @classmethod
+    def of(cls, net: IPNetwork) -> _Hosts:
+        return cls(int(net.first), net.size - (1 if net.version == 4 else 0))
+
+    def at(self, host: int) -> int | None:
+        return self.base + host if 0 < host < self.end else None
 
 
 def _reserved(index: Index) -> set[int]:
@@ -120,16 +136,17 @@ def allocate(index: Index, *, renumber: bool = False) -> Addresses:
             table.update(explicit)
             continue
         section = "management" if pool == "mgmt" else "bmc"
-        kept = {name: int(x) for name, a in frozen.nodes.items() if (x := getattr(a, pool)) is not None}
-        released = {int(ip): who for ip, who in getattr(frozen.released, pool).items()}
+        kept = {name: address_value(x) for name, a in frozen.nodes.items() if (x := getattr(a, pool)) is not None}
+        released = {address_value(ip): who for ip, who in getattr(frozen.released, pool).items()}
         net = IPNetwork(str(sub.cidr))
         spec = _Pool(pool, net, sub, everyone, explicit, kept, released,
                      (("nodes", -1, attr), f"addressing.{section} {net}", attr))
         for name, ip in _fill(spec, reserved, out).items():
             table[name] = ip
     locks = {(ref.device, ref.hca): guid for ref, guid in inv.guid_locks.ports.items() if ref.port == 1}
+    hcas: dict[int, dict[str | int, tuple[int, Hca]]] = {}  # by id(Hardware): nodes share their profile's
     for j, ib in enumerate(plan.ipoib):
-        _allocate_ipoib(index, j, ib, out, locks, frozen, reserved)
+        _allocate_ipoib(index, j, ib, out, locks, frozen, reserved, hcas)
     out.nids = [_resolve_nids(fs.mgs_nids, fs.interfaces, out) for fs in inv.lustre]
     return out
 
@@ -138,11 +155,12 @@ def _fill(p: _Pool, reserved: set[int], out: Addresses) -> dict[str, int]:
     """One pool's addresses by the rules in the module docstring."""
     out.pools.append(p.name)
     got: dict[str, int] = {}
+    hosts = _Hosts.of(p.net)
     if not p.frozen and not p.released:  # the pool's first allocation: list order, as before freezing
         for i, name in p.members:
             ip = p.explicit.get(name)
             if ip is None:
-                ip = _pick(p.net, p.sub, i, None)
+                ip = hosts.at(p.sub.first + i)
             if ip is None:
                 _short(p, i, name, out, None)
                 continue
@@ -151,6 +169,7 @@ def _fill(p: _Pool, reserved: set[int], out: Addresses) -> dict[str, int]:
     names = {name for _, name in p.members}
     held: dict[int, str] = {ip: who for who, ip in p.frozen.items() if who not in names}
     new: list[tuple[str, int]] = []
+    first, last = int(p.net.first), int(p.net.last)
     for i, name in p.members:
         ip = p.explicit.get(name)
         before = p.frozen.get(name)
@@ -161,20 +180,21 @@ def _fill(p: _Pool, reserved: set[int], out: Addresses) -> dict[str, int]:
         elif before is not None:
             got[name] = before
             out.frozen.add((name, p.name))
+            if not first <= before <= last:
+                out.outside.append((name, p.name))
         else:
             new.append((name, i))
     used = set(got.values()) | reserved
     own: dict[str, int] = {}
     for ip, who in sorted(p.released.items()):
         own.setdefault(who, ip)
-    first, last = int(p.net.first), int(p.net.last)
     cursor = p.sub.first
     for name, i in sorted(new):
         ip = own.get(name)
         if ip is None or ip in used or ip in held or not first <= ip <= last:
             ip = None
             while True:
-                candidate = _host(p.net, cursor)
+                candidate = hosts.at(cursor)
                 if candidate is None:
                     break
                 cursor += 1
@@ -183,7 +203,7 @@ def _fill(p: _Pool, reserved: set[int], out: Addresses) -> dict[str, int]:
                     break
         if ip is None:
             ip = next((r for r in sorted(p.released) if r not in used and r not in held
-                       and _host(p.net, r - first) is not None), None)
+                       and hosts.at(r - first) is not None), None)
         if ip is None:
             _short(p, i, name, out, held)
             continue
@@ -212,22 +232,31 @@ def _short(p: _Pool, i: int, name: str, out: Addresses, held: dict[int, str] | N
     out.issues.append(InventoryIssue(tuple(i if part == -1 else part for part in path), message))
 
 
-def _allocate_ipoib(index: Index, j: int, ib: IpoibSubnet, out: Addresses,
-                    locks: dict[tuple[str, str | None], str], frozen: Allocations, reserved: set[int]) -> None:
+def _on(hw: Hardware, cache: dict[int, dict[str | int, tuple[int, Hca]]]) -> dict[str | int, tuple[int, Hca]]:
+    """(position, HCA) of the first HCA of each netdev name and of each rail without a netdev name."""
+    known = cache.get(id(hw))
+    if known is None:
+        known = cache[id(hw)] = {}
+        for pos, h in enumerate(hw.hcas):
+            key = h.netdev if h.netdev is not None else h.rail
+            if key is not None:
+                known.setdefault(key, (pos, h))
+    return known
+
+
+def _allocate_ipoib(index: Index, j: int, ib: IpoibSubnet, out: Addresses, locks: dict[tuple[str, str | None], str],
+                    frozen: Allocations, reserved: set[int], hcas: dict[int, dict[str | int, tuple[int, Hca]]]) -> None:
     net = IPNetwork(str(ib.cidr))
     members: list[tuple[int, str]] = []
     guids: dict[str, str | None] = {}
+    hardware = index.hardware
     for i, node in enumerate(index.inv.nodes):
-        hca = next(
-            (
-                h
-                for h in index.hardware[node.name].hcas
-                if h.netdev == ib.name or (h.netdev is None and h.rail == ib.rail)
-            ),
-            None,
-        )
-        if hca is None:
+        on = _on(hardware[node.name], hcas)
+        by_name, by_rail = on.get(ib.name), on.get(ib.rail)
+        found = by_name if by_rail is None or (by_name is not None and by_name[0] < by_rail[0]) else by_rail
+        if found is None:
             continue
+        hca = found[1]
         members.append((i, node.name))
         guids[node.name] = locks.get((node.name, hca.name)) or hca.ports[0].guid
     if ib.assign == "guid":
@@ -240,8 +269,8 @@ def _allocate_ipoib(index: Index, j: int, ib: IpoibSubnet, out: Addresses,
                 continue
             out.ipoib[(name, ib.name)] = ip
         return
-    kept = {name: int(x) for name, a in frozen.nodes.items() if (x := a.ipoib.get(ib.name)) is not None}
-    released = {int(ip): who for ip, who in frozen.released.ipoib.get(ib.name, {}).items()}
+    kept = {name: address_value(x) for name, a in frozen.nodes.items() if (x := a.ipoib.get(ib.name)) is not None}
+    released = {address_value(ip): who for ip, who in frozen.released.ipoib.get(ib.name, {}).items()}
     spec = _Pool(ib.name, net, ib, members, {}, kept, released, (("addressing", "ipoib", j), "", ""))
     for name, ip in _fill(spec, reserved, out).items():
         out.ipoib[(name, ib.name)] = ip
