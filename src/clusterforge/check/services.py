@@ -133,10 +133,9 @@ def _failover_pairs(index: Index, i: int) -> list[InventoryIssue]:
 
 
 def _mgs_on_a_server(index: Index, i: int) -> list[InventoryIssue]:
-    """An o2ib MGS NID must be the IPoIB address of one of the file system's servers.
-
-    Pool addresses follow node order, so inserting a node before the servers silently
-    renumbers them: the NID would then point at another node (or at nobody).
+    """An o2ib MGS NID written as an address must be the IPoIB address of one of the file system's
+    servers (after a `--renumber` it may point at another node, or at nobody). A NID that names
+    its server (`lus01@o2ib0`) follows it and is checked in check/addressing.py.
     """
     fs = index.inv.lustre[i]
     addrs = index.addresses
