@@ -54,8 +54,9 @@ class InventoryIssue:
 
 
 class InventoryInvalid(Exception):
-    """The inventory has errors; all of them are in `issues`."""
+    """The inventory has errors: `issues`, and `more` beyond those that were only counted."""
 
-    def __init__(self, issues: list[InventoryIssue]) -> None:
-        super().__init__(f"{len(issues)} inventory error(s)")
+    def __init__(self, issues: list[InventoryIssue], more: int = 0) -> None:
+        super().__init__(f"{len(issues) + more} inventory error(s)")
         self.issues = issues
+        self.more = more

@@ -70,8 +70,38 @@ class Source:
     _trees: dict[Path, yaml.Node | None] = field(default_factory=dict)
 
     def locate(self, path: ErrPath) -> tuple[str | None, int | None, int | None]:
+        file, local = self._resolve(path)
+        if file is None or local is None:
+            return (str(file) if file else None, None, None)
+        node = self._tree(file)
+        mark = _walk(node, list(local)) if node is not None else None
+        if mark is None:
+            return (str(file), None, None)
+        return (str(file), mark.line + 1, mark.column + 1)
+
+    def locate_many(self, paths: list[ErrPath]) -> list[tuple[str | None, int | None, int | None]]:
+        """`locate` for many paths at once. A large file is not composed into a node tree (a
+        PyYAML node per scalar: gigabytes for a broken 50 MB file) but read once as events."""
+        resolved = [self._resolve(p) for p in paths]
+        big: dict[Path, set[tuple[str | int, ...]]] = {}
+        for file, local in resolved:
+            if file is not None and local is not None and file not in self._trees and _is_big(file):
+                big.setdefault(file, set()).add(local)
+        marks = {file: _stream_marks(file, wanted) for file, wanted in big.items()}
+        out: list[tuple[str | None, int | None, int | None]] = []
+        for path, (file, local) in zip(paths, resolved, strict=True):
+            if file is not None and local is not None and file in marks:
+                pos = marks[file].get(local)
+                out.append((str(file), *pos) if pos else (str(file), None, None))
+            else:
+                out.append(self.locate(path))
+        return out
+
+    def _resolve(self, path: ErrPath) -> tuple[Path | None, tuple[str | int, ...] | None]:
+        """The file an error path points into and the path within that file's document."""
+        first = self.files[0] if self.files else None
         if not path or not isinstance(path[0], str):
-            return (str(self.files[0]) if self.files else None, None, None)
+            return first, None
         top = path[0]
         rest: list[str | int] = list(path[1:])
         file = self.mapping_origin.get(top)
@@ -83,12 +113,8 @@ class Source:
         elif top in self.list_segments:
             file = self.list_segments[top][0].file
         if file is None:
-            return (str(self.files[0]) if self.files else None, None, None)
-        node = self._tree(file)
-        mark = _walk(node, [top, *rest]) if node is not None else None
-        if mark is None:
-            return (str(file), None, None)
-        return (str(file), mark.line + 1, mark.column + 1)
+            return first, None
+        return file, (top, *rest)
 
     def _tree(self, file: Path) -> yaml.Node | None:
         if file not in self._trees:
@@ -97,6 +123,100 @@ class Source:
             except (yaml.YAMLError, OSError, UnicodeDecodeError, RecursionError):
                 self._trees[file] = None
         return self._trees[file]
+
+
+BIG_FILE = 2 * 1024 * 1024
+"""Files larger than this are located over the event stream (see Source.locate_many)."""
+
+
+def _is_big(file: Path) -> bool:
+    try:
+        return file.stat().st_size > BIG_FILE
+    except OSError:
+        return False
+
+
+class _Frame:
+    __slots__ = ("expect_key", "index", "is_map", "key", "key_mark", "path")
+
+    def __init__(self, path: tuple[str | int, ...] | None, is_map: bool) -> None:
+        self.path, self.is_map = path, is_map
+        self.index, self.expect_key = 0, True
+        self.key: str | None = None
+        self.key_mark: Any = None
+
+
+def _stream_marks(file: Path, wanted: set[tuple[str | int, ...]]) -> dict[tuple[str | int, ...], tuple[int, int]]:
+    """(line, col) of each wanted path, as `_walk` would find it, in one pass over the events.
+
+    Only nodes on the way to a wanted path are recorded (their start mark, the mark of the
+    key that holds them, whether they are mappings); everything else is skipped unbuilt.
+    """
+    prefixes = {w[:k] for w in wanted for k in range(len(w) + 1)}
+    open_parents = {w[:-1] for w in wanted if w}  # once all are closed, nothing more can be found
+    seen: dict[tuple[str | int, ...], tuple[Any, Any, bool]] = {}
+    stack: list[_Frame] = []
+    try:
+        text = file.read_text(encoding="utf-8-sig")
+        for event in yaml.parse(text, Loader=_Loader):
+            if not isinstance(event, yaml.NodeEvent):
+                if isinstance(event, yaml.CollectionEndEvent) and stack:
+                    closed = stack.pop().path
+                    _done(stack)
+                    if closed is not None and closed in open_parents:
+                        open_parents.discard(closed)
+                        if not open_parents:
+                            break
+                continue
+            path: tuple[str | int, ...] | None = ()
+            key_mark = None
+            if stack:
+                top = stack[-1]
+                if top.path is None:
+                    path = None
+                elif not top.is_map:
+                    path = (*top.path, top.index)
+                    top.index += 1
+                elif top.expect_key:
+                    path = None  # a key: remembered below, not a place of its own
+                    top.key = event.value if isinstance(event, yaml.ScalarEvent) else None
+                    top.key_mark = event.start_mark
+                else:
+                    path = None if top.key is None else (*top.path, top.key)
+                    key_mark = top.key_mark
+            if path is not None and path not in prefixes:
+                path = None
+            is_map = isinstance(event, yaml.MappingStartEvent)
+            if path is not None and path not in seen:
+                seen[path] = (event.start_mark, key_mark, is_map)
+            if isinstance(event, yaml.CollectionStartEvent):
+                stack.append(_Frame(path, is_map))
+            else:
+                _done(stack)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    out: dict[tuple[str | int, ...], tuple[int, int]] = {}
+    for want in wanted:
+        mark = seen[()][0] if () in seen else None
+        node = seen.get(())
+        for k in range(1, len(want) + 1):
+            step = seen.get(want[:k])
+            if step is None or node is None or (isinstance(want[k - 1], int) == node[2]):
+                node = None
+                break
+            mark, node = (step[1] if node[2] else step[0]), step
+        else:
+            if node is not None and not node[2]:
+                mark = node[0]
+        if mark is not None:
+            out[want] = (mark.line + 1, mark.column + 1)
+    return out
+
+
+def _done(stack: list[_Frame]) -> None:
+    """A child of the innermost collection is complete: a mapping alternates key and value."""
+    if stack and stack[-1].is_map:
+        stack[-1].expect_key = not stack[-1].expect_key
 
 
 def _walk(node: yaml.Node, path: list[str | int]) -> yaml.Mark | None:
@@ -340,13 +460,19 @@ def load_inventory(env: Path) -> tuple[Inventory, Source]:
     try:
         inv = Inventory.model_validate(data)
     except ValidationError as exc:
-        raise InventoryInvalid(
-            [_issue_from_pydantic(err, source) for err in exc.errors(include_url=False)]
-        ) from None
+        errors = exc.errors(include_url=False)
+        issues = [_issue_from_pydantic(err) for err in errors[:MAX_LOCATED]]
+        where = source.locate_many([i.path for i in issues])
+        located = [i.located(*w) for i, w in zip(issues, where, strict=True)]
+        raise InventoryInvalid(located, more=len(errors) - len(issues)) from None
     return inv, source
 
 
-def _issue_from_pydantic(err: Any, source: Source) -> InventoryIssue:
+MAX_LOCATED = 10_000
+"""Structural errors reported one by one (a broken 50 MB file has 10^6); the rest are counted."""
+
+
+def _issue_from_pydantic(err: Any) -> InventoryIssue:
     loc: tuple[str | int, ...] = tuple(
         p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "[key]")))
     )
@@ -367,8 +493,7 @@ def _issue_from_pydantic(err: Any, source: Source) -> InventoryIssue:
         msg = str(pattern_error(err["ctx"]["pattern"], err.get("input")))
     elif kind != "value_error" and "input" in err and not isinstance(err["input"], dict | list):
         msg = f"{err['input']!r}: {msg}"
-    issue = InventoryIssue(loc, msg)
-    return issue.located(*source.locate(loc))
+    return InventoryIssue(loc, msg)
 
 
 def _did_you_mean(loc: tuple[str | int, ...]) -> str | None:

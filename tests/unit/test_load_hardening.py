@@ -176,3 +176,48 @@ def test_a_utf16_file_is_named_as_such(tmp_path: Path) -> None:
     site.write_bytes(site.read_text().encode("utf-16"))
     (issue,) = _issues(env)
     assert issue == f"{site}:1:1: the file is UTF-16 (it starts with a UTF-16 byte-order mark): re-save it as UTF-8"
+
+
+STRUCTURAL = """\
+nodes:
+  - {name: gpu03, rack: r01, u: top, profile: gpu-node}
+  - name: gpu04
+    rack: r01
+    u: 12
+    profile: gpu-node
+    colour: red
+  - {name: gpu05, rack: r01}
+  - [not, a, mapping]
+cables:
+  - {id: C-100, a: leaf01/30, b: spine01/30, media: AOC, length_m: .nan}
+  - {id: C-101, a: leaf01/31, b: spine01/31, media: WIRE, length_m: 3}
+  - {id: C-102, a: 'leaf01', b: spine01/32, media: AOC, length_m: 3}
+"""
+
+
+def test_large_files_are_located_over_events_exactly_as_over_the_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import clusterforge.load as load_mod
+
+    env = _env(tmp_path)
+    (env / "extra.yaml").write_text(STRUCTURAL)
+    tree = _issues(env)
+    assert len(tree) >= 7 and all(":" in i.split(" ")[0] for i in tree)
+    monkeypatch.setattr(load_mod, "BIG_FILE", 0)  # every file "big": the event walk locates
+    assert _issues(env) == tree
+
+
+def test_errors_beyond_the_located_ones_are_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import clusterforge.load as load_mod
+
+    monkeypatch.setattr(load_mod, "MAX_LOCATED", 3)
+    env = _env(tmp_path)
+    (env / "extra.yaml").write_text(STRUCTURAL)
+    with pytest.raises(InventoryInvalid) as exc:
+        load_inventory(env)
+    assert len(exc.value.issues) == 3 and exc.value.more >= 4
+    result = CliRunner().invoke(app, ["check", str(env)])
+    total = 3 + exc.value.more
+    assert f"... and {total - 3} more errors" in result.output
+    assert result.output.splitlines()[-1] == f"{total} error(s) in the inventory"

@@ -44,11 +44,12 @@ MAX_SHOWN_ERRORS = 200
 
 def fail_inventory(exc: InventoryInvalid) -> NoReturn:
     shown = exc.issues[:MAX_SHOWN_ERRORS]
+    total = len(exc.issues) + exc.more
     err.print("\n".join(str(issue) for issue in shown), markup=False)
-    if len(exc.issues) > len(shown):
-        more = len(exc.issues) - len(shown)
-        err.print(f"... and {more} more errors (`clusterforge check ENV --format json` lists them all)", markup=False)
-    err.print(f"{len(exc.issues)} error(s) in the inventory", style="bold red")
+    if total > len(shown):
+        listed = "" if exc.more else " (`clusterforge check ENV --format json` lists them all)"
+        err.print(f"... and {total - len(shown)} more errors{listed}", markup=False)
+    err.print(f"{total} error(s) in the inventory", style="bold red")
     raise typer.Exit(int(ExitCode.INVALID_INVENTORY))
 
 
