@@ -44,7 +44,8 @@ def _load_checked(env: Path, planned: bool) -> Checked:
     index = Index(inv)
     issues = run_checks(index)
     if issues:
-        located = [i.located(*source.locate(i.path)) for i in issues]
+        where = source.locate_many([i.path for i in issues])  # a large file: over events, not a node tree
+        located = [i.located(*w) for i, w in zip(issues, where, strict=True)]
         raise InventoryInvalid(_sorted(located))
     return Checked(inv, index, source)
 

@@ -221,3 +221,26 @@ def test_errors_beyond_the_located_ones_are_counted(tmp_path: Path, monkeypatch:
     total = 3 + exc.value.more
     assert f"... and {total - 3} more errors" in result.output
     assert result.output.splitlines()[-1] == f"{total} error(s) in the inventory"
+
+
+CORPUS = sorted(p.name for p in BASE.parent.iterdir() if p.is_dir() and not p.name.startswith(("_", ".")))
+
+
+@pytest.mark.parametrize("case", CORPUS)
+def test_every_corpus_case_locates_the_same_over_events(case: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import clusterforge.load as load_mod
+    from clusterforge.api import load_checked
+
+    env = _env(tmp_path)
+    for src in (BASE.parent / case).glob("*.yaml"):
+        shutil.copy(src, env / src.name)
+
+    def issues() -> list[str]:
+        with pytest.raises(InventoryInvalid) as exc:
+            load_checked(env)
+        return [str(i) for i in exc.value.issues]
+
+    tree = issues()
+    monkeypatch.setattr(load_mod, "BIG_FILE", 0)
+    assert issues() == tree
