@@ -75,17 +75,34 @@ _EDITS: dict[str, Any] = {
     "cable removed": lambda d: d.update(cables=[c for c in d["cables"] if c["id"] != "C-00003"]),
     "relabel": lambda d: next(c for c in d["cables"] if c["id"] == "C-00001").update(label="L-1"),
     "replaced cable": lambda d: next(c for c in d["cables"] if c["id"] == "C-00002").update(length_m=12),
+    "gpu03 retired, gpu09 in its slot": lambda d: _replace_gpu03(d),
+    "gpu01 and gpu02 moved up": lambda d: (_move(d, "gpu01", "lab-su01-r01", 30),
+                                           _move(d, "gpu02", "lab-su01-r01", 34)),
+    "leaf replaced": lambda d: d["guid_locks"]["switches"].pop("leaf-su01-r1"),
+    "spine added": lambda d: (d["switches"].append({"name": "spine03", "model": "QM8700", "role": "spine",
+                                                     "rack": "lab-core01", "u": 5}),
+                              d["cables"].append({"id": "C-00042", "a": "leaf-infra01/25", "b": "spine03/1",
+                                                  "media": "AOC", "length_m": 3})),
 }
 
 
+def _replace_gpu03(d: dict[str, Any]) -> None:
+    d["nodes"] = [n for n in d["nodes"] if n["name"] != "gpu03"]
+    d["cables"] = [c for c in d["cables"] if c["id"] not in ("C-00005", "C-00006")]
+    d["nodes"].append({"name": "gpu09", "rack": "lab-su01-r01", "u": 10, "profile": "gpu-node"})
+    d["cables"] += [{"id": f"C-1000{r}", "a": f"gpu09/mlx5_{r}/1", "b": f"leaf-su01-r{r}/3", "media": "AOC",
+                     "length_m": 10} for r in (0, 1)]
+
+
 @FAST
-@given(st.lists(st.sampled_from(sorted(_EDITS)), unique=True, max_size=5),
+@given(st.lists(st.sampled_from(sorted(_EDITS)), unique=True, max_size=6),
        st.sampled_from([25, 50, 100]))
 def test_random_inventory_edits_give_plans_the_verifier_proves(chosen: list[str], cap: int) -> None:
     from clusterforge.day2.verify import verify
 
     data = lab_data()
     data["deploy"]["max_drain"] = {"rack_percent": cap, "cluster_percent": cap}
+    data["guid_locks"]["switches"] = {"leaf-su01-r1": "0x0002c90300aa0002"}
     old = index_of(data)
     for name in chosen:
         _EDITS[name](data)

@@ -383,10 +383,10 @@ class _Planner:
         in_service = {h for h in self.g.sms if h in self.old.nodes}
         detail = {h.host: h for h in self.hosts}
         deployed: set[str] = set()
-        learned = False
         opensm = [h for h in self.hosts if "opensm" in h.component_names and h.change != "removed"]
         last_physical = max((i for i, w in enumerate(waves) if w.tasks), default=0)
         rack_order = self._rack_order()
+        installed = {t.subject for t in self.tasks if t.phase == "install"}  # deployed in the wave of the install
 
         def emit(phase: Phase, rack: str | None, subject: str, action: str, argv: tuple[str, ...] = ()) -> None:
             steps.append(Step(len(steps) + 1, phase, rack, subject, action, argv))
@@ -448,14 +448,14 @@ class _Planner:
                 emit("learn", None, ", ".join(wave_learn),
                      "learn the GUIDs of the new hardware from the fabric (now cabled) and check each is bound",
                      ("clusterforge", "learn", self.env, "--require", ",".join(wave_learn)))
-                learned = True
             # deploys: the wave's hosts; the first wave also every host deployed in place
-            members = set(wave.hosts)
+            members = set(wave.hosts) | {t.subject for t in wave.tasks if t.phase == "install"}
             todo = [h for h in self.hosts if h.change != "removed" and h.host not in deployed
-                    and (h.host in members or (wi == 0 and h.host not in self.reasons))]
+                    and (h.host in members or (wi == 0 and h.host not in self.reasons
+                                               and h.host not in installed))]
             self._deploy_steps(todo, detail, emit, rack_order)
             deployed.update(h.host for h in todo)
-            if opensm and (wi == last_physical or (not learned and wi == 0)) and not any(
+            if opensm and wi == last_physical and not any(
                     s.phase == "fabric" for s in steps):
                 hosts = [h.host for h in opensm]
                 what = "; ".join(str(c) for c in opensm[0].components if c.component == "opensm")

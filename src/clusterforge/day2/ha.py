@@ -98,24 +98,62 @@ def replaced_switches(diff: InventoryDiff) -> set[str]:
 
 
 def forced_groups(old: Index, new: Index, diff: InventoryDiff) -> tuple[frozenset[str], ...]:
-    """Compute nodes that physically must be out together: a rack whose cooling changes or that goes,
-    and the nodes cabled to a switch that goes, moves or is replaced."""
+    """Compute nodes that physically must be out together: a rack whose cooling changes or that goes;
+    the nodes cabled to a switch that goes, moves or is replaced; nodes that exchange slots (one goes
+    where another was) or ports (a cable goes where another was); merged where they share a node."""
     compute = {n.name for n in old.inv.nodes if n.role == "compute"}
-    out: list[frozenset[str]] = []
+    groups_: list[set[str]] = []
     racks = {d.name for d in diff.devices if d.kind == "rack"
              and (d.change == "removed" or (d.change == "changed" and "cooling" in d.fields))}
     for rack in sorted(racks):
-        group = frozenset({n.name for n in old.inv.nodes if n.rack == rack and n.name in compute}
-                          | {n.name for n in new.inv.nodes if n.rack == rack and n.name in compute})
-        if group:
-            out.append(group)
+        groups_.append({n.name for n in old.inv.nodes if n.rack == rack} | {n.name for n in new.inv.nodes
+                                                                           if n.rack == rack})
     switches = replaced_switches(diff) | {d.name for d in diff.devices
                                           if d.kind == "switch" and d.change in ("removed", "moved")}
     if switches:
         cabled: dict[str, set[str]] = {}
         for c in old.inv.cables:
             for end, other in ((c.a.device, c.b.device), (c.b.device, c.a.device)):
-                if end in switches and other in compute:
+                if end in switches:
                     cabled.setdefault(end, set()).add(other)
-        out += [frozenset(cabled[s]) for s in sorted(cabled)]
-    return tuple(out)
+        groups_ += [cabled[s] for s in sorted(cabled)]
+    moved = {d.name for d in diff.devices if d.kind == "node" and d.change in ("moved", "added")}
+    if moved:
+        held = {place: name for name, place in old.places.items()}
+        for name in sorted(moved):
+            before = held.get(new.places[name])
+            if before is not None and before != name:
+                groups_.append({name, before})
+    changed = [c for c in diff.cables if c.new is not None and c.change in ("added", "moved")]
+    if changed:
+        at = old.cable_at
+        for ch in changed:
+            assert ch.new is not None
+            for port in (ch.new.a, ch.new.b):
+                was = at.get(port.key)
+                if was is not None and was.id != ch.new.id:
+                    groups_.append({e.device for e in (was.a, was.b, ch.new.a, ch.new.b)})
+    merged = _merge(groups_)
+    return tuple(frozenset(g & compute) for g in merged if g & compute)
+
+
+def _merge(groups_: list[set[str]]) -> list[set[str]]:
+    """Connected components of sets that share a member."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for g in groups_:
+        first = next(iter(g), None)
+        for x in g:
+            if first is not None:
+                parent[find(x)] = find(first)
+    out: dict[str, set[str]] = {}
+    for g in groups_:
+        for x in g:
+            out.setdefault(find(x), set()).add(x)
+    return sorted(out.values(), key=lambda g: sorted(g))
