@@ -11,7 +11,8 @@ Shared by the planner (which packs the work into waves that respect them) and th
   `cluster_percent` of all compute nodes drained at once (at least one node each).
   Physically indivisible work may exceed the cap, alone: every compute node of a rack whose
   cooling changes or that is retired, every compute node cabled to a switch that is removed,
-  moved or replaced (`forced_groups`).
+  moved or replaced, nodes that exchange slots or ports, and any of these that overlap
+  (`forced_groups`).
 """
 
 from __future__ import annotations
