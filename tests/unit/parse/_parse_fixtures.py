@@ -21,6 +21,7 @@ DIR_TO_TOOL = {
     "ibstatus": "ibstatus",
     "ibnetdiscover": "ibnetdiscover",
     "ibnetdiscover-p": "ibnetdiscover-p",
+    "ibv_devinfo": "ibv-devinfo",
     "iblinkinfo": "iblinkinfo",
     "nvidia-smi-topo": "nvidia-smi-topo",
     "nvidia-smi-nvlink-status": "nvidia-smi-nvlink",
