@@ -180,3 +180,26 @@ def test_plan_write_reports_the_changes_and_converges(tmp_path: Path) -> None:
     again = CliRunner().invoke(app, ["plan", str(env), "--write"])
     assert again.exit_code == 0, again.output
     assert "changes against the frozen fabric: none" in again.output
+
+
+def test_infrastructure_nodes_added_take_free_ports_only() -> None:
+    # prod with its SMs and Lustre servers on infrastructure leaves, frozen; two more Lustre servers (a
+    # failover pair) join: their two cables are the only change, on different infrastructure leaves
+    inv = _load("prod")
+    assert inv.fabric is not None
+    spec = inv.fabric.model_copy(update={"infra_roles": ["subnet-manager", "storage"]})
+    base = inv.model_copy(update={"switches": [], "cables": [], "patch_panels": [], "trunks": [], "fabric": spec})
+    old = plan_fabric(base, frozen=EMPTY)
+    frozen = Frozen.of_items(list(old.switches), list(old.cables), list(old.patch_panels), list(old.trunks))
+    lus20 = next(n for n in inv.nodes if n.name == "lus20")
+    more = [lus20.model_copy(update={"name": "lus21", "u": 32}), lus20.model_copy(update={"name": "lus22", "u": 34})]
+    fs = inv.lustre[0]
+    grown = base.model_copy(update={"nodes": [*base.nodes, *more], "lustre": [fs.model_copy(update={
+        "servers": [*fs.servers, "lus21", "lus22"], "failover_pairs": [*fs.failover_pairs, ("lus21", "lus22")]})]})
+    plan = plan_fabric(grown, frozen=frozen)
+    ch = changes(frozen, plan)
+    assert _tally(ch)["cables"] == (len(old.cables), 0, 2, 0)
+    assert _tally(ch)["switches"] == (len(old.switches), 0, 0, 0)
+    assert ch.recabled_nodes == ("lus21", "lus22")
+    leaf = {c.a.device: c.b.device for c in plan.cables if c.a.hca is not None}
+    assert leaf["lus21"] != leaf["lus22"] and leaf["lus21"].startswith("leaf-infra-")
