@@ -70,7 +70,14 @@ def read_record(directory: Path) -> dict[str, dict[str, Any]]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            raise RecordError(f"{path}:{line}: not valid UTF-8 (byte {raw[exc.start]:#04x} at byte offset "
+                              f"{exc.start}); move it away to start a new record") from None
+        data = json.loads(text)
         hosts = data["hosts"]
         if data.get("version") != RECORD_VERSION or not isinstance(hosts, dict):
             raise ValueError(f"version {data.get('version')!r}")

@@ -43,3 +43,12 @@ def test_diff_deployed_with_damaged_history_exits_2(tmp_path: Path) -> None:
                                       str(tmp_path)])
     assert result.exit_code == 2, result.output
     assert "not valid UTF-8" in result.output and "Traceback" not in result.output
+
+
+def test_non_utf8_record_names_line_and_offset(tmp_path: Path) -> None:
+    from clusterforge.deploy.record import RECORD_FILE, read_record
+
+    (tmp_path / RECORD_FILE).write_bytes(b'{"version": 1,\n "hosts": {"g\xe9": {}}}\n')
+    with pytest.raises(RecordError) as exc:
+        read_record(tmp_path)
+    assert str(exc.value).startswith(f"{tmp_path / RECORD_FILE}:2: not valid UTF-8 (byte 0xe9 at byte offset 28)")
