@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..deploy.desired import Component, HostPlan, host_plans
+from ..deploy.desired import Component, HostPlan, ManagedFile, host_plans
 from ..deploy.options import DeployOptions, Mirror
 from ..model.index import Index
+from ..render.env import environment
 
 LEAVES = "it leaves"  # the drain reason of a host the new inventory no longer has
 
@@ -62,7 +63,7 @@ class HostChange:
 
 def desired(index: Index, env_name: str) -> dict[str, HostPlan]:
     """Every host's desired state, as a deploy computes it (no secrets: credentials are not compared)."""
-    return host_plans(index, DeployOptions(env_name, repo=Mirror.of_inventory(index.inv)))
+    return host_plans(index, DeployOptions(env_name, repo=Mirror.of_inventory(index.inv)), render=False)
 
 
 def diff_hosts(old: Index, new: Index, env_name: str) -> list[HostChange]:
@@ -104,7 +105,7 @@ def _component_diff(a: Component | None, b: Component | None) -> ComponentChange
     fa = {f.dest: f for f in a.files} if a else {}
     fb = {f.dest: f for f in b.files} if b else {}
     files = [f"+{d}" for d in fb if d not in fa]
-    files += [f"~{d}" for d in fb if d in fa and (fa[d].content, fa[d].mode) != (fb[d].content, fb[d].mode)]
+    files += [f"~{d}" for d in fb if d in fa and _differs(fa[d], fb[d])]
     files += [f"-{d}" for d in fa if d not in fb]
     pa = {p.package: p.version for p in a.pins} if a else {}
     pb = {p.package: p.version for p in b.pins} if b else {}
@@ -117,6 +118,23 @@ def _component_diff(a: Component | None, b: Component | None) -> ComponentChange
                           ("module", a.modules if a else (), b.modules if b else ())):
         other += [f"+{label} {x}" for x in xb if x not in xa] + [f"-{label} {x}" for x in xa if x not in xb]
     return ComponentChange(name, tuple(files), tuple(pins), tuple(other))
+
+
+def _differs(a: ManagedFile, b: ManagedFile) -> bool:
+    """Whether a deploy would rewrite the file: its mode or its text differs. Host files come unrendered
+    (`host_plans(render=False)`): the same template with the same context renders the same text, so
+    only files whose context differs are rendered, and compared as text."""
+    if a.mode != b.mode:
+        return True
+    if a.content or b.content or not (a.template and b.template):
+        return a.content != b.content
+    if a.template == b.template and a.context == b.context:
+        return False
+    return _text(a) != _text(b)
+
+
+def _text(f: ManagedFile) -> str:
+    return environment().get_template(f.template).render(f.context)
 
 
 def _disruption(c: ComponentChange) -> str:

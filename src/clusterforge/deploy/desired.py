@@ -113,8 +113,9 @@ def rendered_by_host(index: Index) -> tuple[dict[str, list[tuple[str, FileSpec]]
     return out, hosts_spec
 
 
-def host_plans(index: Index, options: DeployOptions) -> dict[str, HostPlan]:
-    """Every node's plan, in inventory order."""
+def host_plans(index: Index, options: DeployOptions, *, render: bool = True) -> dict[str, HostPlan]:
+    """Every node's plan, in inventory order. `render=False` leaves each host's rendered files' content
+    empty (template and context are there): day-2 compares contexts and renders only those that differ."""
     inv = index.inv
     rendered, hosts_spec = rendered_by_host(index)
     addresses = _mgmt_addresses(index)
@@ -131,9 +132,9 @@ def host_plans(index: Index, options: DeployOptions) -> dict[str, HostPlan]:
         for dest, spec in rendered.get(node.name, []):
             comp = _TEMPLATE_COMPONENT.get(spec.template.split("/", 1)[0], "base")
             mode = file_mode(dest.lstrip("/"))
-            text = environment().get_template(spec.template).render(_context(spec, options.env_name))
-            files.setdefault(comp, []).append(
-                ManagedFile(_dest(options, dest), spec.template, _context(spec, options.env_name), text, mode))
+            context = _context(spec, options.env_name)
+            text = environment().get_template(spec.template).render(context) if render else ""
+            files.setdefault(comp, []).append(ManagedFile(_dest(options, dest), spec.template, context, text, mode))
         hw = index.hardware[node.name]
         has_gpus = hw.gpus is not None and hw.gpus.count > 0
         nvswitch = has_gpus and hw.gpus is not None and hw.gpus.nvlink_topology == "nvswitch"
