@@ -195,3 +195,19 @@ def test_new_trunk_is_laid_between_the_two_rack_passes() -> None:
     devices = {d["name"]: d for d in plan.to_dict()["devices"]}
     assert devices["T-1"]["new_place"] == {"panels": "pp-su01 - pp-core"}
     assert devices["pp-core"]["new_place"] == {"rack": "lab-core01", "u": 40}
+
+
+def test_unrendered_host_files_differ_only_when_their_text_would() -> None:
+    from clusterforge.day2.host_diff import _differs
+    from clusterforge.deploy.desired import ManagedFile
+
+    def f(pins: list[tuple[str, str]], unused: int, mode: int = 0o644) -> ManagedFile:
+        ctx = {"pins": [{"package": p, "version": v} for p, v in pins], "banner": ["b"], "environment": "lab",
+               "unused": unused}
+        return ManagedFile("/etc/apt/preferences.d/x.pref", "apt/preferences.j2", ctx, "", mode)
+
+    a = f([("libnccl2", "2.21.5-1")], 1)
+    assert not _differs(a, f([("libnccl2", "2.21.5-1")], 1))
+    assert not _differs(a, f([("libnccl2", "2.21.5-1")], 2))  # another context, the same text: no change
+    assert _differs(a, f([("libnccl2", "2.22.3-1")], 1))
+    assert _differs(a, f([("libnccl2", "2.21.5-1")], 1, mode=0o600))
