@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from .fsutil import write_atomic
+from .load import Source
 from .model.addresses import Addresses
 from .model.index import Index
 
@@ -73,6 +74,15 @@ def _released_rows(addrs: Addresses, table: dict[int, str], indent: str) -> list
     return [f"{indent}{_key(addrs.text(ip))}: {_key(who)}\n" for ip, who in sorted(table.items())]
 
 
+def misplaced(env: Path, source: Source) -> Path | None:
+    """The file of ENV that holds the `allocations` section when it is not addresses.generated.yaml
+    (writing the generated file then would define the section twice)."""
+    origin = source.mapping_origin.get("allocations")
+    if origin is None or origin.resolve() == (env / GENERATED).resolve():
+        return None
+    return origin
+
+
 def write(env: Path, index: Index, addrs: Addresses | None = None) -> Path:
     """Write ENV/addresses.generated.yaml (atomically) from `addrs`, by default the index's allocation."""
     target = env / GENERATED
@@ -80,8 +90,9 @@ def write(env: Path, index: Index, addrs: Addresses | None = None) -> Path:
     return target
 
 
-def freeze_if_absent(env: Path, index: Index) -> Path | None:
-    """The first deploy's freeze: write the file when ENV is a directory without one; else None."""
-    if not env.is_dir() or (env / GENERATED).exists():
+def freeze_if_absent(env: Path, index: Index, source: Source) -> Path | None:
+    """The first deploy's freeze: write the file when ENV is a directory and no file of it holds the
+    `allocations` section yet; else None."""
+    if not env.is_dir() or (env / GENERATED).exists() or "allocations" in source.mapping_origin:
         return None
     return write(env, index)

@@ -221,3 +221,15 @@ def test_the_first_real_deploy_freezes_the_addresses_and_a_dry_run_does_not(tmp_
     assert real.notes == [f"addresses frozen in {frozen} (first deploy): commit it with the inventory"]
     assert run_engine(env, DeployRequest(), "pyinfra", fake_run).notes == []
     assert hosts == [11, 11, 11]
+
+
+def test_allocations_kept_in_another_file_are_not_written_twice(tmp_path: Path) -> None:
+    env = _lab_copy(tmp_path)
+    (env / addresses_file.GENERATED).rename(env / "frozen.yaml")
+    result = runner.invoke(app, ["plan", str(env), "--write"])
+    assert result.exit_code == 2
+    assert f"{env / 'frozen.yaml'}: allocations is written by `plan --write` into" in result.output
+    assert not (env / addresses_file.GENERATED).exists()
+    real = run_engine(env, DeployRequest(), "pyinfra", lambda plans, ssh: DeployOutcome([]))
+    assert real.notes == [] and not (env / addresses_file.GENERATED).exists()
+    assert runner.invoke(app, ["check", str(env)]).exit_code == 0

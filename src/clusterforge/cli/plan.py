@@ -94,9 +94,15 @@ def _base(env: Path) -> tuple[Inventory, Source, dict[str, list[int]], Frozen]:
     return (inv.model_copy(update=update) if update else inv), source, keep, frozen
 
 
-def _checked(env: Path, renumber: bool = False) -> tuple[Merged | None, Inventory, Index]:
-    """Load, plan and check ENV. `renumber`: the index's addresses ignore addresses.generated.yaml."""
+def _checked(env: Path, renumber: bool = False, write: bool = False) -> tuple[Merged | None, Inventory, Index]:
+    """Load, plan and check ENV. `renumber`: the index's addresses ignore addresses.generated.yaml;
+    `write`: refuse when another file holds the `allocations` section that file is written with."""
     base, source, keep, frozen = _base(env)
+    elsewhere = addresses_file.misplaced(env, source) if write else None
+    if elsewhere is not None:
+        err.print(f"{elsewhere}: allocations is written by `plan --write` into {env / addresses_file.GENERATED}; "
+                  "move it there first", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     merged: Merged | None = None
     inv = base
     if base.fabric is not None:
@@ -144,7 +150,7 @@ def _show(env: Path, fmt: Format, write: bool, renumber: bool, export: Path | No
     if export is not None:
         check_output_path(export, "--export", directory=True)
     with gc_paused():  # 10^5-10^6 small acyclic objects: collector passes would dominate
-        merged, inv, index = _checked(env, renumber)
+        merged, inv, index = _checked(env, renumber, write)
         report = check_plan(index)
     summary = summary_dict(report, merged.plan.design if merged else None, merged.deviations if merged else ())
     summary["environment"] = str(env)

@@ -185,10 +185,11 @@ def run_engine(env: Path, req: DeployRequest, engine: str,
     """Either engine's run: load, resolve the targets, run (when there is anything to do), and keep the
     record of what each finished host got (a dry run changes nothing, so records nothing)."""
     start = time.monotonic()
-    index = load_checked(env).index
+    checked = load_checked(env)
+    index = checked.index
     with deploy_targets(env, req, index) as t:
         # the first real deploy freezes the addresses it hands out (a dry run writes nothing)
-        frozen = None if req.dry_run or not t.plans else addresses_file.freeze_if_absent(env, index)
+        frozen = None if req.dry_run or not t.plans else addresses_file.freeze_if_absent(env, index, checked.source)
         outcome = run(t.plans, t.ssh) if t.plans else DeployOutcome([])
     if frozen is not None:
         outcome.notes.append(f"addresses frozen in {frozen} (first deploy): commit it with the inventory")
