@@ -69,6 +69,7 @@ def desired(index: Index, env_name: str) -> dict[str, HostPlan]:
 def diff_hosts(old: Index, new: Index, env_name: str) -> list[HostChange]:
     """Hosts whose desired state differs, in the new inventory's node order (removed hosts last)."""
     before, after = desired(old, env_name), desired(new, env_name)
+    memo: dict[tuple[int, int], ComponentChange] = {}  # components shared by many hosts: compared once
     out: list[HostChange] = []
     for name, plan in after.items():
         prev = before.get(name)
@@ -76,7 +77,7 @@ def diff_hosts(old: Index, new: Index, env_name: str) -> list[HostChange]:
             comps = tuple(_component_diff(None, c) for c in plan.components)
             out.append(HostChange(name, plan.rack, "added", comps, (), False))
             continue
-        comps = _components_diff(prev, plan)
+        comps = _components_diff(prev, plan, memo)
         if comps:
             reasons = tuple(dict.fromkeys(r for c in comps if (r := _disruption(c))))
             reboot = any(c.component == "nvidia" and c.pins for c in comps)
@@ -87,12 +88,20 @@ def diff_hosts(old: Index, new: Index, env_name: str) -> list[HostChange]:
     return out
 
 
-def _components_diff(before: HostPlan, after: HostPlan) -> tuple[ComponentChange, ...]:
-    names = list(dict.fromkeys([*(c.name for c in after.components), *(c.name for c in before.components)]))
+def _components_diff(before: HostPlan, after: HostPlan,
+                     memo: dict[tuple[int, int], ComponentChange]) -> tuple[ComponentChange, ...]:
+    was = {c.name: c for c in before.components}
+    now = {c.name: c for c in after.components}
     out = []
-    for name in names:
+    for name in dict.fromkeys([*now, *was]):
         # (comparing the components whole would compare every file's template context too)
-        change = _component_diff(before.component(name), after.component(name))
+        a, b = was.get(name), now.get(name)
+        key = (id(a), id(b))
+        change = memo.get(key) if a is not None and b is not None else None
+        if change is None:
+            change = _component_diff(a, b)
+            if a is not None and b is not None:
+                memo[key] = change
         if change.files or change.pins or change.other:
             out.append(change)
     return tuple(out)
