@@ -14,7 +14,7 @@ RULES: dict[str, str] = {
     "FAB-MISSING": "a declared link is not seen on the fabric",
     "FAB-DEVICE-MISSING": "a declared switch or node is not seen on the fabric at all (its links listed under it)",
     "FAB-PORT-DOWN": "a declared link's port is down or polling",
-    "FAB-MISWIRED": "a cable lands on a different port than declared (swaps are named as such)",
+    "FAB-MISWIRED": "a cable lands on a different port than declared (swaps and rotations are named as such)",
     "FAB-UNEXPECTED": "a link is seen that the inventory does not declare",
     "FAB-DEGRADED": "a link runs at a lower width or speed than declared",
     "FAB-UNKNOWN-DEVICE": "a device on the fabric matches nothing in the inventory",
