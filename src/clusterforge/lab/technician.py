@@ -15,9 +15,12 @@ set_guid     ``Guid "switch" 0x...``                          the switch's node 
 replace      every link unplugged, ``Guid``, re-plugged       a new switch, cabled as the old
 ============ ================================================ ==================================
 
-Every operation is appended to ``<state>/technician.json`` (atomically rewritten), so the lab's
-current cabling (the net file's, changed by the journal) is known to any later process: the fault
-injector starts from it, and a later unplug checks the cable is where the plan says. ``lab down``
+Before acting the technician looks at the fabric as ibsim has it (console ``Dump``): a cable is
+unplugged only where it is plugged, plugged only into free ports. Every operation is appended to
+``<state>/technician.json`` (atomically rewritten), so the lab's cabling (the net file's, changed by
+the journal) is known to any later process: the fault injector starts from it. ``ensure_unplugged``
+and ``ensure_plugged`` leave a cable that is already as wanted, bringing the journal up to date (a
+process killed between ibsim's change and the journal's line), so a resumed apply goes on. ``lab down``
 removes the journal with the lab. Drained hosts (``drain``/``resume``, the lab's stand-in for a
 scheduler's drain) are kept in ``<state>/drained.json`` with the same journal of events.
 """
@@ -77,6 +80,25 @@ def cabled_peers(net: NetFile, entries: list[dict[str, object]]) -> dict[Endpoin
     return peers
 
 
+_DUMP_NODE = re.compile(r'^(?:Switch|Ca|Hca|Rt)\s+\d+\s+"([^"]+)"')
+_DUMP_PORT = re.compile(r'^\S+\t\[(\d+)\]\t"([^"]+)"\[(\d+)\]')
+
+
+def parse_dump(text: str) -> dict[Endpoint, Endpoint]:
+    """Links from ibsim's console `Dump` (`<guid>\\t[port]\\t"peer"[port] ...` under each node header)."""
+    peers: dict[Endpoint, Endpoint] = {}
+    node = None
+    for line in text.splitlines():
+        head = _DUMP_NODE.match(line)
+        if head:
+            node = head.group(1)
+            continue
+        m = _DUMP_PORT.match(line)
+        if m and node is not None and int(m.group(1)) > 0:
+            peers[Endpoint(node, int(m.group(1)))] = Endpoint(m.group(2), int(m.group(3)))
+    return peers
+
+
 @dataclass
 class Technician:
     console: Console
@@ -92,7 +114,30 @@ class Technician:
         write_atomic(self.state_dir / JOURNAL, json.dumps(entries, indent=1))
 
     def peers(self) -> dict[Endpoint, Endpoint]:
-        return cabled_peers(self.net, self.journal())
+        """The fabric as it is cabled right now: ibsim's own view (console `Dump`)."""
+        return parse_dump(self.console.command("Dump"))
+
+    def ensure_unplugged(self, a_ref: PortRef, b_ref: PortRef) -> bool:
+        """The cable between `a_ref` and `b_ref` out; False when it was already (the journal is brought
+        up to date: an earlier run may have been killed between ibsim's change and its journal line)."""
+        a, b = self.endpoint(a_ref), self.endpoint(b_ref)
+        live = self.peers()
+        if a in live or b in live:
+            self.unplug(a_ref, expect=b_ref)
+            return True
+        if cabled_peers(self.net, self.journal()).get(a) == b:
+            self._append({"op": "unplug", "a": [a.node, a.port], "b": [b.node, b.port]})
+        return False
+
+    def ensure_plugged(self, a_ref: PortRef, b_ref: PortRef) -> bool:
+        """The cable between `a_ref` and `b_ref` in; False when it was already (journal brought up to date)."""
+        a, b = self.endpoint(a_ref), self.endpoint(b_ref)
+        if self.peers().get(a) != b:
+            self.plug(a_ref, b_ref)
+            return True
+        if cabled_peers(self.net, self.journal()).get(a) != b:
+            self._append({"op": "plug", "a": [a.node, a.port], "b": [b.node, b.port]})
+        return False
 
     def guids(self) -> dict[str, str]:
         """Switches whose GUID the technician changed (node id -> GUID)."""
