@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .fsutil import write_atomic
+from .fsutil import directory_lock, write_atomic
 from .load import Source
 from .model.addresses import Addresses
 from .model.index import Index
@@ -92,7 +92,11 @@ def write(env: Path, index: Index, addrs: Addresses | None = None) -> Path:
 
 def freeze_if_absent(env: Path, index: Index, source: Source) -> Path | None:
     """The first deploy's freeze: write the file when ENV is a directory and no file of it holds the
-    `allocations` section yet; else None."""
+    `allocations` section yet; else None. Under ENV's lock, as `plan --write` writes (LockTimeout when
+    another run holds it too long)."""
     if not env.is_dir() or (env / GENERATED).exists() or "allocations" in source.mapping_origin:
         return None
-    return write(env, index)
+    with directory_lock(env):
+        if (env / GENERATED).exists():  # a `plan --write` got there first
+            return None
+        return write(env, index)

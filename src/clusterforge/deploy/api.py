@@ -18,6 +18,7 @@ from pathlib import Path
 from .. import addresses_file
 from ..api import load_checked
 from ..errors import ExitCode
+from ..fsutil import LockTimeout
 from ..lab import LabState, read_state
 from ..model.index import Index
 from .desired import HostPlan, host_plans
@@ -189,7 +190,10 @@ def run_engine(env: Path, req: DeployRequest, engine: str,
     index = checked.index
     with deploy_targets(env, req, index) as t:
         # the first real deploy freezes the addresses it hands out (a dry run writes nothing)
-        frozen = None if req.dry_run or not t.plans else addresses_file.freeze_if_absent(env, index, checked.source)
+        try:
+            frozen = None if req.dry_run or not t.plans else addresses_file.freeze_if_absent(env, index, checked.source)
+        except LockTimeout as exc:
+            raise DeployError(f"cannot freeze the addresses: {exc}") from None
         outcome = run(t.plans, t.ssh) if t.plans else DeployOutcome([])
     if frozen is not None:
         outcome.notes.append(f"addresses frozen in {frozen} (first deploy): commit it with the inventory")
