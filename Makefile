@@ -5,10 +5,12 @@ PY := .venv/bin/python
 CF := .venv/bin/clusterforge
 INV := inventories/$(ENV)
 
-.PHONY: deps venv test test-fast lint check schema bench deploy plan render validate lab-up lab-down lab-status clean
+.PHONY: deps venv test test-fast lint check schema bench deploy deploy-vars plan render validate lab-up lab-down lab-status clean
 
 # Debian packages of the lab and the deploy tests (podman, ibsim, OpenSM, ...): installed when
 # missing and we are root; otherwise say what to run. Idempotent and quick when all are there.
+# `make deploy` needs them only for a lab (ENV=lab or LAB=1): a machine that drives a real cluster
+# gets no lab package.
 deps:
 	@if [ "$$(id -u)" = 0 ]; then sh scripts/lab-deps.sh; \
 	else echo "not root: run 'sudo sh scripts/lab-deps.sh' once for the lab"; fi
@@ -51,23 +53,51 @@ validate: venv
 bench: venv
 	$(PY) bench/run.py
 
-# The main job. ENV=lab (the default) brings the local lab up first: podman containers with
-# sshd on a simulated InfiniBand fabric (ibsim), OpenSM on the subnet-manager container.
-# Then: check, render, deploy (pyinfra, or ENGINE=ansible; LIMIT=host|rack|role; DRY=1 for a
-# dry run that prints per-host diffs), and validate the result against the inventory.
-deploy: venv deps
-ifeq ($(ENV),lab)
-	$(CF) lab up $(INV)
+# The main job: check, render, deploy (pyinfra, or ENGINE=ansible), validate.
+#   make deploy                       the lab inventory on the local lab (brought up first)
+#   make deploy ENV=prod LAB=1        a rehearsal: prod's own files and pins deployed to a prod-shaped lab
+#                                     (one container per selected node, the whole prod fabric simulated,
+#                                     hardware packages from the lab's stand-in repository), then validated;
+#                                     no prod address is ever contacted. LIMIT= picks the nodes
+#                                     (node, rack, role, suNN; default: a GPU rack, both SMs, one Lustre server)
+#   make deploy ENV=prod DRY=1        a dry run on the real hosts: reads their state over SSH (10 s connect
+#                                     timeout), shows the per-host diffs, changes nothing
+#   make deploy ENV=prod              the real thing: the changes are shown and must be confirmed in a terminal;
+#                                     CONFIRM=1 confirms up front (scripts). Never touches a lab.
+# Only these variables are understood (ENV ENGINE LAB LIMIT DRY CONFIRM), each with the values above; anything
+# else on the command line stops the run before it starts, so a typo cannot turn a rehearsal into a real run.
+DEPLOY_VARS := ENV ENGINE LAB LIMIT DRY CONFIRM
+CMDLINE_VARS := $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v)))
+UNKNOWN_VARS := $(filter-out $(DEPLOY_VARS) MAKEFLAGS MAKEOVERRIDES,$(CMDLINE_VARS))
+IS_LAB := $(if $(filter lab,$(ENV))$(filter 1,$(LAB)),1)
+LAB_ROOT := $(or $(CLUSTERFORGE_LAB_ROOT),.lab)
+
+deploy-vars:
+	$(if $(UNKNOWN_VARS),$(error make deploy: unknown variable(s) $(foreach v,$(UNKNOWN_VARS),$(v)=$($(v))): \
+	  understood are $(DEPLOY_VARS); nothing was run))
+	$(if $(filter-out 1,$(LAB)),$(error make deploy: LAB=$(LAB) is not understood: LAB=1 rehearses on the lab; \
+	  leave LAB out for the real hosts))
+	$(if $(filter-out 1,$(DRY)),$(error make deploy: DRY=$(DRY) is not understood: DRY=1 for a dry run))
+	$(if $(filter-out 1,$(CONFIRM)),$(error make deploy: CONFIRM=$(CONFIRM) is not understood: CONFIRM=1 \
+	  confirms a real deploy up front))
+	$(if $(filter-out pyinfra ansible,$(ENGINE)),$(error make deploy: ENGINE=$(ENGINE) is not understood: \
+	  pyinfra or ansible))
+	$(if $(wildcard $(INV)/.),,$(error make deploy: ENV=$(ENV): no $(INV) directory))
+	$(if $(and $(IS_LAB),$(CONFIRM)),$(error make deploy: CONFIRM=1 is for real hosts; a lab run needs none))
+
+deploy: deploy-vars venv $(if $(IS_LAB),deps)
+ifeq ($(IS_LAB),1)
+	$(CF) lab up $(INV)$(if $(LIMIT), --limit $(LIMIT))
 endif
 	$(CF) check $(INV)
 	$(CF) render $(INV) --output out/$(ENV)
-	$(CF) deploy $(INV) --engine $(ENGINE) $(if $(LIMIT),--limit $(LIMIT)) $(if $(DRY),--dry-run,--no-diffs)
+	$(CF) deploy $(INV) --engine $(ENGINE)$(if $(LIMIT), --limit $(LIMIT))$(if $(IS_LAB), --lab $(LAB_ROOT)/$(ENV)/state, --no-lab$(if $(CONFIRM), --yes)) $(if $(DRY),--dry-run,--no-diffs)
 ifeq ($(DRY),)
-	$(CF) validate $(INV) --junit out/$(ENV)/validate.xml
+	$(CF) validate $(INV)$(if $(IS_LAB),, --no-lab) --junit out/$(ENV)/validate.xml
 endif
 
 lab-up: venv deps
-	$(CF) lab up $(INV)
+	$(CF) lab up $(INV)$(if $(LIMIT), --limit $(LIMIT))
 
 lab-down: venv
 	$(CF) lab down $(INV)

@@ -9,25 +9,37 @@ simulator ports for fault injection, and lab SSH settings for collection.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
+import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .api import Checked
-from .collect.plan import HOST_TOOLS, Target, default_targets
+from .collect.plan import FABRIC_TOOLS, HOST_TOOLS, Target, default_targets
 from .collect.ssh import SshConfig
-from .lab import LabHca, LabHost, LabSpec, LabState, PortRef, read_state, ssh_command
+from .fsutil import write_atomic
+from .lab import LabHca, LabHost, LabSpec, LabState, PortRef, read_state, ssh_command, up
 from .lab.errors import LabError
 from .lab.netfile import parse_netfile
 from .lab.proc import run
 from .model.index import Index
 from .render import render, write_tree
+from .selection import SelectionError, default_rehearsal, select_nodes
 from .sim import nvidia_smi
 
 LAB_ROOT = Path(os.environ.get("CLUSTERFORGE_LAB_ROOT", ".lab"))
 SM_ETC = "/etc/opensm"
+LAB_RANGE = ipaddress.IPv4Network("198.18.0.0/15")
+"""RFC 2544's benchmarking range: where every lab network lives (never a routed, real address)."""
+LAB_BLOCK = ipaddress.ip_address("198.18.64.0")
+"""Where an environment with real (non-lab) management addresses is mapped by default (`--cidr` moves it)."""
+SMALL_ENV = 16
+"""`lab up` without `--limit` starts every node of an environment up to this size, else `default_rehearsal`."""
+MAPPING = "mapping.json"
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,11 @@ class LabPaths:
     def netfile(self) -> Path:
         return self.render_dir / "fabric" / "ibsim.net"
 
+    @property
+    def mapping(self) -> Path:
+        """What `lab up` selected and where each inventory address went (`lab status` shows it)."""
+        return self.state_dir.parent / MAPPING
+
 
 def paths(env: Path, root: Path | None = None) -> LabPaths:
     root = root if root is not None else Path(os.environ.get("CLUSTERFORGE_LAB_ROOT", LAB_ROOT))
@@ -51,16 +68,75 @@ def lab_name(env_name: str) -> str:
     return f"cf-{env_name}"[:24]
 
 
-def prepare(checked: Checked, env: Path, root: Path | None = None) -> tuple[LabSpec, LabPaths]:
-    """Render the environment into the lab's folder and describe the lab to start."""
+def lab_cidr(mgmt_cidr: str, override: str | None = None) -> str:
+    """The lab network of an environment: its own management network when that already is a lab range
+    (198.18.0.0/15), else a network of the same size at 198.18.64.0 (or `override`): inventory addresses
+    are mapped there host part for host part and are never used."""
+    if override is not None:
+        net = ipaddress.ip_network(override, strict=True)
+        if not isinstance(net, ipaddress.IPv4Network) or not net.subnet_of(LAB_RANGE):
+            raise LabError(f"--cidr {override}: a lab network must lie in {LAB_RANGE} (the benchmarking range)")
+        return str(net)
+    mgmt = ipaddress.ip_network(mgmt_cidr)
+    if isinstance(mgmt, ipaddress.IPv4Network) and mgmt.subnet_of(LAB_RANGE):
+        return str(mgmt)
+    prefix = min(max(mgmt.prefixlen, 16), 29)
+    return str(ipaddress.ip_network(f"{LAB_BLOCK}/{prefix}", strict=False))
+
+
+def selection(index: Index, limit: tuple[str, ...] = ()) -> list[str]:
+    """The nodes a lab starts: `limit` as deploy's `--limit` (`all` for every node); without one, every
+    node of a small environment (the lab inventory), else `default_rehearsal` (every role once)."""
+    if limit == ("all",):
+        return [n.name for n in index.inv.nodes]
+    if limit:
+        try:
+            return select_nodes(index, limit)
+        except SelectionError as exc:
+            raise LabError(str(exc)) from None
+    if len(index.inv.nodes) <= SMALL_ENV:
+        return [n.name for n in index.inv.nodes]
+    return default_rehearsal(index)
+
+
+def sm_nodes_by_priority(index: Index) -> list[str]:
+    """The inventory's SM nodes, master first."""
+    sm = index.inv.opensm
+    return [s.node for s in sorted(sm.sm_nodes, key=lambda s: -s.priority)] if sm is not None else []
+
+
+def prepare(checked: Checked, env: Path, root: Path | None = None, *, limit: tuple[str, ...] = (),
+            cidr: str | None = None) -> tuple[LabSpec, LabPaths]:
+    """Render the environment into the lab's folder and describe the lab to start: the selected nodes
+    (see `selection`) on the lab network, the whole fabric simulated; when no SM node is selected,
+    OpenSM runs beside the simulator as the master SM node's HCA, with its rendered configuration."""
     p = paths(env, root)
     write_tree(p.render_dir, render(checked.index, p.env_name).files)
     plan = checked.index.inv.addressing.management
     if plan is None:
         raise LabError("the lab needs addressing.management: the containers sit on that subnet")
-    spec = lab_spec(checked.index, name=lab_name(p.env_name), cidr=str(plan.cidr), state_dir=p.state_dir,
-                    netfile=p.netfile)
+    nodes = selection(checked.index, limit)
+    spec = lab_spec(checked.index, name=lab_name(p.env_name), cidr=lab_cidr(str(plan.cidr), cidr),
+                    state_dir=p.state_dir, netfile=p.netfile, nodes=nodes)
+    sms = sm_nodes_by_priority(checked.index)
+    if sms and not spec.sm_hosts and not any(s in nodes for s in sms):
+        spec = _beside_simulator(spec, checked.index, p, sms[0])
     return spec, p
+
+
+def _beside_simulator(spec: LabSpec, index: Index, p: LabPaths, sm: str) -> LabSpec:
+    """`spec` with OpenSM on the lab machine as `sm`'s first HCA, its rendered files read from the render."""
+    hw = index.hardware.get(sm)
+    if hw is None or not hw.hcas:
+        return spec
+    sm_dir = p.render_dir / "opensm" / sm
+    conf = (sm_dir / "opensm.conf").read_text(encoding="utf-8").replace(f"{SM_ETC}/", f"{sm_dir.resolve()}/")
+    local = sm_dir / "opensm.lab.conf"
+    local.write_text(conf, encoding="utf-8")
+    sim_id = {node.desc: node.node_id for node in parse_netfile(spec.netfile).nodes.values()}
+    return LabSpec(name=spec.name, network_cidr=spec.network_cidr, hosts=spec.hosts, netfile=spec.netfile,
+                   state_dir=spec.state_dir, opensm_config=local, start_sm=False,
+                   sm_sim_host=sim_id.get(f"{sm} {hw.hcas[0].name}", f"{sm} {hw.hcas[0].name}"))
 
 
 def lab_spec(index: Index, *, name: str, cidr: str, state_dir: Path, netfile: Path,
@@ -85,7 +161,11 @@ def lab_spec(index: Index, *, name: str, cidr: str, state_dir: Path, netfile: Pa
             for h in index.hardware[node.name].hcas
             if f"{node.name} {h.name}" in sim_id
         )
-        address = str(net.network_address + (ip - base))
+        offset = ip - base
+        if not 1 < offset < net.num_addresses - 2:
+            raise LabError(f"{node.name}: {addrs.text(ip)} has no place on the lab network {net} "
+                           "(host part out of range, or the gateway's/simulator's): pick another --cidr")
+        address = str(net.network_address + offset)
         hosts.append(LabHost(node.name, address, hcas, node.role))
     return LabSpec(name=name, network_cidr=cidr, hosts=tuple(hosts), netfile=netfile, state_dir=state_dir,
                    start_sm=start_sm)
@@ -158,13 +238,126 @@ def install_gpu_standins(state: LabState, checked: Checked) -> int:
     return done
 
 
+@dataclass(frozen=True)
+class LabUp:
+    state: LabState
+    paths: LabPaths
+    spec: LabSpec
+    sm_started: tuple[str, ...]
+    """SM nodes whose container runs OpenSM (master first); empty when OpenSM runs beside the simulator."""
+    standins: int
+    seconds: float
+
+
+def bring_up(checked: Checked, env: Path, *, limit: tuple[str, ...] = (), cidr: str | None = None,
+             mode: str = "auto", start_sm: bool = True, root: Path | None = None,
+             sm_timeout_s: float = 120.0) -> LabUp:
+    """`clusterforge lab up`: prepare, start the containers and the whole simulated fabric, OpenSM on every
+    selected SM node (master first: an HA pair elects by priority) or beside the simulator, the GPU
+    stand-ins; record the address mapping. Idempotent (a healthy lab of the same spec is kept)."""
+    t0 = time.monotonic()
+    spec, p = prepare(checked, env, root, limit=limit, cidr=cidr)
+    if not start_sm:
+        spec = LabSpec(name=spec.name, network_cidr=spec.network_cidr, hosts=spec.hosts, netfile=spec.netfile,
+                       state_dir=spec.state_dir, start_sm=False)
+    existing = read_state(p.state_dir)
+    if existing is not None and existing.spec_digest != spec.digest():
+        names = ", ".join(sorted(existing.hosts)[:6]) + (", ..." if len(existing.hosts) > 6 else "")
+        raise LabError(f"a lab of {env} is already up with another selection or network ({len(existing.hosts)} "
+                       f"node(s): {names}): `clusterforge lab down {env}` first")
+    state = up(spec, mode=mode)
+    write_mapping(p, checked, env, state)
+    started: list[str] = []
+    if start_sm:
+        for sm in sm_nodes_by_priority(checked.index):
+            if sm in state.hosts:
+                start_subnet_manager(state, p, sm)
+                started.append(sm)
+        if started:
+            wait_sm_master(state, started[0], sm_timeout_s)
+    standins = install_gpu_standins(state, checked)
+    return LabUp(state, p, spec, tuple(started), standins, time.monotonic() - t0)
+
+
+def wait_sm_master(state: LabState, host: str, timeout_s: float = 120.0) -> str:
+    """Wait until `sminfo` on `host` names a MASTER SM; its output."""
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while time.monotonic() < deadline:
+        res = run(ssh_command(state, host, ["sminfo"]), timeout=60, check=False)
+        last = (res.stdout + res.stderr).strip()
+        if res.returncode == 0 and "SMINFO_MASTER" in res.stdout:
+            return res.stdout
+        time.sleep(0.5)
+    raise LabError(f"no master subnet manager seen from {host} within {timeout_s:g}s: {last[-300:]}")
+
+
+def write_mapping(p: LabPaths, checked: Checked, env: Path, state: LabState) -> dict[str, object]:
+    """Record (atomically) which nodes run where: inventory address -> lab address, and the fabric."""
+    index = checked.index
+    net = parse_netfile(state.netfile)
+    in_lab = set(state.hosts)
+    hosts = {
+        name: {"inventory_address": index.addresses.text(index.addresses.mgmt[name])
+               if name in index.addresses.mgmt else None,
+               "lab_address": rec.address, "role": rec.role, "rack": index.nodes[name].rack,
+               "hcas": [dev for dev, _ in rec.hcas]}
+        for name, rec in state.hosts.items()
+    }
+    mgmt = index.inv.addressing.management
+    data: dict[str, object] = {
+        "environment": p.env_name, "inventory": str(env), "lab": state.lab,
+        "inventory_network": str(mgmt.cidr) if mgmt is not None else None,
+        "lab_network": state.network_cidr, "gateway": state.gateway, "simulator": state.ibsim_address,
+        "hosts": hosts,
+        "without_container": [n.name for n in index.inv.nodes if n.name not in in_lab],
+        "fabric": {"switches": sum(1 for n in net.nodes.values() if n.kind == "Switch"),
+                   "hca_ports": sum(1 for e in net.peers if net.nodes[e.node].kind == "Ca"),
+                   "hcas": sum(1 for n in net.nodes.values() if n.kind == "Ca")},
+        "opensm": ({"beside_simulator": state.opensm.sim_host} if state.opensm is not None
+                   else {"nodes": [s for s in sm_nodes_by_priority(index) if s in in_lab]}),
+    }
+    write_atomic(p.mapping, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return data
+
+
+def read_mapping(env: Path, root: Path | None = None) -> dict[str, Any] | None:
+    path = paths(env, root).mapping
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def collect_config(state: LabState) -> SshConfig:
     return SshConfig(known_hosts=state.known_hosts, identity=state.ssh_key, user="root", parallel=8)
 
 
 def collect_targets(state: LabState, checked: Checked) -> tuple[list[Target], Target | None]:
+    """Where validate collects from: the lab's containers only, at their lab addresses. The fabric is read
+    from the master SM node's container, or from any lab host with an HCA when that node has none."""
     addresses = {name: rec.address for name, rec in state.hosts.items()}
-    return default_targets(checked.index, addresses)
+    hosts, fabric = default_targets(checked.index, addresses)
+    if fabric is None:
+        first = next((n for n, rec in state.hosts.items() if rec.hcas), None)
+        if first is not None:
+            fabric = Target(first, addresses[first], dict(FABRIC_TOOLS))
+    for t in [*hosts, *([fabric] if fabric else [])]:
+        if not in_lab_network(state, t.address):
+            raise LabError(f"refusing to collect from {t.host} at {t.address}: not on the lab network "
+                           f"{state.network_cidr}")
+    return hosts, fabric
+
+
+def in_lab_network(state: LabState, address: str) -> bool:
+    """Is `address` a lab host's address (inside the lab's network, which lies in the benchmarking range)?"""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    net = ipaddress.ip_network(state.network_cidr)
+    return ip in net and isinstance(net, ipaddress.IPv4Network) and net.subnet_of(LAB_RANGE)
 
 
 def cable_ports(checked: Checked, cable_id: str) -> tuple[PortRef, PortRef]:

@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING
 import typer
 
 from .. import labenv
-from ..errors import InventoryInvalid
+from ..deploy.confirm import needs_confirmation, prompt, refusal
+from ..errors import ExitCode, InventoryInvalid
+from ..selection import split_tokens
 from .common import err, fail_inventory, out
 
 if TYPE_CHECKING:
-    from ..deploy.api import DeployOutcome
+    from ..deploy.api import DeployOutcome, DeployRequest
     from ..deploy.runner import HostResult
 
 
@@ -26,12 +28,19 @@ def deploy_cmd(
     env: Path = typer.Argument(..., help="environment directory, e.g. inventories/lab"),
     engine: Engine = typer.Option(Engine.pyinfra, "--engine", help="pyinfra (default) or ansible"),
     limit: list[str] = typer.Option([], "--limit", help="node, rack or role (repeat or comma-separate)"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="show per-host diffs and package changes only"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="read every host's state over SSH (connect timeout "
+                                 "10 s: an unreachable host is reported, never waited for) and show the per-host "
+                                 "diffs and package changes; changes nothing"),
     batch: int = typer.Option(0, "--batch", min=0, help="hosts per rolling batch (0: all at once)"),
     max_fail_percent: int = typer.Option(100, "--max-fail-percent", min=0, max=100,
                                          help="stop starting batches once more hosts than this failed"),
     component: list[str] = typer.Option([], "--component", help="only these components (repeatable)"),
     lab: Path | None = typer.Option(None, "--lab", help="lab state directory: deploy to the lab's containers"),
+    no_lab: bool = typer.Option(False, "--no-lab", help="deploy to the inventory's hosts even when a lab of this "
+                                "environment is up (by default a running lab is the target)"),
+    yes: bool = typer.Option(False, "--yes", help="a real deploy to real hosts without asking (scripts; "
+                             "CONFIRM=1 in make). Without it the changes are shown first and confirmed in a "
+                             "terminal; with no terminal the run is refused (exit 2)"),
     plan_file: Path | None = typer.Option(None, "--plan-file", help="where to write the plan/result JSON"),
     diffs: bool = typer.Option(True, "--diffs/--no-diffs", help="print file diffs"),
     changed: bool = typer.Option(False, "--changed",
@@ -46,13 +55,18 @@ def deploy_cmd(
     from ..deploy.record import default_dir
     from ..deploy.report import format_changes, format_summary, to_json, write_plan
 
-    tokens = tuple(t for item in limit for t in item.split(",") if t)
-    if lab is None and labenv.running(env) is not None:
+    tokens = split_tokens(limit)
+    if lab is not None and no_lab:
+        err.print("deploy: --lab and --no-lab contradict each other", markup=False)
+        raise typer.Exit(EXIT_USAGE)
+    if lab is None and not no_lab and labenv.running(env) is not None:
         lab = labenv.paths(env).state_dir
         err.print(f"deploying to the lab of {env} ({lab})", markup=False)
     req = DeployRequest(dry_run=dry_run, limit=tokens, batch=batch, max_fail_percent=max_fail_percent,
                         components=tuple(component) or None, lab_state=lab, changed_only=changed,
                         record_dir=record or default_dir(env))
+    if needs_confirmation(lab=lab is not None, dry_run=dry_run, yes=yes):
+        _confirm(env, req, engine, diffs)
 
     def progress(r: HostResult) -> None:
         err.print(f"{r.name}: {r.status} ({len(r.changes)} change(s), {r.seconds:.1f}s)"
@@ -89,3 +103,41 @@ def deploy_cmd(
     raise typer.Exit(outcome.exit_code)
 
 
+
+
+def _confirm(env: Path, req: DeployRequest, engine: Engine, diffs: bool) -> None:
+    """Before a real run on real hosts: refuse without a terminal (before any connection), else show the
+    dry run's changes and ask; anything but yes stops here (exit 2)."""
+    import dataclasses
+    import sys
+
+    from ..api import load_checked
+    from ..deploy.api import DeployError, deploy, select_hosts
+    from ..deploy.report import format_changes, format_summary
+
+    try:
+        hosts = select_hosts(load_checked(env).index, req.limit)
+    except InventoryInvalid as exc:
+        fail_inventory(exc)
+    except DeployError as exc:
+        err.print(f"deploy: {exc}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
+    why = refusal(env.name, len(hosts), tty=sys.stdin.isatty())
+    if why is not None:
+        err.print(f"deploy: {why}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    err.print(f"deploy to {env.name}: reading the state of {len(hosts)} host(s) first (dry run)", markup=False)
+    dry = dataclasses.replace(req, dry_run=True)
+    if engine is Engine.ansible:
+        from ..deploy.ansible_api import deploy_ansible
+
+        outcome = deploy_ansible(env, dry)
+    else:
+        outcome = deploy(env, dry)
+    changes = format_changes(outcome.results, diffs=diffs)
+    if changes:
+        out.print(changes, markup=False)
+    out.print(format_summary(outcome.results), markup=False)
+    if not typer.confirm(prompt(env.name, outcome.results), default=False):
+        err.print("deploy: not confirmed; nothing changed", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))

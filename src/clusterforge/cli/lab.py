@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import NoReturn
 
@@ -11,12 +10,12 @@ import typer
 
 from .. import labenv
 from ..api import load_checked
-from ..collect.plan import sm_node
 from ..errors import ExitCode, InventoryInvalid
-from ..lab import LabError, LabState, PortRef, down, fault_injector, status, up
+from ..lab import LabError, LabState, PortRef, down, fault_injector, status
 from ..lab.lab import technician
 from ..lab.technician import Technician, set_drained
-from .common import err, fail_inventory, out
+from ..selection import split_tokens
+from .common import Format, err, fail_inventory, out
 
 app = typer.Typer(help="The local lab: containers with sshd on a simulated InfiniBand fabric.",
                   no_args_is_help=True)
@@ -37,33 +36,45 @@ def _running(env: Path) -> LabState:
 @app.command("up")
 def lab_up(
     env: Path = typer.Argument(Path("inventories/lab"), help="environment directory"),
+    limit: list[str] = typer.Option([], "--limit", help="nodes to start, as deploy's --limit: node, rack, role or "
+                                    "scalable unit (suNN), repeat or comma-separate; `all` for every node. Default: "
+                                    "every node of a small environment, else one rack of GPU nodes, the SM nodes "
+                                    "and one Lustre server"),
+    cidr: str | None = typer.Option(None, "--cidr", help="lab network (in 198.18.0.0/15); default: the environment's "
+                                    "own when it is a lab range, else 198.18.64.0 with its management prefix"),
     mode: str = typer.Option("auto", help="auto | podman | netns"),
     start_sm: bool = typer.Option(True, "--start-sm/--no-start-sm",
-                                  help="push the rendered OpenSM files to the SM node and start it"),
+                                  help="push the rendered OpenSM files to the SM node(s) and start OpenSM"),
 ) -> None:
-    """Build (cached) and start the lab; idempotent."""
+    """Build (cached) and start the lab of an environment; idempotent. Inventory addresses are mapped onto
+    the lab network and never contacted; the whole fabric is simulated, the unselected nodes' HCAs too."""
     try:
         checked = load_checked(env)
     except InventoryInvalid as exc:
         fail_inventory(exc)
-    t0 = time.monotonic()
     try:
-        spec, p = labenv.prepare(checked, env)
-        state = up(spec, mode=mode)
-        sm = sm_node(checked.index)
-        if start_sm and sm is not None and sm in state.hosts:
-            labenv.start_subnet_manager(state, p, sm)
-        standins = labenv.install_gpu_standins(state, checked)
-    except (LabError, OSError) as exc:
+        res = labenv.bring_up(checked, env, limit=split_tokens(limit), cidr=cidr, mode=mode, start_sm=start_sm)
+    except (LabError, OSError, ValueError) as exc:
         _fail(exc)
-    out.print(f"lab {state.lab} up in {time.monotonic() - t0:.1f} s ({state.mode} mode), "
-              f"network {state.network_cidr}, simulator at {state.ibsim_address}")
+    state = res.state
+    mapping = labenv.read_mapping(env) or {}
+    fabric = mapping.get("fabric") or {}
+    out.print(f"lab {state.lab} up in {res.seconds:.1f} s ({state.mode} mode), "
+              f"network {state.network_cidr}, simulator at {state.ibsim_address}", markup=False)
+    inv = {n: h.get("inventory_address") for n, h in (mapping.get("hosts") or {}).items()}
     for name, rec in sorted(state.hosts.items()):
         hcas = ", ".join(d for d, _ in rec.hcas) or "no HCA"
-        out.print(f"  {name:<12} {rec.address:<15} {hcas}", markup=False)
-    if start_sm and sm is not None:
-        out.print(f"  OpenSM on {sm} with the rendered /etc/opensm files")
-    out.print(f"  lab-only nvidia-smi stand-in on {standins} GPU host(s) (no GPUs here: see docs/lab.md)")
+        out.print(f"  {name:<12} {rec.address:<15} (inventory {inv.get(name) or '-'}) {hcas}", markup=False)
+    n_out = len(mapping.get("without_container") or [])
+    if isinstance(fabric, dict) and fabric:
+        out.print(f"  fabric: {fabric.get('switches')} switches, {fabric.get('hca_ports')} HCA ports simulated; "
+                  f"{n_out} node(s) without a container (their HCAs simulated)", markup=False)
+    if res.sm_started:
+        out.print(f"  OpenSM on {', '.join(res.sm_started)} (master first) with the rendered /etc/opensm files",
+                  markup=False)
+    elif state.opensm is not None:
+        out.print(f"  OpenSM beside the simulator as {state.opensm.sim_host} (no SM node selected)", markup=False)
+    out.print(f"  lab-only nvidia-smi stand-in on {res.standins} GPU host(s) (no GPUs here: see docs/lab.md)")
 
 
 @app.command("down")
@@ -71,6 +82,7 @@ def lab_down(env: Path = typer.Argument(Path("inventories/lab"))) -> None:
     """Stop exactly what the lab started; idempotent."""
     try:
         down(labenv.paths(env).state_dir)
+        labenv.paths(env).mapping.unlink(missing_ok=True)
     except (LabError, OSError) as exc:
         _fail(exc)
     out.print("lab down")
@@ -78,20 +90,34 @@ def lab_down(env: Path = typer.Argument(Path("inventories/lab"))) -> None:
 
 @app.command("status")
 def lab_status(env: Path = typer.Argument(Path("inventories/lab")),
-               as_json: bool = typer.Option(False, "--json")) -> None:
-    """What runs where, and whether it is healthy (exit 1 when not)."""
+               as_json: bool = typer.Option(False, "--json", help="same as --format json"),
+               fmt: Format = typer.Option(Format.text, "--format", help="text or json")) -> None:
+    """What runs where (inventory address -> lab address), and whether it is healthy (exit 1 when not)."""
     try:
         st = status(labenv.paths(env).state_dir)
     except LabError as exc:  # no lab recorded for this environment
         err.print(f"lab status: {exc}", markup=False)
         raise typer.Exit(int(ExitCode.FAILURE)) from None
-    if as_json:
-        out.print_json(json.dumps({"healthy": st.healthy, "mode": st.mode,
-                                   "hosts": {h.name: {"state": h.state, "ssh": h.ssh} for h in st.hosts}}))
+    mapping = labenv.read_mapping(env) or {}
+    inv = {n: h.get("inventory_address") for n, h in (mapping.get("hosts") or {}).items()}
+    lab_addr = {n: h.get("lab_address") for n, h in (mapping.get("hosts") or {}).items()}
+    if as_json or fmt is Format.json:
+        out.print_json(json.dumps({
+            "healthy": st.healthy, "mode": st.mode, "lab_network": mapping.get("lab_network"),
+            "inventory_network": mapping.get("inventory_network"),
+            "hosts": {h.name: {"state": h.state, "ssh": h.ssh, "lab_address": lab_addr.get(h.name),
+                               "inventory_address": inv.get(h.name)} for h in st.hosts},
+            "without_container": mapping.get("without_container", []),
+            "fabric": mapping.get("fabric"), "opensm": mapping.get("opensm"), "faults": st.faults}))
     else:
-        out.print(f"healthy: {st.healthy} ({st.mode} mode)")
+        out.print(f"healthy: {st.healthy} ({st.mode} mode), lab network {mapping.get('lab_network', '?')} "
+                  f"(inventory {mapping.get('inventory_network', '?')}: never contacted)", markup=False)
         for h in st.hosts:
-            out.print(f"  {h.name:<12} {h.state or 'missing':<10} ssh {'ok' if h.ssh else 'FAILED'}", markup=False)
+            out.print(f"  {h.name:<12} {h.state or 'missing':<10} ssh {'ok' if h.ssh else 'FAILED':<6} "
+                      f"{lab_addr.get(h.name) or '?':<15} <- {inv.get(h.name) or '?'}", markup=False)
+        n_out = len(mapping.get("without_container") or [])
+        if n_out:
+            out.print(f"  {n_out} node(s) without a container (HCAs simulated)", markup=False)
     if not st.healthy:
         raise typer.Exit(int(ExitCode.FAILURE))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import ipaddress
 import platform
 import subprocess
 import time
@@ -21,6 +22,7 @@ from ..errors import ExitCode
 from ..fsutil import LockTimeout
 from ..lab import LabState, read_state
 from ..model.index import Index
+from ..selection import SelectionError, select_nodes
 from .desired import HostPlan, host_plans
 from .lablink import lab_plans, lab_ssh, repo_url, serve_repo
 from .options import DeployOptions, Mirror, read_repo_auth
@@ -79,14 +81,11 @@ class DeployOutcome:
 
 
 def select_hosts(index: Index, limit: Sequence[str]) -> list[str]:
-    """Nodes matching any of `limit` (node name, rack name or role); all nodes when empty."""
-    nodes = index.inv.nodes
-    if not limit:
-        return [n.name for n in nodes]
-    unknown = [t for t in limit if not any(t in (n.name, n.rack, n.role) for n in nodes)]
-    if unknown:
-        raise DeployError(f"--limit {', '.join(unknown)}: no node, rack or role of that name")
-    return [n.name for n in nodes if any(t in (n.name, n.rack, n.role) for t in limit)]
+    """Nodes matching any of `limit` (node name, rack name, role or scalable unit `suNN`); all when empty."""
+    try:
+        return select_nodes(index, limit)
+    except SelectionError as exc:
+        raise DeployError(str(exc)) from None
 
 
 def ssh_from_inventory(env: Path, index: Index) -> SshSettings:
@@ -140,6 +139,7 @@ class Targets:
     plans: list[HostPlan]
     ssh: SshSettings
     ids: dict[str, str]
+    notes: tuple[str, ...] = ()
 
 
 @contextlib.contextmanager
@@ -155,9 +155,29 @@ def deploy_targets(env: Path, req: DeployRequest, index: Index) -> Iterator[Targ
     if state is None:
         raise DeployError(f"no lab recorded in {req.lab_state}: start it first")
     with lab_session(state, index) as mirror:
-        plans = lab_plans(plans_for(env, req, mirror, index), state)
+        wanted = plans_for(env, req, mirror, index)
+        absent = [n for n in wanted if n not in state.hosts]
+        if absent and req.limit:
+            raise DeployError(f"--limit {', '.join(req.limit)}: {len(absent)} of the selected host(s) have no "
+                              f"container in the lab ({', '.join(absent[:5])}{', ...' if len(absent) > 5 else ''}): "
+                              "bring it up with that selection (`clusterforge lab up ENV --limit ...`)")
+        plans = lab_plans(wanted, state)
+        lab_only_targets(plans, state)
         ids = targets(plans, state)
-        yield Targets(_only_changed(plans, req, ids), req.ssh or lab_ssh(state), ids)
+        notes = (f"lab: {len(plans)} of {len(wanted)} host(s) have a container; the other {len(absent)} are "
+                 "not deployed (their HCAs are simulated)",) if absent else ()
+        yield Targets(_only_changed(plans, req, ids), req.ssh or lab_ssh(state), ids, notes)
+
+
+def lab_only_targets(plans: Sequence[HostPlan], state: LabState) -> None:
+    """Refuse (DeployError) any target that is not a lab container's address on the lab's own network:
+    a lab run must never reach an inventory address."""
+    net = ipaddress.ip_network(state.network_cidr)
+    lab_addresses = {rec.address for rec in state.hosts.values()}
+    bad = [f"{p.name} at {p.address}" for p in plans
+           if p.address not in lab_addresses or ipaddress.ip_address(p.address) not in net]
+    if bad:
+        raise DeployError(f"refusing to deploy outside the lab network {state.network_cidr}: {', '.join(bad[:5])}")
 
 
 def targets(plans: Sequence[HostPlan], state: LabState | None) -> dict[str, str]:
@@ -195,6 +215,7 @@ def run_engine(env: Path, req: DeployRequest, engine: str,
         except LockTimeout as exc:
             raise DeployError(f"cannot freeze the addresses: {exc}") from None
         outcome = run(t.plans, t.ssh) if t.plans else DeployOutcome([])
+    outcome.notes[:0] = t.notes
     if frozen is not None:
         outcome.notes.append(f"addresses frozen in {frozen} (first deploy): commit it with the inventory")
     where = req.record_at

@@ -159,6 +159,15 @@ def up(
             _start_opensm(spec, state, sm.name)
             write_state(state)
             _wait_fabric_active(state, deadline)
+        elif sm is None and spec.sm_sim_host is not None:
+            # OpenSM beside the simulator, as the (container-less) SM node's HCA
+            sim_host = net.resolve(spec.sm_sim_host)
+            client = FabricClient(state.ibsim.endpoint, sim_host, state_dir / "scratch")
+            state.opensm = start_opensm(client, sim_host, state_dir / "opensm", config=spec.opensm_config,
+                                        sweep_interval=spec.sm_sweep_interval,
+                                        timeout=max(30.0, deadline - time.monotonic()))
+            write_state(state)
+            _wait_fabric_active(state, deadline)
         _wait_ssh(state, deadline)
         state.complete = True
         write_state(state)

@@ -76,6 +76,10 @@ class LabSpec:
     #: False: do not start OpenSM on the subnet-manager host (e.g. the deploy
     #: under test starts it); ports then stay Initialize until an SM sweeps.
     start_sm: bool = True
+    #: Run OpenSM on the lab machine, attached as this simulated HCA (an ibsim node
+    #: id or description), when no lab host has the subnet-manager role: the
+    #: fabric of an environment whose SM nodes have no container still gets an SM.
+    sm_sim_host: str | None = None
 
     @property
     def network(self) -> ipaddress.IPv4Network:
@@ -132,8 +136,11 @@ def validate_spec(spec: LabSpec) -> None:
         problems.append(f"opensm_config {spec.opensm_config} does not exist")
     if not 1 <= spec.sm_sweep_interval <= 3600:
         problems.append("sm_sweep_interval must be 1..3600 seconds")
-    if len(spec.sm_hosts) > 1:
-        problems.append("at most one host may have role subnet-manager in the lab")
+    if spec.sm_sim_host is not None:
+        if not _SIM_HOST.match(spec.sm_sim_host):
+            problems.append(f"sm_sim_host {spec.sm_sim_host!r} must be 1..31 chars without \", #, @")
+        if spec.sm_hosts:
+            problems.append("sm_sim_host is for a lab without a subnet-manager host")
 
     reserved: set[ipaddress.IPv4Address] = set()
     if net is not None:
