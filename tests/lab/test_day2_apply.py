@@ -197,3 +197,26 @@ def test_replace_a_leaf_killed_mid_way_then_resumed(lab: Path) -> None:
     drained = json.loads((state_dir(lab) / "drained.json").read_text())
     assert drained["drained"] == []
     assert sorted({str(e["host"]) for e in drained["events"]}) == ["gpu01", "gpu02", "gpu03", "gpu04"]
+
+
+def test_lab_cable_commands(lab: Path) -> None:
+    """The technician by hand: a cable moved to another leaf port and back, pulled and plugged again; the
+    fabric converges to each (the commands wait for ibnetdiscover to show it)."""
+    env = ["--env", str(lab)]
+    ops_before = len(technician_ops(lab))
+    code, out = cf("lab", "cable", "move", "gpu02/mlx5_0/1", "leaf-su01-r0/6", *env)
+    assert code == 0, out
+    assert "moved gpu02/mlx5_0/1: leaf-su01-r0 port 2 -> leaf-su01-r0/6" in out
+    code, out = cf("lab", "cable", "move", "gpu02/mlx5_0/1", "leaf-su01-r0/2", *env)
+    assert code == 0, out
+    code, out = cf("lab", "cable", "unplug", "leaf-su01-r0/2", *env)
+    assert code == 0 and "it went to gpu02 mlx5_0 port 1" in out, out
+    code, out = cf("lab", "cable", "plug", "gpu02/mlx5_0/1", "leaf-su01-r0/2", *env)
+    assert code == 0, out
+    assert [op for op, _, _ in technician_ops(lab)[ops_before:]] == ["unplug", "plug"] * 3
+    code, out = cf("lab", "cable", "plug", "gpu02/mlx5_0/1", "leaf-su01-r0/3", *env)
+    assert code == 1 and "is in use" in out
+    code, out = cf("lab", "cable", "unplug", "gpu02:mlx5_0", *env)
+    assert code == 2 and "is not a port" in out
+    code, out = cf("lab", "drain", "gpu99", *env)
+    assert code == 1 and "no host 'gpu99' in this lab" in out

@@ -198,7 +198,7 @@ class Technician:
     def replace(self, device: str, guid: str) -> int:
         """Swap the switch for a new one (GUID `guid`) cabled exactly as the old: returns the cables moved."""
         node = self._switch(device)
-        links = sorted((a, b) for a, b in self.peers().items() if a.node == node)
+        links = sorted(((a, b) for a, b in self.peers().items() if a.node == node), key=lambda ab: ab[0].port)
         for a, _b in links:
             self.unplug(PortRef(a.node, a.port))
         self.set_guid(node, guid)
