@@ -359,12 +359,12 @@ class _Builder:
         lane: int | None = None
         fiber = run.fiber_type
         if run.trunked:
-            if who in self.partners:
+            if self.partners and who in self.partners:
                 trunk, lane, fiber = self.packer.assign(ra, rb, rate, self._avoid(who))
                 self.ha_used.setdefault(who, set()).update((trunk, *self.packer.panels_of(trunk)))
             else:
                 trunk, lane, fiber = self.packer.assign(ra, rb, rate)
-        if self.constrained and not kept_id and cid in self.ids:
+        if self.constrained and not kept_id and cid in self.ids:  # (only in a re-plan)
             cid = _unique(cid, self.ids)  # a new link on ports whose id a kept cable already carries
         # validated construction: pydantic-core is faster here than model_construct (measured)
         self.cables.append(Cable.model_validate(
@@ -375,8 +375,8 @@ class _Builder:
     def _up(self, tier: int, lower: str, port: int, upper: str, upper_port: int, rate: str,
             cid: str | None = None) -> None:
         ra, ua = self.loc[lower]
-        self._link(tier, cid or f"{lower}.{port}", _ref(lower, port), ra, ua, _ref(upper, upper_port), rate,
-                   kept_id=cid is not None)
+        self._link(tier, cid or f"{lower}.{port}", _ref(lower, port), ra, ua, _ref(upper, upper_port), rate, True, "",
+                   cid is not None)
 
     def _emit_kept(self, tier: int, c: Cable) -> bool:
         """Append a kept cable whose run is unchanged; False when it must be re-run."""
@@ -500,7 +500,7 @@ class _Builder:
         # infrastructure nodes grow apart from the scalable units: their links stay off the MPO trunks,
         # whose lanes and panel ports are handed out in one growth order (no re-packing either way)
         self._link(0, cid, _ref(node.name, ep.port, ep.hca), node.rack, node.u, _ref(leaf, port), rate,
-                   on_trunk=not node.infra, who=node.name, kept_id=kept)
+                   not node.infra, node.name, kept)
 
 
 def _free(used: set[int], ideal: list[int], rng: tuple[int, int], switch: str) -> int:

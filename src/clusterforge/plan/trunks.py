@@ -100,7 +100,10 @@ class TrunkPacker:
         free lane of the first trunk of that pair with one, else a new trunk. `avoid`: trunk ids and
         panel names the link must not use (its HA partners')."""
         r1, r2 = (ra, rb) if ra <= rb else (rb, ra)
-        key, pair = self._pair(r1, r2, rate)
+        fibers = self._fibers.get(rate)
+        pair = self._pairs.get((r1, r2, fibers)) if fibers is not None else None
+        if pair is None:
+            _, pair = self._pair(r1, r2, rate)
         trunks = pair.trunks
         i, n = pair.cursor, len(trunks)
         while i < n and not trunks[i].free:
@@ -111,7 +114,7 @@ class TrunkPacker:
                              or trunks[i].panels[0] in avoid or trunks[i].panels[1] in avoid):
                 i += 1
         if i == n:
-            self._new_trunk(r1, r2, key[2], pair, avoid)
+            self._new_trunk(r1, r2, MPO_FIBERS // pair.per_trunk, pair, avoid)
         t = trunks[i]
         lane = t.lanes.index(0)
         t.lanes[lane] = 1
@@ -149,8 +152,10 @@ class TrunkPacker:
         tag = f"-f{fibers}" if fibers != 8 else ""
         n = pair.next_no
         pair.next_no += 1
-        tid = self._trunk_id(r1, r2, tag, n)
-        while tid in self.retired or tid in self._by_id:
+        tid = f"T-{r1}-{r2}{tag}-{n}"
+        if len(tid) > _ID_MAX:
+            tid = self._trunk_id(r1, r2, tag, n)
+        while self.retired and (tid in self.retired or tid in self._by_id):
             n = pair.next_no
             pair.next_no += 1
             tid = self._trunk_id(r1, r2, tag, n)
@@ -182,6 +187,10 @@ class TrunkPacker:
     def _port(self, rack: str, avoid: frozenset[str] | set[str]) -> tuple[str, int]:
         """A free MPO port in `rack`, on a panel not in `avoid`: (panel name, panel unit)."""
         panels = self._racks.setdefault(rack, [])
+        if not avoid and panels and panels[-1].used < PANEL_PORTS:  # from scratch only the last one has room
+            last = panels[-1]
+            last.used += 1
+            return last.name, last.u
         start = self._full.get(rack, 0)
         while start < len(panels) and panels[start].used >= PANEL_PORTS:
             start += 1
