@@ -8,6 +8,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -54,7 +55,7 @@ def apply(
         state = labenv.running(plan.env)
         if state is None:
             _refuse(f"--lab-technician: no lab is up for {plan.env}; it does a lab's physical steps only")
-        tech = make_technician(plan, state, plan.env)
+        tech = _reported(make_technician(plan, state, plan.env))
     cwd = Path(plan.meta.get("cwd") or Path.cwd())
     fx = Effects(
         run=lambda step: _run(step.argv, cwd),
@@ -82,6 +83,20 @@ def apply(
 def _refuse(message: str) -> NoReturn:
     err.print(f"apply: {message}", markup=False)
     raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+
+
+def _reported(technician: Callable[[Step], str]) -> Callable[[Step], str]:
+    """The lab technician, its failures (the lab's, or a step it cannot place) a failed step."""
+    from ..day2.apply import StepFailed
+    from ..lab import LabError
+
+    def run(step: Step) -> str:
+        try:
+            return technician(step)
+        except (LabError, ValueError, OSError, InventoryInvalid) as exc:
+            raise StepFailed(f"the lab technician: {exc}") from None
+
+    return run
 
 
 def _clusterforge() -> str:

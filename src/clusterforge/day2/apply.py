@@ -79,6 +79,10 @@ class Effects:
 Status = Literal["done", "failed", "waiting", "stale", "dry-run"]
 
 
+class StepFailed(Exception):
+    """A manual step's stand-in (the lab technician) could not do it: the step failed."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     status: Status
@@ -130,7 +134,12 @@ def apply_plan(plan: PlanFile, journal: Journal, opts: Options, fx: Effects) -> 
             return Outcome("stale", f"stopped before step {step.n}: " + "; ".join(reasons), step.n, tuple(ran))
         fx.echo(step_text(step))
         if step.manual:
-            how = _confirmation(step, opts, fx)
+            try:
+                how = _confirmation(step, opts, fx)
+            except StepFailed as exc:
+                journal.record(step.n, "failed", rc=1, output=str(exc), state=expected.as_dict())
+                return Outcome("failed", f"step {step.n} failed: {exc}\nfix the cause and run apply again: it "
+                               f"retries step {step.n}", step.n, tuple(ran))
             if how is None:
                 return Outcome("waiting", _waiting(step, len(plan.steps)), step.n, tuple(ran))
             journal.record(step.n, "done", how=how, state=expected.as_dict())

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from clusterforge.cli import apply as apply_cli
 from clusterforge.cli.main import app
-from clusterforge.day2.apply import Effects, Options, State, apply_plan, planned_state
+from clusterforge.day2.apply import Effects, Options, State, StepFailed, apply_plan, planned_state
 from clusterforge.day2.journal import Journal, JournalError, journal_path
 from clusterforge.day2.planfile import (
     TOOL,
@@ -280,3 +280,24 @@ def test_a_change_between_steps_stops_the_apply(world: dict[str, Path]) -> None:
     outcome = apply_plan(plan, journal, Options(confirm_through=5), fx)
     assert outcome.status == "stale" and outcome.step == 3
     assert sorted(journal.done()) == [1, 2]
+
+
+def test_a_lab_technician_failure_is_a_failed_step_retried_next_time(world: dict[str, Path]) -> None:
+    plan = read_plan_file(world["plan"])
+    journal = Journal.open(journal_path(world["plan"]), plan.digest)
+    calls: list[int] = []
+
+    def technician(step: Step) -> str:
+        calls.append(step.n)
+        if len(calls) == 1:
+            raise StepFailed("the cable at gpu01 mlx5_0 port 1 goes to leaf-su01-r0 port 7, not leaf-su01-r0 port 1")
+        return "done in the lab"
+
+    fx = Effects(run=lambda s: (0, ""), ask=lambda s: False, state=lambda prev: planned_state(plan),
+                 echo=lambda line: None, technician=technician)
+    outcome = apply_plan(plan, journal, Options(lab_technician=True), fx)
+    assert (outcome.status, outcome.step) == ("failed", 2)
+    assert "goes to leaf-su01-r0 port 7" in outcome.message
+    outcome = apply_plan(plan, journal, Options(lab_technician=True), fx)
+    assert outcome.status == "done" and calls == [2, 2, 3]
+    assert journal.done()[3]["how"] == "lab: done in the lab"
