@@ -115,7 +115,7 @@ class _Pool:
     explicit: dict[str, int]
     frozen: dict[str, int]
     released: dict[int, str]
-    shortage: tuple[tuple[str | int, ...], str, str]  # (issue path or None-index, first-rule text, what to declare)
+    shortage: tuple[tuple[str | int, ...], str, str]  # issue path (-1: the node's position), pool in words, field
 
 
 def allocate(index: Index, *, renumber: bool = False) -> Addresses:
