@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -93,7 +94,35 @@ def _one_finding_per_fault(index: Index, findings: list[Finding]) -> list[Findin
         if f.rule in _LINK_RULES and f.inventory[:1] == ("cables",) and len(f.inventory) > 1:
             cable = index.inv.cables[int(f.inventory[1])]
             covered.update(port_text(ref.key) for ref in (cable.a, cable.b))
-    return [f for f in findings if not (f.rule in _ECHO_RULES and f.subject in covered)]
+    kept = [f for f in findings if not (f.rule in _ECHO_RULES and f.subject in covered)]
+    return _down_hosts(kept)
+
+
+def _down_hosts(findings: list[Finding]) -> list[Finding]:
+    """A host that SSH cannot reach and the fabric does not see is down: one finding (HOST-UNREACHABLE,
+    which sets the exit code) with the fabric finding's rack/U, repair and links folded in."""
+    unseen = {f.subject: f for f in findings if f.rule == "FAB-DEVICE-MISSING"}
+    down = {f.subject for f in findings if f.rule == "HOST-UNREACHABLE" and f.subject in unseen}
+    if not down:
+        return findings
+    out: list[Finding] = []
+    for f in findings:
+        if f.rule == "FAB-DEVICE-MISSING" and f.subject in down:
+            continue
+        if f.rule == "HOST-UNREACHABLE" and f.subject in down:
+            fab = unseen[f.subject]
+            f = dataclasses.replace(
+                f,
+                message=f"{f.message}; nor is it seen on the fabric ({fab.floor}, {len(fab.details)} HCA "
+                "link(s)): it is down (power, or hung)",
+                action=fab.action,
+                floor=fab.floor,
+                inventory=fab.inventory,
+                details=fab.details,
+                covers=fab.covers,
+            )
+        out.append(f)
+    return out
 
 
 def _parse(

@@ -411,3 +411,22 @@ def test_duplicate_switch_description_names_the_slot_of_each(lab: Checked) -> No
     assert "is spine02 (by the declared cables on its ports), misnamed" in f.message
     assert "spine01 (GUID" not in f.action
     assert f.action.startswith(f"set the node description of spine02 (GUID {s2}, rack lab-core01 U4) to 'spine02'")
+
+
+def test_host_down_is_one_finding_unreachable_with_its_place_and_links(lab: Checked) -> None:
+    obs = Observations(
+        fabric={"ibnetdiscover": render(lab.index, without(lab.index, "gpu03"))},
+        unreachable={"gpu03": "ssh: connect to host gpu03 port 22: No route to host"},
+        root=Path("s"),
+    )
+    report = validate(lab.index, obs, fabric_only=True)
+    about = [f for f in report.findings if "gpu03" in f.subject]
+    assert [f.rule for f in about] == ["HOST-UNREACHABLE"]  # not also FAB-DEVICE-MISSING
+    (f,) = about
+    assert f.message == (
+        "gpu03 could not be reached: ssh: connect to host gpu03 port 22: No route to host; nor is it seen on "
+        "the fabric (rack lab-su01-r01 U10, 2 HCA link(s)): it is down (power, or hung)"
+    )
+    assert f.action.startswith("go to gpu03 in rack lab-su01-r01 U10: is it powered")
+    assert len(f.details) == 2 and lab.inv.nodes[int(f.inventory[1])].name == "gpu03"
+    assert report.unreachable == 1
