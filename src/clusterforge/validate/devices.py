@@ -112,12 +112,16 @@ def _unknown(index: Index, binding: Binding, node: IbNode, ports: list[tuple[int
     )
 
 
-def _short(ports: list[PortKey]) -> str:
-    """'leaf01 ports 1/2/3, leaf02 port 4': ports grouped by device."""
+def _short(ports: list[PortKey], devices: int = 3) -> str:
+    """'leaf01 ports 1/2/3, leaf02 port 4': ports grouped by device, the first `devices` devices named
+    (then a count of the other ports; the details list them all)."""
     by_dev: dict[str, list[str]] = {}
     for p in ports:
         by_dev.setdefault(p[0], []).append(f"{p[1]}/{p[2]}" if p[1] else str(p[2]))
-    return ", ".join(f"{d} port{'s' if len(v) > 1 else ''} {'/'.join(v)}" for d, v in by_dev.items())
+    named = list(by_dev.items())[:devices]
+    text = ", ".join(f"{d} port{'s' if len(v) > 1 else ''} {'/'.join(v)}" for d, v in named)
+    rest = len(ports) - sum(len(v) for _, v in named)
+    return f"{text} and {rest} more port(s)" if rest else text
 
 
 def _duplicate(index: Index, binding: Binding, topo: IbTopology, desc: str, nodes: list[IbNode]) -> Finding:
@@ -135,10 +139,7 @@ def _duplicate(index: Index, binding: Binding, topo: IbTopology, desc: str, node
     unbound = False  # a device left unbound: its links were not checked, so this is an error
     for n in nodes:
         ports = sorted(at.get(n.guid, []))
-        where = f" on {_short(ports)}" if ports else ""
-        if len({p[0] for p in ports}) > 2:  # a switch: its first two neighbours, then a count
-            first = [p for p in ports if p[0] in sorted({q[0] for q in ports})[:2]]
-            where = f" on {_short(first)} and {len(ports) - len(first)} more port(s)"
+        where = f" on {_short(ports, 2)}" if ports else ""
         key = binding.by_guid.get(n.guid)
         how = {"guid": "its locked GUID", "position": "its position"}.get(binding.how.get(n.guid, ""), "")
         if key is None:  # not bound (switches are not bound by position): the slot its cables say

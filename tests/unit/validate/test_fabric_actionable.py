@@ -430,3 +430,20 @@ def test_host_down_is_one_finding_unreachable_with_its_place_and_links(lab: Chec
     assert f.action.startswith("go to gpu03 in rack lab-su01-r01 U10: is it powered")
     assert len(f.details) == 2 and lab.inv.nodes[int(f.inventory[1])].name == "gpu03"
     assert report.unreachable == 1
+
+
+def test_unknown_switch_in_the_place_of_a_leaf_is_one_finding_naming_the_leaf(lab: Checked) -> None:
+    fab = from_index(lab.index)
+    leaf = [lk for lk in fab.links if "leaf-su01-r0" in (lk.a[0], lk.b[0])]
+    fab.links = [lk for lk in fab.links if lk not in leaf]
+    fab.guid[("mystery", None)] = MYSTERY
+    fab.desc[("mystery", None)] = "MT4123 Quantum Mellanox Technologies"
+    for lk in leaf:
+        mine, other = (lk.a, lk.b) if lk.a[0] == "leaf-su01-r0" else (lk.b, lk.a)
+        fab.links.append(SimLink(("mystery", None, mine[2]), other, "4x", "HDR", lk.cable))
+    (f,) = run(lab.index, fab)  # no missing leaf, no four missing host links
+    assert f.message.endswith(
+        "plugged into gpu01 port mlx5_0/1, gpu02 port mlx5_0/1, gpu03 port mlx5_0/1 and 5 more port(s), "
+        f"where leaf-su01-r0 is declared ({len(leaf)} of its cables reach it)"
+    )
+    assert len(f.details) == len(leaf)
