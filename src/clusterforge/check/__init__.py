@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..errors import InventoryIssue
 from ..model.index import Index
-from . import addressing, cabling, compat, ha, hardware, placement, services, uniqueness
+from . import addressing, cabling, compat, ha, hardware, monitoring, placement, services, uniqueness
 
 Rule = Callable[[Index], list[InventoryIssue]]
 
@@ -23,6 +23,7 @@ RULES: tuple[Rule, ...] = (
     services.check,
     ha.check,
     compat.check,
+    monitoring.check,
 )
 
 

@@ -66,6 +66,11 @@ USER_PATTERN = r"^[a-z_][a-z0-9_-]{0,31}$"
 PCIE_PATTERN = r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$"
 MIRROR_PATTERN = (r"^(?:https?://[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?|file://)"
                   r"(?:/[A-Za-z0-9._~%+,=:-]*)*(?: [A-Za-z0-9][A-Za-z0-9._/-]*)*$")
+_HOST = r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?"
+URL_PATTERN = (rf"^https?://{_HOST}(?::[0-9]{{1,5}})?(?:/[A-Za-z0-9._~%+,=:@!$*-]*)*"
+               r"(?:\?[A-Za-z0-9._~%+,=:@/!$*&-]*)?$")
+EMAIL_PATTERN = rf"^[A-Za-z0-9._%+-]{{1,64}}@{_HOST}$"
+HOST_PORT_PATTERN = rf"^{_HOST}:[0-9]{{1,5}}$"
 
 PATTERN_HELP: dict[str, str] = {
     _NAME: "not a name: a letter or digit, then up to 62 letters, digits or ._-",
@@ -88,6 +93,10 @@ PATTERN_HELP: dict[str, str] = {
     PCIE_PATTERN: "not a PCIe address: dddd:bb:dd.f in hex",
     MIRROR_PATTERN: "not a package mirror: `URL [SUITE [COMPONENT...]]` with an http://, https:// or file:// URL "
                     "(no spaces, brackets or options in the URL)",
+    URL_PATTERN: "not an http:// or https:// URL: a host name or IPv4 address, an optional :PORT, then a path and "
+                 "query of letters, digits and ._~%+,=:@!$*&/?- (no spaces, quotes, brackets or user:password@)",
+    EMAIL_PATTERN: "not an e-mail address: LOCAL@DOMAIN with letters, digits and ._%+- (no names or brackets)",
+    HOST_PORT_PATTERN: "not HOST:PORT: a host name or IPv4 address, a colon and a port number",
 }
 """Pattern -> what the error says (the loader turns pydantic's pattern mismatches into these)."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -119,6 +128,11 @@ Currency = Annotated[str, Field(pattern=CURRENCY_PATTERN)]
 UserName = Annotated[str, Field(pattern=USER_PATTERN)]
 PcieAddress = Annotated[str, Field(pattern=PCIE_PATTERN)]
 PackageMirror = Annotated[str, Field(pattern=MIRROR_PATTERN, max_length=512)]
+Url = Annotated[str, Field(pattern=URL_PATTERN, max_length=1024)]
+"""An http:// or https:// URL (no credentials, no spaces): webhooks, remote-write endpoints."""
+Email = Annotated[str, Field(pattern=EMAIL_PATTERN, max_length=254)]
+HostPort = Annotated[str, Field(pattern=HOST_PORT_PATTERN, max_length=260)]
+"""`host:port`, e.g. an SMTP smarthost."""
 
 
 class PortRef(Model):

@@ -25,6 +25,7 @@ from .base import (
 from .cabling import Cable, PatchPanel, Trunk
 from .fabric import FabricSpec
 from .hardware import Profile
+from .monitoring import Monitoring
 from .nodes import Node, Switch
 from .services import LustreFs, OpenSm, SoftwarePins
 from .site import Rack, Site
@@ -117,3 +118,4 @@ class Inventory(Model):
     guid_locks: GuidLocks = Field(default_factory=GuidLocks)
     prices: PriceTable | None = None
     deploy: DeploySettings = Field(default_factory=DeploySettings)
+    monitoring: Monitoring | None = Field(default=None, description="health monitoring (docs/monitoring.md)")
