@@ -21,7 +21,7 @@ def diff(
     rev: str | None = typer.Option(None, "--rev", help="read OLD as committed at this git revision"),
     deployed: bool = typer.Option(False, "--deployed",
                                   help="--rev of the last deploy on record (the lab's, else state/<env>)"),
-    record: Path | None = typer.Option(None, "--record", help="with --deployed: the deploy record directory"),
+    record: Path | None = typer.Option(None, "--record", help="deploy record directory (--deployed, --output)"),
     fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
     output: Path | None = typer.Option(None, "--output", "-o", help="also write the plan file for `apply`"),
     exit_code: bool = typer.Option(False, "--exit-code", help="exit 1 when there is anything to do"),
