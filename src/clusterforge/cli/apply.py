@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import collections
+import contextlib
+import fcntl
 import os
 import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -68,7 +70,8 @@ def apply(
                    interactive=sys.stdin.isatty() if interactive is None else interactive,
                    lab_technician=lab_technician)
     try:
-        outcome = apply_plan(plan, journal, opts, fx)
+        with _exclusive(plan_file, dry_run):
+            outcome = apply_plan(plan, journal, opts, fx)
     except KeyboardInterrupt:
         err.print(f"interrupted; run `clusterforge apply {plan_file}` again to resume (journal "
                   f"{journal.path})", markup=False)
@@ -78,6 +81,24 @@ def apply(
         return
     err.print(outcome.message, markup=False)
     raise typer.Exit(int(ExitCode.USAGE_OR_PARSE if outcome.status == "stale" else ExitCode.FAILURE))
+
+
+@contextlib.contextmanager
+def _exclusive(plan_file: Path, dry_run: bool) -> Iterator[None]:
+    """One apply of a plan at a time: an exclusive lock on the plan file while it runs (released by the
+    kernel if the process dies). A dry run changes nothing and needs none."""
+    if dry_run:
+        yield
+        return
+    fd = os.open(plan_file, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _refuse(f"{plan_file} is being applied by another process right now")
+        yield
+    finally:
+        os.close(fd)
 
 
 def _refuse(message: str) -> NoReturn:

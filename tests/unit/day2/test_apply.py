@@ -301,3 +301,21 @@ def test_a_lab_technician_failure_is_a_failed_step_retried_next_time(world: dict
     outcome = apply_plan(plan, journal, Options(lab_technician=True), fx)
     assert outcome.status == "done" and calls == [2, 2, 3]
     assert journal.done()[3]["how"] == "lab: done in the lab"
+
+
+def test_one_apply_of_a_plan_at_a_time(world: dict[str, Path]) -> None:
+    import fcntl
+    import os
+
+    fd = os.open(world["plan"], os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running apply holds it
+        code, out = cf("apply", str(world["plan"]))
+        assert code == 2 and "being applied by another process" in out
+        assert not world["hooks"].exists()
+        code, out = cf("apply", str(world["plan"]), "--dry-run")  # a dry run needs no lock
+        assert code == 0, out
+    finally:
+        os.close(fd)
+    code, out = cf("apply", str(world["plan"]))
+    assert code == 1 and world["hooks"].read_text() == "drain gpu01\n"
