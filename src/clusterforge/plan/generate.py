@@ -164,8 +164,8 @@ class _Builder:
         for pod in range(d.pods):
             spines = [f"spine{s + 1:02d}" if d.tiers == 2 else f"spine-p{pod + 1:02d}-{s + 1:02d}"
                       for s in range(d.spines_per_pod)]
-            sws.extend(_Sw(n, "spine", d.spine, pod, None, pod, s) for s, n in enumerate(spines))
-            pod_spines.append(spines)
+            mark = len(sws)
+            before = len(units)
             first = pod * d.sus_per_pod
             for pos in range(first, min(first + d.sus_per_pod, d.sus)):
                 if pos < d.infra_sus:
@@ -189,6 +189,10 @@ class _Builder:
                 leaves = {i: f"leaf-su{su + 1:02d}-{'r' if rail_opt else ''}{i}" for i in used}
                 units.append(_Unit(pos, pos - first, leaves, tuple(mine), False))
                 sws.extend(_Sw(n, "leaf", d.leaf, su, i if rail_opt else None, pod) for i, n in leaves.items())
+            if d.tiers == 3 and not any(u.leaves for u in units[before:]):
+                spines = []  # every unit of the pod retired: its spines go too
+            sws[mark:mark] = [_Sw(n, "spine", d.spine, pod, None, pod, s) for s, n in enumerate(spines)]
+            pod_spines.append(spines)
         return sws, cores, pod_spines, units
 
     # -- what of the frozen fabric stays -----------------------------------------------------------
