@@ -8,6 +8,7 @@ simulator ports for fault injection, and lab SSH settings for collection.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import os
@@ -106,7 +107,7 @@ def sm_nodes_by_priority(index: Index) -> list[str]:
 
 
 def prepare(checked: Checked, env: Path, root: Path | None = None, *, limit: tuple[str, ...] = (),
-            cidr: str | None = None) -> tuple[LabSpec, LabPaths]:
+            cidr: str | None = None, systemd: bool = False) -> tuple[LabSpec, LabPaths]:
     """Render the environment into the lab's folder and describe the lab to start: the selected nodes
     (see `selection`) on the lab network, the whole fabric simulated; when no SM node is selected,
     OpenSM runs beside the simulator as the master SM node's HCA, with its rendered configuration."""
@@ -118,6 +119,8 @@ def prepare(checked: Checked, env: Path, root: Path | None = None, *, limit: tup
     nodes = selection(checked.index, limit)
     spec = lab_spec(checked.index, name=lab_name(p.env_name), cidr=lab_cidr(str(plan.cidr), cidr),
                     state_dir=p.state_dir, netfile=p.netfile, nodes=nodes)
+    if systemd:
+        spec = dataclasses.replace(spec, systemd=True)
     sms = sm_nodes_by_priority(checked.index)
     if sms and not spec.sm_hosts and not any(s in nodes for s in sms):
         spec = _beside_simulator(spec, checked.index, p, sms[0])
@@ -134,9 +137,8 @@ def _beside_simulator(spec: LabSpec, index: Index, p: LabPaths, sm: str) -> LabS
     local = sm_dir / "opensm.lab.conf"
     local.write_text(conf, encoding="utf-8")
     sim_id = {node.desc: node.node_id for node in parse_netfile(spec.netfile).nodes.values()}
-    return LabSpec(name=spec.name, network_cidr=spec.network_cidr, hosts=spec.hosts, netfile=spec.netfile,
-                   state_dir=spec.state_dir, opensm_config=local, start_sm=False,
-                   sm_sim_host=sim_id.get(f"{sm} {hw.hcas[0].name}", f"{sm} {hw.hcas[0].name}"))
+    return dataclasses.replace(spec, opensm_config=local, start_sm=False,
+                               sm_sim_host=sim_id.get(f"{sm} {hw.hcas[0].name}", f"{sm} {hw.hcas[0].name}"))
 
 
 def lab_spec(index: Index, *, name: str, cidr: str, state_dir: Path, netfile: Path,
@@ -192,11 +194,10 @@ def start_subnet_manager(state: LabState, p: LabPaths, sm_node: str, timeout_s: 
     """Push the rendered OpenSM files to the SM container and start OpenSM there (idempotent)."""
     for f in sorted((p.render_dir / "opensm" / sm_node).iterdir()):
         put_file(state, sm_node, f"{SM_ETC}/{f.name}", f.read_text(encoding="utf-8"))
-    probe = run(ssh_command(state, sm_node, ["pgrep", "-x", "opensm"]), timeout=timeout_s, check=False)
-    if probe.returncode == 0:
-        return
-    run(ssh_command(state, sm_node, ["opensm", "-B", "-F", f"{SM_ETC}/opensm.conf", "-f", "/var/log/opensm.log"]),
-        timeout=timeout_s)
+    # with systemd (a `--systemd` lab) as the unit the deploy manages, else as a plain background process
+    script = ('if [ -d /run/systemd/system ]; then systemctl enable --now opensm; '
+              'elif ! pgrep -x opensm >/dev/null; then opensm -B -F "$1/opensm.conf" -f /var/log/opensm.log; fi')
+    run(ssh_command(state, sm_node, ["sh", "-c", script, "start-sm", SM_ETC]), timeout=timeout_s)
 
 
 STANDIN_DIR = "/usr/local/lib/clusterforge-lab/nvidia-smi"
@@ -250,16 +251,15 @@ class LabUp:
 
 
 def bring_up(checked: Checked, env: Path, *, limit: tuple[str, ...] = (), cidr: str | None = None,
-             mode: str = "auto", start_sm: bool = True, root: Path | None = None,
+             mode: str = "auto", start_sm: bool = True, root: Path | None = None, systemd: bool = False,
              sm_timeout_s: float = 120.0) -> LabUp:
     """`clusterforge lab up`: prepare, start the containers and the whole simulated fabric, OpenSM on every
     selected SM node (master first: an HA pair elects by priority) or beside the simulator, the GPU
     stand-ins; record the address mapping. Idempotent (a healthy lab of the same spec is kept)."""
     t0 = time.monotonic()
-    spec, p = prepare(checked, env, root, limit=limit, cidr=cidr)
-    if not start_sm:
-        spec = LabSpec(name=spec.name, network_cidr=spec.network_cidr, hosts=spec.hosts, netfile=spec.netfile,
-                       state_dir=spec.state_dir, start_sm=False)
+    spec, p = prepare(checked, env, root, limit=limit, cidr=cidr, systemd=systemd)
+    if not start_sm:  # no SM at all until the deploy starts one
+        spec = dataclasses.replace(spec, start_sm=False, sm_sim_host=None, opensm_config=None)
     existing = read_state(p.state_dir)
     if existing is not None and existing.spec_digest != spec.digest():
         names = ", ".join(sorted(existing.hosts)[:6]) + (", ..." if len(existing.hosts) > 6 else "")

@@ -45,6 +45,9 @@ def lab_up(
     mode: str = typer.Option("auto", help="auto | podman | netns"),
     start_sm: bool = typer.Option(True, "--start-sm/--no-start-sm",
                                   help="push the rendered OpenSM files to the SM node(s) and start OpenSM"),
+    systemd: bool = typer.Option(False, "--systemd/--no-systemd",
+                                 help="systemd as PID 1 in every container (podman --systemd=always): the deploy "
+                                      "enables and starts its units (OpenSM, persistenced, Lustre mounts)"),
 ) -> None:
     """Build (cached) and start the lab of an environment; idempotent. Inventory addresses are mapped onto
     the lab network and never contacted; the whole fabric is simulated, the unselected nodes' HCAs too."""
@@ -53,7 +56,8 @@ def lab_up(
     except InventoryInvalid as exc:
         fail_inventory(exc)
     try:
-        res = labenv.bring_up(checked, env, limit=split_tokens(limit), cidr=cidr, mode=mode, start_sm=start_sm)
+        res = labenv.bring_up(checked, env, limit=split_tokens(limit), cidr=cidr, mode=mode, start_sm=start_sm,
+                              systemd=systemd)
     except (LabError, OSError, ValueError) as exc:
         _fail(exc)
     state = res.state

@@ -30,7 +30,7 @@ from .packages import all_pins
 from .reboot import RebootOutcome, reboot_hosts
 from .record import RecordError, changed_plans, read_record, update_record
 from .runner import HostResult, HostSession, SshSettings, make_state, run_deploy
-from .standin import SUPPORT_PACKAGES, build_repo, download_debs
+from .standin import STANDIN_RECIPE, SUPPORT_PACKAGES, build_repo, download_debs
 
 EXIT_OK = int(ExitCode.OK)
 EXIT_HOSTS_FAILED = int(ExitCode.FAILURE)  # a host failed (the others finished)
@@ -99,7 +99,8 @@ def lab_repo(state: LabState, index: Index) -> Path:
     out = state.state_dir / "standin-repo"
     stamp = out / ".pins"
     pins = all_pins(index.inv.software)
-    want = "\n".join(f"{p.package}={p.version}" for p in pins) + f"\nkernel={platform.release()}\n"
+    want = ("\n".join(f"{p.package}={p.version}" for p in pins) + f"\nkernel={platform.release()}\n"
+            f"recipe={STANDIN_RECIPE}\n")
     if not stamp.is_file() or stamp.read_text() != want:
         try:
             real = download_debs(SUPPORT_PACKAGES, state.state_dir / "support-debs")

@@ -42,10 +42,48 @@ def _control(name: str, version: str, description: str) -> str:
             f"Description: {LABEL} for {name} {version}\n {description}\n")
 
 
+#: Bump when what the stand-ins ship changes (the lab's repository is rebuilt then).
+STANDIN_RECIPE = 2
+
+
+def _unit(description: str, service: str) -> str:
+    return (f"[Unit]\nDescription={LABEL}: {description}\n\n[Service]\n{service}\n\n"
+            "[Install]\nWantedBy=multi-user.target\n")
+
+
+#: Units the real packages ship, so that a lab host with systemd enables and starts what the deploy
+#: manages: a oneshot for openibd, an idle process for the daemons (they do nothing: no hardware here).
+_ONESHOT = "Type=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true"
+_IDLE = "Type=simple\nExecStart=/bin/sleep infinity"
+
+#: mount(8) runs /sbin/mount.lustre for `Type=lustre`: the stand-in mounts an empty tmpfs there (the lab has no
+#: Lustre servers; the MGS NIDs in the unit are never contacted) so the mount unit's mechanics (enable, order,
+#: options, active) are exercised. A mount that fails says why.
+_MOUNT_LUSTRE = """#!/bin/sh
+# LAB-ONLY stand-in for mount.lustre (clusterforge): no Lustre client or server here. Mounts an empty,
+# labelled tmpfs at the mount point instead of contacting the MGS ($1).
+[ $# -ge 2 ] || { echo "mount.lustre (lab stand-in): usage: mount.lustre SPEC DIR [-o OPTIONS]" >&2; exit 1; }
+mkdir -p "$2" && mount -t tmpfs -o size=1m,mode=0755 cf-lab-lustre-standin "$2" || {
+  echo "mount.lustre (lab stand-in): cannot mount a tmpfs at $2 (the lab container needs CAP_SYS_ADMIN)" >&2
+  exit 32
+}
+printf '%s\n' "LAB-ONLY stand-in for Lustre $1: an empty tmpfs, not a file system" > "$2/CLUSTERFORGE-LAB-STAND-IN"
+"""
+
+
 def _extra_files(name: str, version: str) -> dict[str, tuple[str, int]]:
     """Path -> (content, mode) beyond the README every stand-in ships."""
     if name == "doca-ofed":
-        return {"usr/bin/ofed_info": (_OFED_INFO.replace("{version}", version), 0o755)}
+        return {"usr/bin/ofed_info": (_OFED_INFO.replace("{version}", version), 0o755),
+                "lib/systemd/system/openibd.service": (_unit("openibd (no driver is loaded)", _ONESHOT), 0o644)}
+    if name.startswith("nvidia-driver-"):
+        return {"lib/systemd/system/nvidia-persistenced.service":
+                (_unit("nvidia-persistenced (an idle process: no GPUs)", _IDLE), 0o644)}
+    if name.startswith("nvidia-fabricmanager-"):
+        return {"lib/systemd/system/nvidia-fabricmanager.service":
+                (_unit("nvidia-fabricmanager (an idle process: no NVSwitch)", _IDLE), 0o644)}
+    if name == "lustre-client-utils":
+        return {"usr/sbin/mount.lustre": (_MOUNT_LUSTRE, 0o755)}
     return {}
 
 

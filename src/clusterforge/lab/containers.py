@@ -96,16 +96,22 @@ def run_host_container(
     mounts: Sequence[tuple[Path, str]],
     env: Sequence[tuple[str, str]],
     entrypoint: str,
+    systemd: bool = False,
 ) -> str:
-    """Start one lab host; return its container id."""
+    """Start one lab host; return its container id. ``systemd``: /sbin/init as PID 1 (``--systemd=always``)
+    instead of the sh init ``entrypoint``."""
     args = [
         "run", "--detach", "--name", name, "--hostname", hostname,
         "--network", network, "--ip", address,
         *ULIMITS,
         "--label", f"{LABEL}={lab}",
         "--stop-timeout", "2",
-        "--entrypoint", '["/bin/sh", "' + entrypoint + '"]',
     ]
+    if systemd:
+        # CAP_SYS_ADMIN: mount units (the Lustre stand-in mounts a tmpfs) need it; the lab is a test machine
+        args += ["--systemd=always", "--cap-add", "SYS_ADMIN", "--entrypoint", '["/sbin/init"]']
+    else:
+        args += ["--entrypoint", '["/bin/sh", "' + entrypoint + '"]']
     for src, dst in mounts:
         args += ["--volume", f"{src}:{dst}:ro"]
     for key, value in env:

@@ -27,6 +27,11 @@ DEFAULT_PACKAGES: tuple[str, ...] = (
     "openssh-server", "python3", "sudo", "infiniband-diags", "libumad2sim0", "opensm",
     "iproute2", "procps",
 )
+#: Added for a lab whose hosts boot systemd (``LabSpec.systemd``): units really enabled and started.
+#: systemd-timesyncd is there for the deploy's try-restart; it does not run in a container (its own condition).
+SYSTEMD_PACKAGES: tuple[str, ...] = ("systemd", "systemd-sysv", "dbus", "systemd-timesyncd")
+#: Bump when ``_customize_systemd`` changes (only systemd images carry it in their tag).
+SYSTEMD_RECIPE = 1
 DEFAULT_SUITE = "bookworm"
 IMAGE_REPO = "localhost/clusterforge-lab"
 #: Bump when ``_customize`` changes what ends up in the image.
@@ -111,9 +116,12 @@ def debian_mirror(suite: str = DEFAULT_SUITE, root: Path = Path("/")) -> str:
     )
 
 
-def image_tag(packages: Sequence[str] = DEFAULT_PACKAGES, suite: str = DEFAULT_SUITE) -> str:
-    key = "\n".join([suite, str(RECIPE_VERSION), *sorted(set(packages))])
-    return f"{IMAGE_REPO}:{suite}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+def image_tag(packages: Sequence[str] = DEFAULT_PACKAGES, suite: str = DEFAULT_SUITE, *,
+              systemd: bool = False) -> str:
+    extra = [f"systemd-recipe-{SYSTEMD_RECIPE}", *SYSTEMD_PACKAGES] if systemd else []
+    key = "\n".join([suite, str(RECIPE_VERSION), *sorted(set(packages)), *extra])
+    kind = "-systemd" if systemd else ""
+    return f"{IMAGE_REPO}:{suite}{kind}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
 def image_exists(tag: str) -> bool:
@@ -127,9 +135,13 @@ def build_image(
     mirror: str | None = None,
     workdir: Path | None = None,
     timeout: float = 1500.0,
+    systemd: bool = False,
 ) -> str:
-    """Return the image tag, building it first if it does not exist (cached)."""
-    tag = image_tag(packages, suite)
+    """Return the image tag, building it first if it does not exist (cached). ``systemd``: systemd is
+    PID 1 (the lab's sshd and OpenSM as units, see ``_customize_systemd``)."""
+    tag = image_tag(packages, suite, systemd=systemd)
+    if systemd:
+        packages = (*packages, *SYSTEMD_PACKAGES)
     LOCK_PATH.parent.mkdir(parents=True, exist_ok=True)
     with open(LOCK_PATH, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time on this machine
@@ -145,12 +157,14 @@ def build_image(
                 timeout=timeout,
             )
             _customize(rootfs)
+            if systemd:
+                _customize_systemd(rootfs)
             tarball = tmp / "rootfs.tar"
             run(["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(tarball), "."],
                 timeout=600)
             podman(
                 "import",
-                "--change", "CMD [\"/bin/sh\"]",
+                "--change", "CMD [\"/sbin/init\"]" if systemd else "CMD [\"/bin/sh\"]",
                 "--change", f"LABEL io.clusterforge.lab.packages={','.join(sorted(packages))}",
                 str(tarball), tag,
                 timeout=600,
@@ -176,3 +190,55 @@ def _customize(rootfs: Path) -> None:
     )
     (rootfs / "root/.bashrc").write_text("# clusterforge lab: intentionally minimal\n")
     (rootfs / "etc/hostname").write_text("localhost\n")
+
+
+#: The lab's own sshd (its config, host key and authorized_keys are bind-mounted from the lab state).
+LAB_SSHD_UNIT = """[Unit]
+Description=clusterforge lab sshd (LAB-ONLY: the lab's key-only root login on the lab network)
+After=network.target
+
+[Service]
+ExecStartPre=/bin/mkdir -p /run/sshd
+ExecStart=/usr/sbin/sshd -D -e -f /etc/clusterforge-lab/sshd_config
+Restart=always
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+#: Debian's opensm.service is a oneshot that needs /sys/class/infiniband_mad (no such thing in a
+#: container): the lab replaces it with a unit that runs OpenSM through the lab's wrapper (umad2sim ->
+#: the simulator), as the host's first HCA, with the deployed /etc/opensm/opensm.conf.
+LAB_OPENSM_UNIT = """[Unit]
+Description=OpenSM on the lab's simulated fabric (clusterforge LAB-ONLY unit: the wrapper attaches it to ibsim)
+After=network.target
+
+[Service]
+Type=simple
+ExecStartPre=/bin/mkdir -p /var/cache/opensm
+ExecStart=/usr/local/sbin/opensm -F /etc/opensm/opensm.conf -f /var/log/opensm.log
+ExecReload=/bin/kill -HUP $MAINPID
+Restart=on-failure
+RestartSec=2
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def _customize_systemd(rootfs: Path) -> None:
+    """systemd as PID 1 in a container: the lab's sshd unit enabled, Debian's ssh and opensm units out of
+    the way (the deploy enables OpenSM itself), nothing that needs hardware or a network out."""
+    etc = rootfs / "etc/systemd/system"
+    for wants in ("multi-user.target.wants/ssh.service", "network-online.target.wants/opensm.service",
+                  "sshd.service", "getty.target.wants/getty@tty1.service",
+                  "timers.target.wants/apt-daily.timer", "timers.target.wants/apt-daily-upgrade.timer"):
+        (etc / wants).unlink(missing_ok=True)
+    for masked in ("ssh.service", "ssh.socket", "getty@tty1.service", "console-getty.service"):
+        target = etc / masked
+        target.unlink(missing_ok=True)
+        target.symlink_to("/dev/null")
+    (etc / "cf-lab-sshd.service").write_text(LAB_SSHD_UNIT)
+    (etc / "multi-user.target.wants").mkdir(parents=True, exist_ok=True)
+    (etc / "multi-user.target.wants" / "cf-lab-sshd.service").symlink_to("/etc/systemd/system/cf-lab-sshd.service")
+    (etc / "opensm.service").write_text(LAB_OPENSM_UNIT)

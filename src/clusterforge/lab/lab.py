@@ -339,7 +339,7 @@ def _choose_mode(mode: str) -> str:
 
 
 def _up_podman_hosts(spec: LabSpec, state: LabState, packages: Sequence[str]) -> None:
-    state.image = build_image(packages)
+    state.image = build_image(packages, systemd=spec.systemd)
     write_state(state)
     state.network = containers.network_name(spec.name)
     write_state(state)
@@ -388,7 +388,7 @@ def _start_container(spec: LabSpec, state: LabState, rec: HostRecord) -> str:
         name=rec.container, hostname=rec.name, image=state.image, network=state.network,
         address=rec.address, lab=spec.name,
         mounts=[(hd, GUEST_ETC), (state.state_dir / "guest" / "sbin", GUEST_SBIN)],
-        env=env, entrypoint=GUEST_INIT,
+        env=env, entrypoint=GUEST_INIT, systemd=spec.systemd,
     )
 
 
@@ -403,6 +403,9 @@ def _start_opensm(spec: LabSpec, state: LabState, host: str) -> None:
         )
         return
     config = Path(GUEST_ETC, "opensm.conf") if spec.opensm_config is not None else None
+    if spec.systemd:  # the lab image's opensm.service (the wrapper, /etc/opensm/opensm.conf)
+        containers.exec_in(rec.container, ["systemctl", "start", "opensm"], timeout=60)
+        return
     argv = opensm_argv(log_file="/var/log/opensm.log", config=config,
                        sweep_interval=spec.sm_sweep_interval)
     argv[0] = GUEST_SBIN + "/opensm"  # the wrapper: LD_PRELOAD + simulator address

@@ -80,6 +80,9 @@ class LabSpec:
     #: id or description), when no lab host has the subnet-manager role: the
     #: fabric of an environment whose SM nodes have no container still gets an SM.
     sm_sim_host: str | None = None
+    #: systemd as PID 1 in every container (``--systemd=always``): the deploy enables and starts real
+    #: units. OpenSM is then a unit (``opensm.service``) that ``up`` starts only with ``start_sm``.
+    systemd: bool = False
 
     @property
     def network(self) -> ipaddress.IPv4Network:

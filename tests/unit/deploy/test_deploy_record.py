@@ -123,7 +123,7 @@ def test_cli_changed_with_an_up_to_date_record_touches_no_host(tmp_path: Path) -
     update_record(record, plans, [HostResult(p.name, "ok") for p in plans], engine="pyinfra", env=env,
                   targets=_targets(plans))
     plan_file = tmp_path / "result.json"
-    result = CliRunner().invoke(app, ["deploy", str(env), "--changed", "--record", str(record),
+    result = CliRunner().invoke(app, ["deploy", str(env), "--yes", "--changed", "--record", str(record),
                                       "--plan-file", str(plan_file)])
     assert result.exit_code == 0, result.output
     assert "nothing changed since the last deploy on record" in result.output
@@ -131,7 +131,7 @@ def test_cli_changed_with_an_up_to_date_record_touches_no_host(tmp_path: Path) -
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / RECORD_FILE).write_text("[]")
-    refused = CliRunner().invoke(app, ["deploy", str(env), "--changed", "--record", str(bad)])
+    refused = CliRunner().invoke(app, ["deploy", str(env), "--yes", "--changed", "--record", str(bad)])
     assert refused.exit_code == 2
     assert "not a deploy record" in refused.output
 
