@@ -171,13 +171,14 @@ class TrunkPacker:
         self._by_id[tid] = t
 
     def prune(self) -> None:
-        """Drop reserved trunks that no link rides, and the panels left without a trunk."""
+        """Drop reserved trunks that no link rides; list the panels in the order the trunks first name
+        them (from scratch: the order they were created in), dropping those left without a trunk."""
         empty = {t.id for pair in self._pairs.values() for t in pair.trunks if t.free == len(t.lanes)}
-        if not empty:
-            return
-        self.trunks = [t for t in self.trunks if t.id not in empty]
-        held = {p for t in self.trunks for p in (t.a_panel, t.b_panel)}
-        self.panels = [p for p in self.panels if p.name in held]
+        if empty:
+            self.trunks = [t for t in self.trunks if t.id not in empty]
+        by_name = {p.name: p for p in self.panels}
+        order = dict.fromkeys(name for t in self.trunks for name in (t.a_panel, t.b_panel))
+        self.panels = [by_name[name] for name in order]
 
     @staticmethod
     def _trunk_id(r1: str, r2: str, tag: str, n: int) -> str:
