@@ -1,0 +1,254 @@
+"""The alert and recording rules, built from the monitoring section (vmalert / Prometheus rule groups).
+
+Every expression is written so that a restart of the rule engine does not reset it: long holds
+are `min_over_time` over stored samples (never `for: 3h`, whose pending state lives in memory),
+growth is `increase` (which counts through a counter reset after a reboot), and the heavy parts
+(the day's ECC increase, the BER median over days) are recording rules whose results are stored.
+A one-off spike does not alert: rates must hold in every window of the last half hour.
+
+Metric names are the collectors' own: dcgm-exporter's `DCGM_FI_*` on both paths (Telegraf scrapes
+dcgm-exporter with inputs.prometheus; VictoriaMetrics stores single-field lines under the
+measurement name with `-influxSkipSingleField`), node_exporter's `node_infiniband_*` on the
+exporters path, Telegraf's `infiniband_<field>` on the telegraf path, and `cf_*` for what the
+clusterforge ib-health script writes (optics, the master SM).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..model.monitoring import Monitoring, Thresholds
+
+GPU = {
+    "gpu_temp": "DCGM_FI_DEV_GPU_TEMP",
+    "hbm_temp": "DCGM_FI_DEV_MEMORY_TEMP",
+    "ecc_sbe": "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+    "xid": "DCGM_FI_DEV_XID_ERRORS",
+    "row_remap_failure": "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+    "nvlink": "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL|DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL"
+              "|DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL|DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+}
+"""dcgm-exporter field names (its counters file must enable each: render writes one that does)."""
+
+IB: dict[str, dict[str, str | None]] = {
+    "exporters": {
+        "symbol": "node_infiniband_symbol_error_total",
+        "rcv": "node_infiniband_port_errors_received_total",
+        "downed": "node_infiniband_link_downed_total",
+        "phys_state": "node_infiniband_physical_state_id",
+    },
+    "telegraf": {
+        "symbol": "infiniband_symbol_error",
+        "rcv": "infiniband_port_rcv_errors",
+        "downed": "infiniband_link_downed",
+        "phys_state": None,  # inputs.infiniband reads the counters directory only
+    },
+}
+OPTIC_BER = "cf_optic_prefec_ber"
+OPTIC_TEMP = "cf_optic_temperature_celsius"
+SM_MASTER = "cf_ib_sm_master"
+LINK_UP = 5
+"""PortPhysicalState LinkUp (IBTA): below it the port is asleep, polling, disabled or training."""
+
+XID_CLASSES: tuple[tuple[str, tuple[int, ...], str], ...] = (
+    ("memory", (48, 63, 64, 92, 94, 95), "drain {{ $labels.host }} and run the GPU memory diagnostics "
+     "(dcgmi diag -r 3); replace the GPU if row remapping is exhausted"),
+    ("nvlink", (74,), "check the NVLink/NVSwitch of {{ $labels.host }}: dcgmi diag and nvidia-smi nvlink -e; "
+     "reseat the baseboard if errors persist"),
+    ("firmware", (119, 120), "reset the GPU of {{ $labels.host }} (GSP firmware error); update the driver if it "
+     "recurs"),
+    ("application", (13, 31, 43, 45), "no hardware action: an application fault (recorded)"),
+)
+"""XID classes (NVIDIA's XID catalog); 79 (fallen off the bus) has its own alert."""
+
+WHERE = "{{ $labels.host }} (rack {{ $labels.rack }} U{{ $labels.u }})"
+PORT = ("{{ $labels.host }} {{ $labels.device }} port {{ $labels.port }} (rack {{ $labels.rack }} U{{ $labels.u }})"
+        "{{ if $labels.cable }}, cable {{ $labels.cable }} to {{ $labels.leaf }} port {{ $labels.leaf_port }}"
+        "{{ end }}")
+OPTIC_REPAIR = ("clean or reseat the optic at {{ $labels.leaf }} port {{ $labels.leaf_port }}: cable "
+                "{{ $labels.cable }} ({{ $labels.a_end }} to {{ $labels.b_end }})"
+                "{{ if $labels.lanes }}, {{ $labels.lanes }}{{ end }}; replace the cable if errors continue")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Series of some hardware profiles and the thresholds that apply to them."""
+
+    matcher: str  # '' (every series), 'profile=~"a|b"' or 'profile!~"a|b"'
+    t: Thresholds
+    name: str = ""  # '' when there is one variant; else 'default' or the profiles, `thresholds` label of its rules
+
+
+def variants(mon: Monitoring, profiles: list[str]) -> list[Variant]:
+    """The section's thresholds for every profile without overrides, one variant per distinct override."""
+    groups: dict[Thresholds, list[str]] = {}
+    for name in sorted(mon.profiles):
+        if name in profiles:
+            groups.setdefault(mon.thresholds_for(name), []).append(name)
+    overridden = [p for names in groups.values() for p in names]
+    if not overridden:
+        return [Variant("", mon.thresholds)]
+    out = [Variant(f'profile!~"{"|".join(overridden)}"', mon.thresholds, "default")]
+    out += [Variant(f'profile=~"{"|".join(names)}"', t, "+".join(names)) for t, names in groups.items()]
+    return out
+
+
+def sel(metric: str, *matchers: str) -> str:
+    """`metric{m1,m2}`, or a `{__name__=~"a|b",...}` selector when `metric` is an alternation."""
+    ms = [m for m in matchers if m]
+    if "|" in metric:
+        ms.insert(0, f'__name__=~"{metric}"')
+        return "{" + ",".join(ms) + "}"
+    return f"{metric}{{{','.join(ms)}}}" if ms else metric
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def _alert(name: str, expr: str, level: int, summary: str, repair: str, **labels: str) -> dict[str, Any]:
+    return {"alert": name, "expr": expr, "labels": {"level": str(level), **labels},
+            "annotations": {"summary": summary, "repair": repair}}
+
+
+def _record(name: str, expr: str, **labels: str) -> dict[str, Any]:
+    return {"record": name, "expr": expr, "labels": labels}
+
+
+def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]) -> list[dict[str, Any]]:
+    """The rule groups: gpu, gpu-ecc (5 m), fabric, optics-baseline (1 h), optics, cluster.
+
+    `gpu_counts`: GPUs per hardware profile with GPUs (a node showing fewer has lost one).
+    """
+    vs = variants(mon, profiles)
+    ib = IB[mon.collector]
+    lv = mon.level
+    gpu: list[dict[str, Any]] = []
+    ecc: list[dict[str, Any]] = []
+    fabric: list[dict[str, Any]] = []
+    baseline: list[dict[str, Any]] = []
+    optics: list[dict[str, Any]] = []
+    for v in vs:
+        t, m = v.t, v.matcher
+        first = [len(x) for x in (gpu, ecc, fabric, baseline, optics)]
+        hold = t.hbm_hold_h * 60
+        hbm = sel(GPU["hbm_temp"], m)
+        gpu.append(_alert(
+            "HbmTemperatureHigh",
+            f"min_over_time({hbm}[{t.hbm_hold_h}h]) > {_num(t.hbm_temp_c)} and {hbm} offset {hold - 5}m",
+            lv("HbmTemperatureHigh"),
+            f"HBM of GPU {{{{ $labels.gpu }}}} on {WHERE} above {_num(t.hbm_temp_c)} °C for "
+            f"{t.hbm_hold_h} h (now {{{{ $value }}}} °C)",
+            "drain {{ $labels.host }} and check the cooling of rack {{ $labels.rack }} at U{{ $labels.u }}"
+            " (fans, cold-plate flow, inlet temperature); replace the GPU if its neighbours run cooler"))
+        gtemp = sel(GPU["gpu_temp"], m)
+        gpu.append(_alert(
+            "GpuTemperatureHigh", f"min_over_time({gtemp}[{t.gpu_hold_m}m]) > {_num(t.gpu_temp_c)}",
+            lv("GpuTemperatureHigh"),
+            f"GPU {{{{ $labels.gpu }}}} on {WHERE} above {_num(t.gpu_temp_c)} °C for {t.gpu_hold_m} min",
+            "check the airflow or coolant of rack {{ $labels.rack }} at U{{ $labels.u }}"))
+        nv = sel(GPU["nvlink"], m)
+        gpu.append(_alert(
+            "GpuNvlinkErrors",
+            f"sum by (host, rack, u, gpu) (increase({nv}[1h])) > {t.nvlink_errors_per_h}"
+            f" and sum by (host, rack, u, gpu) (min_over_time(increase({nv}[10m])[30m:5m])) > 0",
+            lv("GpuNvlinkErrors"),
+            f"NVLink CRC/replay/recovery errors rising on GPU {{{{ $labels.gpu }}}} of {WHERE}",
+            "run dcgmi diag -r 2 and nvidia-smi nvlink -e; reseat the GPU baseboard or NVSwitch tray if they persist"))
+        # ECC: the day's increase (reset-safe), recorded; growth day over day and a linear projection
+        ecc.append(_record("cf:gpu_ecc_sbe:increase1d", f"increase({sel(GPU['ecc_sbe'], m)}[1d])"))
+        day, before = sel("cf:gpu_ecc_sbe:increase1d", m), sel("cf:gpu_ecc_sbe:increase1d", m) + " offset 1d"
+        # the day before counts only when it was a whole day: the counter existed two days ago
+        whole = f"{sel(GPU['ecc_sbe'], m)} offset 47h55m"
+        ecc.append(_alert(
+            "GpuEccGrowth",
+            f"{day} > {_num(1 + t.ecc_growth_percent / 100)} * {before} and {before} >= {t.ecc_min_per_day}"
+            f" and on (host, gpu) {whole}",
+            lv("GpuEccGrowth"),
+            f"corrected ECC errors of GPU {{{{ $labels.gpu }}}} on {WHERE} grew more than "
+            f"{_num(t.ecc_growth_percent)} % day over day ({{{{ $value }}}} in 24 h)",
+            "plan a GPU swap: schedule dcgmi diag -r 3 at the next drain window and watch the 72 h projection"))
+        ecc.append(_record(f"cf:gpu_ecc_sbe:projected{t.ecc_projection_h}h",
+                           f"predict_linear({day}[1d], {t.ecc_projection_h * 3600})"))
+        ecc.append(_alert(
+            "GpuEccProjected",
+            f"{sel(f'cf:gpu_ecc_sbe:projected{t.ecc_projection_h}h', m)} > {t.ecc_projected_max}"
+            f" and {before} >= {t.ecc_min_per_day} and on (host, gpu) {whole}",
+            lv("GpuEccProjected"),
+            f"GPU {{{{ $labels.gpu }}}} on {WHERE}: corrected ECC errors projected to reach {{{{ $value }}}} a day "
+            f"within {t.ecc_projection_h} h",
+            "drain {{ $labels.host }} and replace GPU {{ $labels.gpu }} before it fails "
+            "(the brief's 72-hour warning)"))
+        for key, name, per_h, what in (("symbol", "IbSymbolErrors", t.symbol_errors_per_h, "symbol"),
+                                       ("rcv", "IbReceiveErrors", t.rcv_errors_per_h, "receive")):
+            metric = ib[key]
+            assert metric is not None
+            s = sel(metric, m)
+            fabric.append(_alert(
+                name, f"increase({s}[1h]) > {per_h} and min_over_time(increase({s}[10m])[30m:5m]) > 0",
+                lv(name), f"{what} errors rising at {PORT} ({{{{ $value }}}} in 1 h)", OPTIC_REPAIR))
+        downed = ib["downed"]
+        assert downed is not None
+        fabric.append(_alert(
+            "IbPortFlapping", f"increase({sel(downed, m)}[1h]) >= {t.link_flaps_per_h}", lv("IbPortFlapping"),
+            f"link flapping at {PORT} ({{{{ $value }}}} link-down events in 1 h)", OPTIC_REPAIR))
+        ber = sel(OPTIC_BER, m)
+        baseline.append(_record("cf:optic_ber:median", f"quantile_over_time(0.5, {ber}[{t.ber_baseline_days}d])"))
+        optics.append(_alert(
+            "OpticBerHigh",
+            f"min_over_time({ber}[10m]) > {_num(t.ber_factor)} * last_over_time("
+            f"{sel('cf:optic_ber:median', m)}[2h]) and min_over_time({ber}[10m]) > {_num(t.ber_floor)}",
+            lv("OpticBerHigh"),
+            f"pre-FEC BER at {PORT} is {_num(t.ber_factor)} times its {t.ber_baseline_days}-day median "
+            "(now {{ $value }})", OPTIC_REPAIR))
+        optics.append(_alert(
+            "OpticTemperatureHigh", f"min_over_time({sel(OPTIC_TEMP, m)}[10m]) > {_num(t.optic_temp_c)}",
+            lv("OpticTemperatureHigh"), f"optical module at {PORT} above {_num(t.optic_temp_c)} °C",
+            "check the airflow at both ends; " + OPTIC_REPAIR))
+        if v.name:
+            for rules, start in zip((gpu, ecc, fabric, baseline, optics), first, strict=True):
+                for rule in rules[start:]:
+                    rule["labels"]["thresholds"] = v.name
+    xid = GPU["xid"]
+    for cls, codes, repair in XID_CLASSES:
+        expr = " or ".join(f"{xid} == {c}" for c in codes)
+        level = 1 if cls == "application" else lv("GpuXidError")
+        gpu.append(_alert("GpuXidError", expr, level,
+                          f"XID {{{{ $value }}}} ({cls}) on GPU {{{{ $labels.gpu }}}} of {WHERE}", repair,
+                          xid_class=cls))
+    lost = [f'count by (host, rack, u, profile) ({GPU["gpu_temp"]}{{profile="{p}"}}) < {n}'
+            for p, n in sorted(gpu_counts.items())]
+    gpu.append(_alert("GpuFallenOffBus", " or ".join([f"{xid} == 79", *lost]), lv("GpuFallenOffBus"),
+                      f"a GPU of {WHERE} has fallen off the bus (XID 79 or fewer GPUs than its profile)",
+                      "drain {{ $labels.host }}, power-cycle it (a warm reboot does not bring the GPU back) and "
+                      "reseat or replace the GPU if it stays missing"))
+    gpu.append(_alert("GpuRowRemapFailure", f"{GPU['row_remap_failure']} > 0", lv("GpuRowRemapFailure"),
+                      f"row remapping failed on GPU {{{{ $labels.gpu }}}} of {WHERE}: no spare rows left",
+                      "drain {{ $labels.host }} and replace GPU {{ $labels.gpu }} (RMA)"))
+    state = ib["phys_state"]
+    if state is not None:
+        fabric.append(_alert(
+            "IbPortDown", f'max_over_time({state}{{cable!=""}}[2m]) < {LINK_UP}', lv("IbPortDown"),
+            f"cabled port down at {PORT}",
+            "check both ends are seated and lit; " + OPTIC_REPAIR))
+    down_m = mon.thresholds.host_down_m
+    host_down = (f'max_over_time(up{{exporter="node"}}[{down_m}m]) == 0' if mon.collector == "exporters" else
+                 f"last_over_time(system_n_cpus[1d]) unless last_over_time(system_n_cpus[{down_m}m])")
+    cluster = [
+        _alert("HostDown", host_down, lv("HostDown"), f"{WHERE} has not reported for "
+               f"{mon.thresholds.host_down_m} min",
+               "check power and the management network of {{ $labels.host }} (BMC console)"),
+        _alert("NoMasterSubnetManager", f"max(max_over_time({SM_MASTER}[2m])) < 1 or absent_over_time({SM_MASTER}[5m])",
+               lv("NoMasterSubnetManager"), "no master subnet manager on the fabric",
+               "start OpenSM on the SM nodes (systemctl start opensm) and check sminfo from any node"),
+    ]
+    groups: list[dict[str, Any]] = [
+        {"name": "clusterforge-gpu", "interval": None, "rules": gpu},
+        {"name": "clusterforge-gpu-ecc", "interval": "5m", "rules": ecc},
+        {"name": "clusterforge-fabric", "interval": None, "rules": fabric},
+        {"name": "clusterforge-optics-baseline", "interval": "1h", "rules": baseline},
+        {"name": "clusterforge-optics", "interval": None, "rules": optics},
+        {"name": "clusterforge-cluster", "interval": None, "rules": cluster},
+    ]
+    return groups

@@ -1,0 +1,234 @@
+"""The rendered rules under the rule engine's own test tool (`promtool test rules`), on synthetic series.
+
+Each case feeds series and says which alerts fire at which time, and which must not: the
+brief's three dynamic thresholds, the operators' alerts, and the false alarms that must stay
+quiet (a one-off spike, a counter reset after a reboot, a 2 h heat excursion). Annotations are
+left out of these cases (they are Go templates checked once below); labels are compared exactly.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from clusterforge.model.monitoring import Monitoring
+from clusterforge.render.env import environment
+from clusterforge.render.monitoring_rules import rule_groups
+
+pytestmark = pytest.mark.skipif(shutil.which("promtool") is None,
+                                reason="promtool is not installed (apt-get install prometheus)")
+
+HOST = {"host": "gpu01", "rack": "r01", "u": "2", "profile": "gpu-node"}
+GPU0 = {**HOST, "gpu": "0"}
+PORT = {**HOST, "device": "mlx5_0", "port": "1", "rail": "0", "cable": "C-0001", "leaf": "leaf01",
+        "leaf_port": "1", "a_end": "gpu01/mlx5_0/1", "b_end": "leaf01/1", "lanes": ""}
+
+
+def _series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
+    inner = ",".join(f'{k}="{v}"' for k, v in labels.items() if v != "")
+    return {"series": f"{name}{{{inner}}}", "values": values}
+
+
+def _rendered_rules(mon: Monitoring, tmp: Path, annotations: bool = False) -> Path:
+    groups = rule_groups(mon, ["gpu-node", "h100"], {"gpu-node": 8})
+    text = environment().get_template("monitoring/rules.yml.j2").render(
+        groups=groups, banner=["test"], environment="test", collector=mon.collector)
+    data = yaml.safe_load(text)
+    if not annotations:
+        for g in data["groups"]:
+            for r in g["rules"]:
+                r.pop("annotations", None)
+    path = tmp / "rules.yml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _promtool(tmp: Path, rules: Path, tests: list[dict[str, Any]], interval: str = "1m") -> None:
+    spec = {"rule_files": [rules.name], "evaluation_interval": interval, "tests": tests}
+    (tmp / "test.yml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    done = subprocess.run(["promtool", "test", "rules", "test.yml"], cwd=tmp, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _case(series: list[dict[str, str]], checks: list[tuple[str, str, list[dict[str, str]]]],
+          interval: str = "1m") -> dict[str, Any]:
+    return {"interval": interval, "input_series": series,
+            "alert_rule_test": [{"eval_time": at, "alertname": name,
+                                 "exp_alerts": [{"exp_labels": labels} for labels in fired]}
+                                for at, name, fired in checks]}
+
+
+def _mon(**kw: Any) -> Monitoring:
+    return Monitoring(servers=["mon01"], collector="exporters", **kw)
+
+
+def test_hbm_heat_three_hours_fires_and_a_two_hour_excursion_does_not(tmp_path: Path) -> None:
+    hot = {**GPU0, "gpu": "1"}
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(
+        [_series("DCGM_FI_DEV_MEMORY_TEMP", hot, "90x300"),
+         # 2 h at 90 °C between hours at 80 °C: never 3 h above 85
+         _series("DCGM_FI_DEV_MEMORY_TEMP", GPU0, "80x120 90x120 80x120")],
+        [("2h50m", "HbmTemperatureHigh", []),                              # not yet 3 h of data above
+         ("3h05m", "HbmTemperatureHigh", [{**hot, "level": "3"}]),
+         ("4h", "HbmTemperatureHigh", [{**hot, "level": "3"}]),
+         ("5h30m", "HbmTemperatureHigh", [{**hot, "level": "3"}])])])
+
+
+def test_hbm_threshold_overridden_per_profile(tmp_path: Path) -> None:
+    h100 = {**GPU0, "host": "gpu09", "profile": "h100"}
+    mon = _mon(profiles={"h100": {"hbm_temp_c": 80}})
+    _promtool(tmp_path, _rendered_rules(mon, tmp_path), [_case(
+        [_series("DCGM_FI_DEV_MEMORY_TEMP", GPU0, "82x240"), _series("DCGM_FI_DEV_MEMORY_TEMP", h100, "82x240")],
+        [("3h30m", "HbmTemperatureHigh", [{**h100, "level": "3", "thresholds": "h100"}])])])
+
+
+def test_ecc_growth_day_over_day_with_baseline_and_reboot(tmp_path: Path) -> None:
+    growing = {**GPU0, "gpu": "2"}         # 144/day for two days, then 288/day
+    steady_reboot = {**GPU0, "gpu": "3"}   # 144/day, the counter reset to 0 by a reboot at 36 h: no growth
+    small = {**GPU0, "gpu": "4"}           # 10/day -> 30/day: +200 % but below the 50/day baseline
+    series = [
+        _series("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", growing, "0+0.1x2880 288+0.2x1440"),
+        _series("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", steady_reboot, "0+0.1x2160 0+0.1x2160"),
+        _series("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", small, "0+0.00694x2880 20+0.0208x1440"),
+    ]
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
+        ("1d12h", "GpuEccGrowth", []),   # no whole day before yet: nothing to compare with
+        ("2d12h", "GpuEccGrowth", [{**growing, "level": "2"}]),
+        ("2d23h", "GpuEccGrowth", [{**growing, "level": "2"}]),
+        ("2d23h", "GpuEccProjected", []),
+    ])], interval="5m")
+
+
+def test_ecc_projection_72h_through_the_recording_rule(tmp_path: Path) -> None:
+    accel = {**GPU0, "gpu": "5"}  # 1440/day, 2880/day, then 4320/day: 72 h ahead ~8,600/day
+    steady = {**GPU0, "gpu": "6"}
+    series = [_series("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", accel, "0+1x1440 1440+2x1440 4320+3x1440"),
+              _series("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", steady, "0+3x4320")]
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
+        ("2d23h", "GpuEccProjected", [{**accel, "level": "3"}]),
+    ])], interval="5m")
+
+
+def test_ber_against_its_own_median(tmp_path: Path) -> None:
+    bad = {**PORT, "cable": "C-0002"}
+    spike = {**PORT, "cable": "C-0003"}   # one sample 10,000x: a spike
+    series = [_series("cf_optic_prefec_ber", bad, "1e-9x2880 5e-6x60"),
+              _series("cf_optic_prefec_ber", spike, "1e-9x2000 1e-5 1e-9x939"),
+              _series("cf_optic_prefec_ber", PORT, "1e-9x2940")]
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
+        ("1d12h", "OpticBerHigh", []),
+        ("1d9h25m", "OpticBerHigh", []),
+        ("2d30m", "OpticBerHigh", [{**{k: v for k, v in bad.items() if v}, "level": "2"}]),
+    ])])
+
+
+def test_symbol_errors_sustained_fire_spike_and_reset_do_not(tmp_path: Path) -> None:
+    rising = {**PORT, "cable": "C-0010"}
+    burst = {**PORT, "cable": "C-0011"}
+    reset = {**PORT, "cable": "C-0012"}
+    series = [_series("node_infiniband_symbol_error_total", rising, "0x30 0+2x90"),
+              _series("node_infiniband_symbol_error_total", burst, "0x30 500x90"),
+              _series("node_infiniband_symbol_error_total", reset, "1000000x60 0x60")]
+    labels = {k: v for k, v in rising.items() if v}
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
+        ("50m", "IbSymbolErrors", []),   # rising for 20 min: not yet every window of the last 30
+        ("70m", "IbSymbolErrors", [{**labels, "level": "2"}]),
+        ("115m", "IbSymbolErrors", [{**labels, "level": "2"}]),
+    ])])
+
+
+def test_port_down_flapping_and_receive_errors(tmp_path: Path) -> None:
+    cabled = {k: v for k, v in PORT.items() if v}
+    uncabled = {**HOST, "device": "mlx5_1", "port": "1"}
+    series = [_series("node_infiniband_physical_state_id", cabled, "5x10 3x20"),
+              _series("node_infiniband_physical_state_id", uncabled, "2x30"),
+              _series("node_infiniband_link_downed_total", cabled, "0+1x60"),  # wait: 1 per minute
+              _series("node_infiniband_port_errors_received_total", cabled, "0+1x60")]
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
+        ("11m", "IbPortDown", []),
+        ("14m", "IbPortDown", [{**cabled, "level": "2"}]),
+        ("40m", "IbPortFlapping", [{**cabled, "level": "2"}]),
+        ("45m", "IbReceiveErrors", [{**cabled, "level": "1"}]),
+    ])])
+
+
+def test_gpu_xid_classes_fallen_off_bus_row_remap(tmp_path: Path) -> None:
+    g = [{**GPU0, "gpu": str(i)} for i in range(8)]
+    series = [_series("DCGM_FI_DEV_XID_ERRORS", g[0], "48x10"),
+              _series("DCGM_FI_DEV_XID_ERRORS", g[1], "13x10"),
+              _series("DCGM_FI_DEV_XID_ERRORS", g[2], "79x10"),
+              _series("DCGM_FI_DEV_XID_ERRORS", g[3], "0x10"),
+              _series("DCGM_FI_DEV_ROW_REMAP_FAILURE", g[4], "0 0 1x8"),
+              # gpu02 shows 7 of its profile's 8 GPUs
+              *[_series("DCGM_FI_DEV_GPU_TEMP", {**x, "host": "gpu02"}, "40x10") for x in g[:7]]]
+    gpu02 = {"host": "gpu02", "rack": "r01", "u": "2", "profile": "gpu-node"}
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
+        ("5m", "GpuXidError", [{**g[0], "level": "2", "xid_class": "memory"},
+                               {**g[1], "level": "1", "xid_class": "application"}]),
+        ("5m", "GpuFallenOffBus", [{**g[2], "level": "3"}, {**gpu02, "level": "3"}]),
+        ("1m", "GpuRowRemapFailure", []),
+        ("5m", "GpuRowRemapFailure", [{**g[4], "level": "3"}]),
+    ])])
+
+
+def test_host_down_and_no_master_sm(tmp_path: Path) -> None:
+    series = [_series("up", {**HOST, "exporter": "node"}, "1x5 0x10"),
+              _series("up", {**HOST, "host": "gpu02", "exporter": "node"}, "1x15"),
+              _series("cf_ib_sm_master", {"host": "sm01", "rack": "core", "u": "20"}, "1x5 0x10")]
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
+        ("5m", "HostDown", []),
+        ("9m", "HostDown", [{**HOST, "exporter": "node", "level": "2"}]),
+        ("4m", "NoMasterSubnetManager", []),
+        ("9m", "NoMasterSubnetManager", [{"level": "3"}]),
+    ])])
+
+
+def test_levels_come_from_the_model(tmp_path: Path) -> None:
+    mon = _mon(alerts={"levels": {"HostDown": 3}})
+    series = [_series("up", {**HOST, "exporter": "node"}, "0x10")]
+    _promtool(tmp_path, _rendered_rules(mon, tmp_path), [_case(series, [
+        ("5m", "HostDown", [{**HOST, "exporter": "node", "level": "3"}])])])
+
+
+def test_annotations_name_the_place_and_the_repair(tmp_path: Path) -> None:
+    labels = {k: v for k, v in PORT.items() if v}
+    labels["lanes"] = "trunk T-01 lane group 3, patch panels PP-A (rack r01 U42) / PP-B (rack core U42)"
+    series = [_series("node_infiniband_symbol_error_total", labels, "0+2x60")]
+    test = _case(series, [])
+    test["alert_rule_test"] = [{"eval_time": "45m", "alertname": "IbSymbolErrors", "exp_alerts": [{
+        "exp_labels": {**labels, "level": "2"},
+        "exp_annotations": {
+            "summary": "symbol errors rising at gpu01 mlx5_0 port 1 (rack r01 U2), cable C-0001 to leaf01 port 1 "
+                       "(90 in 1 h)",
+            "repair": "clean or reseat the optic at leaf01 port 1: cable C-0001 (gpu01/mlx5_0/1 to leaf01/1), "
+                      "trunk T-01 lane group 3, patch panels PP-A (rack r01 U42) / PP-B (rack core U42); "
+                      "replace the cable if errors continue"}}]}]
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path, annotations=True), [test])
+
+
+def test_no_alert_holds_state_in_memory() -> None:
+    """Long holds are queries over stored samples: no rule carries `for:` (lost when the engine restarts)."""
+    for collector in ("exporters", "telegraf"):
+        for g in rule_groups(Monitoring(servers=["m"], collector=collector), ["gpu-node"], {"gpu-node": 8}):
+            for rule in g["rules"]:
+                assert "for" not in rule, rule
+
+
+@pytest.mark.parametrize("collector", ["exporters", "telegraf"])
+def test_rules_pass_promtool_check_with_overrides(tmp_path: Path, collector: str) -> None:
+    mon = Monitoring(servers=["m"], collector=collector,
+                     profiles={"h100": {"hbm_temp_c": 80}, "gpu-node": {"ber_factor": 500}})
+    rules = _rendered_rules(mon, tmp_path, annotations=True)
+    done = subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = rules.read_text()
+    assert 'profile=~"h100"' in text and 'profile!~"gpu-node|h100"' in text
+    ib = "infiniband_symbol_error" if collector == "telegraf" else "node_infiniband_symbol_error_total"
+    assert f"increase({ib}{{" in text
+    assert ("IbPortDown" in text) == (collector == "exporters")
