@@ -56,9 +56,10 @@ bench: venv
 # The main job: check, render, deploy (pyinfra, or ENGINE=ansible), validate.
 #   make deploy                       the lab inventory on the local lab (brought up first)
 #   make deploy ENV=prod LAB=1        a rehearsal: prod's own files and pins deployed to a prod-shaped lab
-#                                     (one container per selected node, the whole prod fabric simulated,
-#                                     hardware packages from the lab's stand-in repository), then validated;
-#                                     no prod address is ever contacted. LIMIT= picks the nodes
+#                                     (one container per selected node with systemd as PID 1, the whole prod
+#                                     fabric simulated, hardware packages from the lab's stand-in repository),
+#                                     then validated and its units checked (`lab services`: every unit enabled
+#                                     and active, one master SM); no prod address is ever contacted. LIMIT= picks the nodes
 #                                     (node, rack, role, suNN; default: a GPU rack, both SMs, one Lustre server)
 #   make deploy ENV=prod DRY=1        a dry run on the real hosts: reads their state over SSH (10 s connect
 #                                     timeout), shows the per-host diffs, changes nothing
@@ -87,13 +88,16 @@ deploy-vars:
 
 deploy: deploy-vars venv $(if $(IS_LAB),deps)
 ifeq ($(IS_LAB),1)
-	$(CF) lab up $(INV)$(if $(LIMIT), --limit $(LIMIT))
+	$(CF) lab up $(INV)$(if $(LAB), --systemd --no-start-sm --replace)$(if $(LIMIT), --limit $(LIMIT))
 endif
 	$(CF) check $(INV)
 	$(CF) render $(INV) --output out/$(ENV)
 	$(CF) deploy $(INV) --engine $(ENGINE)$(if $(LIMIT), --limit $(LIMIT))$(if $(IS_LAB), --lab $(LAB_ROOT)/$(ENV)/state, --no-lab$(if $(CONFIRM), --yes)) $(if $(DRY),--dry-run,--no-diffs)
 ifeq ($(DRY),)
 	$(CF) validate $(INV)$(if $(IS_LAB),, --no-lab) --junit out/$(ENV)/validate.xml
+ifeq ($(LAB),1)
+	$(CF) lab services $(INV)
+endif
 endif
 
 lab-up: venv deps

@@ -23,7 +23,7 @@ from .api import Checked
 from .collect.plan import FABRIC_TOOLS, HOST_TOOLS, Target, default_targets
 from .collect.ssh import SshConfig
 from .fsutil import write_atomic
-from .lab import LabHca, LabHost, LabSpec, LabState, PortRef, read_state, ssh_command, up
+from .lab import LabHca, LabHost, LabSpec, LabState, PortRef, down, read_state, ssh_command, up
 from .lab.errors import LabError
 from .lab.netfile import parse_netfile
 from .lab.proc import run
@@ -252,19 +252,24 @@ class LabUp:
 
 def bring_up(checked: Checked, env: Path, *, limit: tuple[str, ...] = (), cidr: str | None = None,
              mode: str = "auto", start_sm: bool = True, root: Path | None = None, systemd: bool = False,
-             sm_timeout_s: float = 120.0) -> LabUp:
+             replace: bool = False, sm_timeout_s: float = 120.0) -> LabUp:
     """`clusterforge lab up`: prepare, start the containers and the whole simulated fabric, OpenSM on every
     selected SM node (master first: an HA pair elects by priority) or beside the simulator, the GPU
-    stand-ins; record the address mapping. Idempotent (a healthy lab of the same spec is kept)."""
+    stand-ins; record the address mapping. Idempotent (a healthy lab of the same spec is kept); a lab of this
+    environment started otherwise is refused, or with `replace` brought down first."""
     t0 = time.monotonic()
     spec, p = prepare(checked, env, root, limit=limit, cidr=cidr, systemd=systemd)
-    if not start_sm:  # no SM at all until the deploy starts one
-        spec = dataclasses.replace(spec, start_sm=False, sm_sim_host=None, opensm_config=None)
+    if not start_sm:  # the SM nodes' OpenSM is left to the deploy (beside the simulator it still runs)
+        spec = dataclasses.replace(spec, start_sm=False)
     existing = read_state(p.state_dir)
-    if existing is not None and existing.spec_digest != spec.digest():
+    if existing is not None and existing.spec_digest != spec.digest() and replace:
+        down(p.state_dir)
+        p.mapping.unlink(missing_ok=True)
+    elif existing is not None and existing.spec_digest != spec.digest():
         names = ", ".join(sorted(existing.hosts)[:6]) + (", ..." if len(existing.hosts) > 6 else "")
-        raise LabError(f"a lab of {env} is already up with another selection or network ({len(existing.hosts)} "
-                       f"node(s): {names}): `clusterforge lab down {env}` first")
+        raise LabError(f"a lab of {env} is already up with another selection, network or kind (systemd) "
+                       f"({len(existing.hosts)} node(s): {names}): `clusterforge lab down {env}` first, "
+                       "or `lab up --replace`")
     state = up(spec, mode=mode)
     write_mapping(p, checked, env, state)
     started: list[str] = []
@@ -328,6 +333,72 @@ def read_mapping(env: Path, root: Path | None = None) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+@dataclass(frozen=True)
+class UnitState:
+    host: str
+    unit: str
+    enabled: str
+    active: str
+
+    @property
+    def ok(self) -> bool:
+        return self.enabled in ("enabled", "static", "generated", "alias") and self.active == "active"
+
+
+def managed_units(checked: Checked) -> dict[str, tuple[str, ...]]:
+    """node -> the systemd units the deploy enables and starts there (its components' services)."""
+    from .deploy.desired import host_plans
+    from .deploy.options import DeployOptions
+
+    plans = host_plans(checked.index, DeployOptions(checked.index.inv.site.name))
+    return {n: tuple(u for c in p.components for u in c.services) for n, p in plans.items()}
+
+
+def unit_states(state: LabState, checked: Checked) -> list[UnitState] | None:
+    """The deploy's units on every lab host (is-enabled, is-active), or None when the lab has no systemd."""
+    units = managed_units(checked)
+
+    def probe(host: str) -> list[UnitState] | None:
+        names = units.get(host, ())
+        script = ('[ -d /run/systemd/system ] || { echo no-systemd; exit 0; }; '
+                  'for u in "$@"; do echo "$u $(systemctl is-enabled "$u" 2>/dev/null || true) '
+                  '$(systemctl is-active "$u" 2>/dev/null || true)"; done')
+        res = run(ssh_command(state, host, ["sh", "-c", script, "units", *names]), timeout=60, check=False)
+        if res.stdout.strip() == "no-systemd":
+            return None
+        out = []
+        for line in res.stdout.splitlines():
+            parts = line.split()
+            if parts:
+                out.append(UnitState(host, parts[0], parts[1] if len(parts) > 2 else "",
+                                     parts[-1] if len(parts) > 1 else ""))
+        return out
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        found = list(pool.map(probe, sorted(state.hosts)))
+    if all(f is None for f in found):
+        return None
+    return [u for f in found if f for u in f]
+
+
+def sm_states(state: LabState, checked: Checked) -> dict[str, str]:
+    """SM node -> `sminfo` of its port as seen from another lab host ("priority 15 state 3 SMINFO_MASTER")."""
+    out: dict[str, str] = {}
+    for sm in sm_nodes_by_priority(checked.index):
+        rec = state.hosts.get(sm)
+        if rec is None:
+            continue
+        ibstat = run(ssh_command(state, sm, ["ibstat", rec.hcas[0][0] if rec.hcas else ""]), timeout=60,
+                     check=False).stdout
+        lid = next((ln.split(":")[1].strip() for ln in ibstat.splitlines() if "Base lid" in ln), "")
+        viewer = next((h for h in sorted(state.hosts) if h != sm and state.hosts[h].hcas), sm)
+        res = run(ssh_command(state, viewer, ["sminfo", lid]), timeout=60, check=False) if lid not in ("", "0") \
+            else None
+        text = res.stdout.strip() if res is not None and res.returncode == 0 else "no SM answers on its port"
+        out[sm] = text[text.index("priority"):] if "priority" in text else text
+    return out
 
 
 def collect_config(state: LabState) -> SshConfig:

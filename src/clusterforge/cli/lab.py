@@ -45,6 +45,8 @@ def lab_up(
     mode: str = typer.Option("auto", help="auto | podman | netns"),
     start_sm: bool = typer.Option(True, "--start-sm/--no-start-sm",
                                   help="push the rendered OpenSM files to the SM node(s) and start OpenSM"),
+    replace: bool = typer.Option(False, "--replace", help="bring down a lab of this environment that was started "
+                                 "with another selection, network or kind first (default: refuse)"),
     systemd: bool = typer.Option(False, "--systemd/--no-systemd",
                                  help="systemd as PID 1 in every container (podman --systemd=always): the deploy "
                                       "enables and starts its units (OpenSM, persistenced, Lustre mounts)"),
@@ -57,7 +59,7 @@ def lab_up(
         fail_inventory(exc)
     try:
         res = labenv.bring_up(checked, env, limit=split_tokens(limit), cidr=cidr, mode=mode, start_sm=start_sm,
-                              systemd=systemd)
+                              systemd=systemd, replace=replace)
     except (LabError, OSError, ValueError) as exc:
         _fail(exc)
     state = res.state
@@ -123,6 +125,41 @@ def lab_status(env: Path = typer.Argument(Path("inventories/lab")),
         if n_out:
             out.print(f"  {n_out} node(s) without a container (HCAs simulated)", markup=False)
     if not st.healthy:
+        raise typer.Exit(int(ExitCode.FAILURE))
+
+
+@app.command("services")
+def lab_services(env: Path = typer.Argument(Path("inventories/lab")),
+                 fmt: Format = typer.Option(Format.text, "--format", help="text or json")) -> None:
+    """Lab with systemd (`lab up --systemd`): every unit the deploy manages on each lab host, enabled and
+    active, and the subnet managers' states as `sminfo` reports them (one MASTER). Exit 1 when not."""
+    try:
+        checked = load_checked(env)
+    except InventoryInvalid as exc:
+        fail_inventory(exc)
+    state = _running(env)
+    try:
+        units = labenv.unit_states(state, checked)
+        sms = labenv.sm_states(state, checked)
+    except (LabError, OSError) as exc:
+        _fail(exc)
+    if units is None:
+        _fail(LabError("this lab runs no systemd (`lab up --systemd`): the deploy starts no unit in it"))
+    masters = [sm for sm, text in sms.items() if "SMINFO_MASTER" in text]
+    bad = [u for u in units if not u.ok]
+    ok = not bad and (not sms or len(masters) == 1)
+    if fmt is Format.json:
+        out.print_json(json.dumps({"ok": ok, "units": [{"host": u.host, "unit": u.unit, "enabled": u.enabled,
+                                                        "active": u.active} for u in units],
+                                   "subnet_managers": sms}))
+    else:
+        for u in units:
+            out.print(f"  {u.host:<12} {u.unit:<28} {u.enabled or '-':<10} {u.active or '-'}", markup=False)
+        for sm, text in sms.items():
+            out.print(f"  {sm:<12} OpenSM: {text}", markup=False)
+        out.print(f"{len(units) - len(bad)} of {len(units)} unit(s) enabled and active"
+                  + (f"; {len(masters)} master SM(s)" if sms else ""), markup=False)
+    if not ok:
         raise typer.Exit(int(ExitCode.FAILURE))
 
 
