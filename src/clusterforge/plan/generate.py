@@ -32,7 +32,6 @@ trunked links different trunks and panels.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from ..catalog import Catalog
 from ..gcpause import gc_paused
@@ -41,15 +40,16 @@ from ..model.ha import ha_partners
 from ..model.index import Index
 from ..model.inventory import Inventory
 from ..model.nodes import Switch
-from .design import Design, SwitchType, resolve
+from .design import Design, resolve
 from .endpoints import Endpoint, FabricNode, fabric_nodes
 from .errors import PlanError
 from .frozen import EMPTY, Frozen
+from .keep import KeepFrozen, Sw, Unit
 from .media import MediaPicker
 from .placement import Floor
 from .result import Plan
-from .slots import Slot, _Units, assign_slots, infra_spread
-from .trunks import MPO_FIBERS, TrunkPacker
+from .slots import Slot, Units, assign_slots, infra_spread
+from .trunks import TrunkPacker
 
 __all__ = ["infra_spread", "plan_fabric"]
 
@@ -93,31 +93,7 @@ def _ref(device: str, port: int, hca: str | None = None) -> dict[str, object]:
     return {"device": device, "port": port, "hca": hca}
 
 
-@dataclass(frozen=True, slots=True)
-class _Sw:
-    """A switch of the design before it is placed."""
-
-    name: str
-    role: str
-    st: SwitchType
-    group: int | None
-    rail: int | None
-    pod: int = -1  # leaves and spines: their pod; cores: -1
-    plane: int = -1  # spines: their index in the pod (= core plane); cores: their plane
-
-
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    """One unit position: its leaves (index in the unit -> name) and, for SUs, its nodes by slot."""
-
-    pos: int
-    in_pod: int
-    leaves: dict[int, str]
-    members: tuple[tuple[int, FabricNode], ...]  # (k, node), k order; infrastructure units: ()
-    infra: bool
-
-
-class _Builder:
+class _Builder(KeepFrozen):
     def __init__(self, design: Design, floor: Floor, cat: Catalog, fiber: str | None, frozen: Frozen = EMPTY,
                  partners: Mapping[str, frozenset[str]] | None = None) -> None:
         self.d = design
@@ -145,22 +121,22 @@ class _Builder:
 
     # -- the design's switches and units, before anything is placed ------------------------------
     def _skeleton(self, compute: list[FabricNode], slots: list[Slot], infra: list[FabricNode]
-                  ) -> tuple[list[_Sw], list[list[str]], list[list[str]], list[_Unit]]:
+                  ) -> tuple[list[Sw], list[list[str]], list[list[str]], list[Unit]]:
         d = self.d
-        sws: list[_Sw] = []
+        sws: list[Sw] = []
         cores: list[list[str]] = []
         if d.tiers == 3 and d.core is not None:
             for plane in range(d.spines_per_pod):
                 names = [f"core-{plane + 1:02d}-{c + 1:02d}" for c in range(d.cores_per_plane)]
-                sws.extend(_Sw(n, "core", d.core, plane, None, -1, plane) for n in names)
+                sws.extend(Sw(n, "core", d.core, plane, None, -1, plane) for n in names)
                 cores.append(names)
         members: dict[int, list[tuple[int, FabricNode]]] = {}
         for node, (su, k) in zip(compute, slots, strict=True):
             members.setdefault(su, []).append((k, node))
-        geo = _Units(d, {})
+        geo = Units(d, {})
         rail_opt = d.kind == "rail-optimized"
         pod_spines: list[list[str]] = []
-        units: list[_Unit] = []
+        units: list[Unit] = []
         for pod in range(d.pods):
             spines = [f"spine{s + 1:02d}" if d.tiers == 2 else f"spine-p{pod + 1:02d}-{s + 1:02d}"
                       for s in range(d.spines_per_pod)]
@@ -172,8 +148,8 @@ class _Builder:
                     lo = pos * d.rails
                     count = min(d.rails, d.infra_leaves - lo)
                     leaves = {i: f"leaf-infra-{lo + i + 1:02d}" for i in range(count)} if infra else {}
-                    units.append(_Unit(pos, pos - first, leaves, (), True))
-                    sws.extend(_Sw(n, "leaf", d.leaf, None, None, pod) for n in leaves.values())
+                    units.append(Unit(pos, pos - first, leaves, (), True))
+                    sws.extend(Sw(n, "leaf", d.leaf, None, None, pod) for n in leaves.values())
                     continue
                 su = pos - d.infra_sus
                 mine = sorted(members.get(su, []), key=lambda t: t[0])
@@ -187,167 +163,16 @@ class _Builder:
                     used = sorted({geo.leaf_port(k, rail)[0] for k, node in mine
                                    for rail, ep in enumerate(node.ports) if ep is not None})
                 leaves = {i: f"leaf-su{su + 1:02d}-{'r' if rail_opt else ''}{i}" for i in used}
-                units.append(_Unit(pos, pos - first, leaves, tuple(mine), False))
-                sws.extend(_Sw(n, "leaf", d.leaf, su, i if rail_opt else None, pod) for i, n in leaves.items())
+                units.append(Unit(pos, pos - first, leaves, tuple(mine), False))
+                sws.extend(Sw(n, "leaf", d.leaf, su, i if rail_opt else None, pod) for i, n in leaves.items())
             if d.tiers == 3 and not any(u.leaves for u in units[before:]):
                 spines = []  # every unit of the pod retired: its spines go too
-            sws[mark:mark] = [_Sw(n, "spine", d.spine, pod, None, pod, s) for s, n in enumerate(spines)]
+            sws[mark:mark] = [Sw(n, "spine", d.spine, pod, None, pod, s) for s, n in enumerate(spines)]
             pod_spines.append(spines)
         return sws, cores, pod_spines, units
 
-    # -- what of the frozen fabric stays -----------------------------------------------------------
-    def _keep_frozen(self, sws: list[_Sw], units: list[_Unit], compute: list[FabricNode],
-                     infra: list[FabricNode], spread: list[list[tuple[int, int]]]) -> None:
-        d, fz, floor = self.d, self.frozen, self.floor
-        by_name = {s.name: s for s in sws}
-        for s in sws:
-            f = fz.switches.get(s.name)
-            if (f is not None and f.model == s.st.model and f.role == s.role and f.split == s.st.split
-                    and floor.free_at(f.rack, f.u, s.st.ru)):
-                floor.keep(f.rack, f.u, s.st.ru, s.st.power_w)
-                self.kept_sw[s.name] = f
-                self.loc[s.name] = (f.rack, f.u)
-        # switch-to-switch links: both switches in the design, the pair linked, ports in range
-        spine_ports = d.spine_down if d.tiers == 3 else d.spine.ports
-        for (lo, up), links in fz.switch_links.items():
-            a, b = by_name.get(lo), by_name.get(up)
-            if a is None or b is None:
-                continue
-            if a.role == "leaf" and b.role == "spine" and a.pod == b.pod:
-                want, lo_rng, up_rng = d.leaf_spine_links, (d.su_size + 1, d.su_size + d.uplinks), (1, spine_ports)
-            elif a.role == "spine" and b.role == "core" and a.plane == b.plane and d.core is not None:
-                want, lo_rng, up_rng = d.spine_core_links, (d.spine_down + 1, d.spine.ports), (1, d.core.ports)
-            else:
-                continue
-            ua, ub = self.used.setdefault(lo, set()), self.used.setdefault(up, set())
-            kept: list[tuple[int, int, Cable]] = []
-            for lp, upp, c in links:
-                if (len(kept) < want and lo_rng[0] <= lp <= lo_rng[1] and up_rng[0] <= upp <= up_rng[1]
-                        and lp not in ua and upp not in ub):
-                    ua.add(lp)
-                    ub.add(upp)
-                    kept.append((lp, upp, c))
-            if kept:
-                self.kept_pairs[(lo, up)] = kept
-        # node links: the port the node's slot (or spread) gives is the frozen one
-        geo = _Units(d, {})
-        for unit in units:
-            for k, node in unit.members:
-                for rail, ep in enumerate(node.ports):
-                    if ep is not None:
-                        i, port = geo.leaf_port(k, rail)
-                        self._keep_host(node, ep, unit.leaves[i], port)
-        for node, ports in zip(infra, spread, strict=True):
-            for ep, (leaf_no, port) in zip(node.ports, ports, strict=True):
-                if ep is not None:
-                    self._keep_host(node, ep, f"leaf-infra-{leaf_no + 1:02d}", port)
-        self.ids = {c.id for links in self.kept_pairs.values() for *_, c in links}
-        self.ids.update(c.id for c in self.kept_hosts.values())
-        self._keep_runs(compute, infra, by_name)
-
-    def _keep_host(self, node: FabricNode, ep: Endpoint, leaf: str, port: int) -> None:
-        hit = self.frozen.host_cable.get((node.name, ep.hca, ep.port))
-        if hit is not None and hit[1] == leaf and hit[2] == port:
-            self.kept_hosts[(node.name, ep.hca, ep.port)] = hit[0]
-
-    def _keep_runs(self, compute: list[FabricNode], infra: list[FabricNode], sws: dict[str, _Sw]) -> None:
-        """Kept links whose run is unchanged keep medium, length, trunk and lane (reserved here, before
-        any new link takes a lane)."""
-        fz, floor = self.frozen, self.floor
-        self.packer.retired = {*fz.trunks, *fz.panels}
-        nodes = {n.name: n for n in (*compute, *infra)}
-        panel_ok: dict[str, bool | None] = {}  # None: valid and kept already
-        seen: set[tuple[str, int]] = set()
-        for p in fz.panels.values():
-            spot = (p.rack, p.u)
-            panel_ok[p.name] = spot not in seen and floor.free_at(p.rack, p.u, 1)
-            seen.add(spot)
-        kept = {c.id for c in self.kept_hosts.values()}
-        kept.update(c.id for links in self.kept_pairs.values() for *_, c in links)
-        lanes: dict[str, list[int]] = {}
-        trunk_end: dict[str, tuple[str, str, str]] = {}
-        taken: set[tuple[str, int]] = set()
-        guess: dict[str, str] = {}  # trunk -> the rate of a link it carried (for trunks left empty)
-        host_rate = self.cat.slower(self.d.rate, self.d.leaf.rate) or self.d.leaf.rate
-        for c in fz.cables:
-            if c.trunk is not None and c.trunk not in guess:
-                roles = {fz.switches[x].role for x in (c.a.device, c.b.device) if x in fz.switches}
-                guess[c.trunk] = (self.rate_sc if "core" in roles else host_rate
-                                  if c.a.hca is not None or c.b.hca is not None else self.rate_ls)
-            if c.id not in kept:
-                continue
-            host, sw = (c.a, c.b) if c.a.hca is not None else (c.b, c.a) if c.b.hca is not None else (None, None)
-            if host is not None and sw is not None:
-                node = nodes[host.device]
-                if sw.device not in self.loc:
-                    continue
-                ep_rate = next((ep.rate for ep in node.ports if ep is not None and ep.hca == host.hca
-                                and ep.port == host.port), self.d.leaf.rate)
-                rate = self.cat.slower(ep_rate, self.d.leaf.rate) or self.d.leaf.rate
-                (ra, ua), (rb, ub) = (node.rack, node.u), self.loc[sw.device]
-                on_trunk, who = not node.infra, node.name
-            else:
-                if c.a.device not in self.loc or c.b.device not in self.loc:
-                    continue
-                (ra, ua), (rb, ub) = self.loc[c.a.device], self.loc[c.b.device]
-                rate = self.rate_sc if "core" in (sws[c.a.device].role, sws[c.b.device].role) else self.rate_ls
-                on_trunk, who = True, ""
-            run = self.picker.pick(ra, ua, rb, ub, rate, on_trunk)
-            if run.media != c.media or run.length_m != c.length_m or run.trunked != (c.trunk is not None):
-                continue
-            if not run.trunked:
-                if run.fiber_type == c.fiber_type:
-                    self.kept_run.add(c.id)
-                continue
-            t = fz.trunks.get(c.trunk or "")
-            if t is None or c.lane_group is None or (t.id, c.lane_group) in taken:
-                continue
-            pa, pb = fz.panels.get(t.a_panel), fz.panels.get(t.b_panel)
-            if (pa is None or pb is None or panel_ok[pa.name] is False or panel_ok[pb.name] is False
-                    or {pa.rack, pb.rack} != {ra, rb}):
-                continue
-            fiber = self.packer.fiber_of(ra, rb, rate)
-            per = MPO_FIBERS // (self.cat.media["fiber"].fibers_per_link or {}).get(rate, 8)
-            if t.fiber_type != fiber or c.fiber_type != fiber or c.lane_group >= per:
-                continue
-            if t.id in trunk_end and trunk_end[t.id][2] != rate:
-                continue
-            if who in self.partners:
-                avoid = self._avoid(who)
-                if t.id in avoid or pa.name in avoid or pb.name in avoid:
-                    continue
-                self.ha_used.setdefault(who, set()).update((t.id, pa.name, pb.name))
-            taken.add((t.id, c.lane_group))
-            lanes.setdefault(t.id, []).append(c.lane_group)
-            trunk_end.setdefault(t.id, (ra, rb, rate))
-            self.kept_run.add(c.id)
-        # trunks with kept lanes, and (for new links to fill first) valid trunks left empty: the packer
-        # drops those still empty after the build
-        for t in fz.trunks.values():
-            pa, pb = fz.panels.get(t.a_panel), fz.panels.get(t.b_panel)
-            if t.id in lanes:
-                ra, rb, rate = trunk_end[t.id]
-            elif (pa is not None and pb is not None and panel_ok.get(pa.name) is not False
-                  and panel_ok.get(pb.name) is not False and pa.rack != pb.rack and t.id in guess
-                  and t.fiber_type == self.packer.fiber_of(pa.rack, pb.rack, guess[t.id])):
-                ra, rb, rate = pa.rack, pb.rack, guess[t.id]
-            else:
-                continue
-            assert pa is not None and pb is not None
-            for p in (pa, pb):
-                if panel_ok.get(p.name):
-                    floor.keep(p.rack, p.u, 1, switch=False)
-                    panel_ok[p.name] = None
-            self.packer.reserve(t, ra, rb, rate, lanes.get(t.id, []), (pa, pb))
-
-    def _avoid(self, node: str) -> set[str]:
-        out: set[str] = set()
-        for other in self.partners.get(node, ()):
-            out |= self.ha_used.get(other, set())
-        return out
-
     # -- building, in growth order --------------------------------------------------------------------
-    def _switch(self, s: _Sw, place: Callable[[], tuple[str, int]]) -> None:
+    def _switch(self, s: Sw, place: Callable[[], tuple[str, int]]) -> None:
         f = self.kept_sw.get(s.name)
         where = (f.rack, f.u) if f is not None else place()
         self.loc[s.name] = where
@@ -441,8 +266,8 @@ class _Builder:
                 self._unit(unit, spines, spine_ports, infra, spread, by_name)
                 unit = next(it, None)
 
-    def _unit(self, unit: _Unit, spines: list[str], spine_ports: int, infra: list[FabricNode],
-              spread: list[list[tuple[int, int]]], by_name: dict[str, _Sw]) -> None:
+    def _unit(self, unit: Unit, spines: list[str], spine_ports: int, infra: list[FabricNode],
+              spread: list[list[tuple[int, int]]], by_name: dict[str, Sw]) -> None:
         d = self.d
         new = [n for n in unit.leaves.values() if n not in self.kept_sw]
         if new:

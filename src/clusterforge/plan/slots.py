@@ -34,7 +34,7 @@ _INFRA = re.compile(r"^leaf-infra-(\d+)$")
 Slot = tuple[int, int]
 
 
-class _Units:
+class Units:
     """Slot occupancy and the HA members on each (SU, leaf)."""
 
     def __init__(self, d: Design, partners: Mapping[str, frozenset[str]]) -> None:
@@ -95,7 +95,7 @@ def assign_slots(nodes: list[FabricNode], d: Design, frozen: Frozen = EMPTY,
     partners = partners or {}
     if not frozen and not any(n.name in partners for n in nodes):
         return [(i // size, i % size) for i in range(len(nodes))]
-    units = _Units(d, partners)
+    units = Units(d, partners)
     out: list[Slot | None] = [None] * len(nodes)
     if frozen:
         for i, node in enumerate(nodes):
@@ -127,7 +127,7 @@ def assign_slots(nodes: list[FabricNode], d: Design, frozen: Frozen = EMPTY,
     return [s for s in out if s is not None]
 
 
-def _frozen_slot(node: FabricNode, units: _Units, frozen: Frozen) -> Slot | None:
+def _frozen_slot(node: FabricNode, units: Units, frozen: Frozen) -> Slot | None:
     """The slot the node's frozen cables show (the first port that names one of this design)."""
     for rail, ep in enumerate(node.ports):
         if ep is None:
