@@ -31,6 +31,10 @@ def check(index: Index) -> list[InventoryIssue]:
         if mon.influxdb_url is None:
             out.append(InventoryIssue(("monitoring", "store"),
                                       "store influxdb: give influxdb_url (the InfluxDB 1.x base URL)"))
+    if mon.remote_write and mon.collector != "exporters":
+        out.append(InventoryIssue(("monitoring", "remote_write"),
+                                  "remote_write is vmagent's (collector exporters); with telegraf, point its "
+                                  "outputs at the VictoriaMetrics cluster's vminsert instead"))
     used = {mon.level(a) for a in DEFAULT_LEVELS}
     routes = mon.alerts
     if 2 in used and routes.email is None:

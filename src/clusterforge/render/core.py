@@ -18,6 +18,7 @@ from .context_diagram import diagram_files
 from .context_hosts import host_files
 from .context_ibsim import ibsim_files
 from .context_lustre import lustre_files
+from .context_monitoring import monitoring_files
 from .context_opensm import opensm_files
 from .context_slurm import slurm_files
 from .env import environment
@@ -59,6 +60,7 @@ Builder = Callable[[FabricView], list[FileSpec]]
 
 BUILDERS: tuple[Builder, ...] = (
     opensm_files, slurm_files, ibsim_files, host_files, lustre_files, cabling_files, diagram_files,
+    monitoring_files,
 )
 
 

@@ -1,0 +1,199 @@
+"""Monitoring: rules, Alertmanager's level routing, the collectors' configs and the labels from the model.
+
+Every series carries `host`, `rack`, `u` (and `profile`, `role`); a series of an HCA port also
+`rail`, `leaf`, `leaf_port`, `cable`, `a_end`, `b_end` and `lanes` (its trunk and patch panels),
+so an alert says where the part is. On the exporters path vmagent adds them (target labels and a
+per-host `metric_relabel_configs` keyed on the port's `device;port`); on the telegraf path
+Telegraf does (`global_tags` and one `processors.override` per port).
+
+Files (under out/<env>/):
+  monitoring/<server>/etc/clusterforge/monitoring/rules.yml      vmalert -rule
+  monitoring/<server>/etc/prometheus/alertmanager.yml            Alertmanager (Debian's path)
+  monitoring/<server>/etc/clusterforge/monitoring/scrape.yml     vmagent -promscrape.config (exporters)
+  monitoring/<server>/etc/default/victoria-metrics               the Debian unit's ARGS (retention, ...)
+  monitoring/<server>/etc/systemd/system/clusterforge-{vmalert,vmagent}.service
+  monitoring/nodes/dcgm-counters.csv, monitoring/nodes/dcgm-exporter.service   GPU nodes
+  hosts/<node>/etc/telegraf/telegraf.conf                        every node (telegraf path)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model.index import Index
+from ..model.monitoring import Monitoring
+from ..model.nodes import Node
+from ..validate.expect import route_text
+from .fabric import FabricView
+from .monitoring_rules import rule_groups
+from .spec import FileSpec
+
+STORE_PORT = 8428
+VMALERT_PORT = 8880
+ALERTMANAGER_PORT = 9093
+NODE_EXPORTER_PORT = 9100
+DCGM_EXPORTER_PORT = 9400
+CONF_DIR = "/etc/clusterforge/monitoring"
+IB_HEALTH = "/usr/local/lib/clusterforge/ib-health"
+"""The exec input / textfile script: optics temperature and pre-FEC BER, the master SM (`cf_*` metrics)."""
+
+DCGM_COUNTERS: tuple[tuple[str, str, str], ...] = (
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
+    ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory (HBM) temperature (in C)."),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
+    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
+    ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
+    ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors."),
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors."),
+    ("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter", "Total number of single-bit persistent ECC errors."),
+    ("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", "Total number of double-bit persistent ECC errors."),
+    ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors."),
+    ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors."),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed."),
+    ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink flow-control CRC errors."),
+    ("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink data CRC errors."),
+    ("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink retries."),
+    ("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink recovery errors."),
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermal constraints (in us)."),
+)
+"""dcgm-exporter's counters file: everything the rules read (several are commented out of its default file)."""
+
+PORT_LABELS = ("rail", "leaf", "leaf_port", "cable", "a_end", "b_end", "lanes")
+
+
+def _safe(value: str) -> str:
+    """A label value that goes inside double quotes in YAML and TOML and into a relabel replacement."""
+    if any(ch in value for ch in '"\\$') or not value.isprintable():
+        raise ValueError(f"label value {value!r} cannot be written into a monitoring config")
+    return value
+
+
+def servers(index: Index, mon: Monitoring) -> list[str]:
+    """The monitoring nodes: `servers`, or every node of `server_role`, in inventory order."""
+    if mon.servers:
+        return [n for n in mon.servers if n in index.nodes]
+    return [n.name for n in index.inv.nodes if n.role == mon.server_role]
+
+
+def host_labels(node: Node) -> dict[str, str]:
+    out = {"host": node.name, "rack": node.rack, "u": str(node.u), "role": node.role}
+    if node.profile:
+        out["profile"] = node.profile
+    return {k: _safe(v) for k, v in out.items()}
+
+
+def port_labels(fab: FabricView, node: str) -> list[dict[str, Any]]:
+    """Each InfiniBand port of the node's HCAs: its device, port and the labels from the model."""
+    index = fab.index
+    out: list[dict[str, Any]] = []
+    for ca in fab.cas_by_node.get(node, []):
+        for p in ca.ports:
+            labels: dict[str, str] = {}
+            if ca.rail is not None:
+                labels["rail"] = str(ca.rail)
+            hit = fab.peer.get((node, ca.name, p))
+            if hit is not None:
+                (far, far_hca, far_port), link = hit
+                if far_hca is None:
+                    labels["leaf"], labels["leaf_port"] = far, str(far_port)
+                cable = link.cable
+                labels.update(cable=cable.id, a_end=str(cable.a), b_end=str(cable.b))
+                lanes = route_text(index, cable)
+                if lanes:
+                    labels["lanes"] = lanes
+            out.append({"device": ca.name, "port": str(p), "labels": {k: _safe(v) for k, v in labels.items()}})
+    return out
+
+
+def _gpu_counts(index: Index) -> dict[str, int]:
+    return {p.name: p.gpus.count for p in index.inv.profiles if p.gpus is not None and p.gpus.count > 0}
+
+
+def rules_context(index: Index, mon: Monitoring) -> dict[str, Any]:
+    profiles = sorted(index.profiles)
+    return {"groups": rule_groups(mon, profiles, _gpu_counts(index)), "collector": mon.collector}
+
+
+def alertmanager_context(mon: Monitoring) -> dict[str, Any]:
+    routes = mon.alerts
+    email = routes.email
+    page = routes.page
+    hooks: list[str] = []
+    if page is not None and page.webhook:
+        hooks.append(page.webhook)
+    if page is not None and page.drain:
+        hooks.append(f"http://127.0.0.1:{page.drain_hook_port}/drain")
+    return {
+        "email": None if email is None else {
+            "to": ", ".join(email.to), "sender": email.sender, "smarthost": email.smarthost,
+            "require_tls": "true" if email.require_tls else "false",
+        },
+        "level3_hooks": hooks,
+        "repeat_h": routes.repeat_h,
+    }
+
+
+def scrape_context(fab: FabricView, mon: Monitoring) -> dict[str, Any]:
+    hosts = []
+    for node in fab.index.inv.nodes:
+        hw = fab.index.hardware[node.name]
+        hosts.append({
+            "host": node.name, "labels": host_labels(node), "gpus": hw.gpus is not None and hw.gpus.count > 0,
+            "ports": port_labels(fab, node.name),
+        })
+    return {"interval_s": mon.interval_s, "timeout_s": max(1, mon.interval_s - 1), "hosts": hosts,
+            "node_port": NODE_EXPORTER_PORT, "dcgm_port": DCGM_EXPORTER_PORT}
+
+
+def telegraf_context(fab: FabricView, mon: Monitoring, node: Node, stores: list[str]) -> dict[str, Any]:
+    hw = fab.index.hardware[node.name]
+    labels = host_labels(node)
+    return {
+        "host": node.name, "tags": {k: v for k, v in labels.items() if k != "host"},
+        "interval_s": mon.interval_s, "timeout_s": max(1, mon.interval_s - 1),
+        "stores": [f"http://{s}:{STORE_PORT}" for s in stores],
+        "influxdb_url": mon.influxdb_url if mon.store == "influxdb" else None,
+        "gpus": hw.gpus is not None and hw.gpus.count > 0, "ib": bool(fab.cas_by_node.get(node.name)),
+        "dcgm_url": f"http://127.0.0.1:{DCGM_EXPORTER_PORT}/metrics", "ib_health": IB_HEALTH,
+        "ports": port_labels(fab, node.name),
+    }
+
+
+def monitoring_files(fab: FabricView) -> list[FileSpec]:
+    index = fab.index
+    mon = index.inv.monitoring
+    if mon is None:
+        return []
+    stores = servers(index, mon)
+    specs: list[FileSpec] = []
+    rules = rules_context(index, mon)
+    am = alertmanager_context(mon)
+    scrape = scrape_context(fab, mon) if mon.collector == "exporters" else None
+    vm_args = {"retention_days": mon.retention_days, "port": STORE_PORT,
+               "skip_single_field": mon.collector == "telegraf"}
+    units = {"store": f"http://127.0.0.1:{STORE_PORT}", "alertmanager": f"http://127.0.0.1:{ALERTMANAGER_PORT}",
+             "vmalert_port": VMALERT_PORT, "conf_dir": CONF_DIR, "remote_write": list(mon.remote_write)}
+    for srv in stores:
+        base = f"monitoring/{srv}"
+        specs.append(FileSpec(f"{base}/etc/clusterforge/monitoring/rules.yml", "monitoring/rules.yml.j2", rules))
+        specs.append(FileSpec(f"{base}/etc/prometheus/alertmanager.yml", "monitoring/alertmanager.yml.j2", am))
+        specs.append(FileSpec(f"{base}/etc/default/victoria-metrics", "monitoring/victoria-metrics.default.j2",
+                              vm_args))
+        specs.append(FileSpec(f"{base}/etc/systemd/system/clusterforge-vmalert.service",
+                              "monitoring/vmalert.service.j2", units))
+        if scrape is not None:
+            specs.append(FileSpec(f"{base}/etc/clusterforge/monitoring/scrape.yml", "monitoring/scrape.yml.j2",
+                                  scrape))
+            specs.append(FileSpec(f"{base}/etc/systemd/system/clusterforge-vmagent.service",
+                                  "monitoring/vmagent.service.j2", units))
+    if _gpu_counts(index):
+        specs.append(FileSpec("monitoring/nodes/dcgm-counters.csv", "monitoring/dcgm-counters.csv.j2",
+                              {"counters": [list(c) for c in DCGM_COUNTERS]}))
+        specs.append(FileSpec("monitoring/nodes/dcgm-exporter.service", "monitoring/dcgm-exporter.service.j2",
+                              {"interval_ms": mon.interval_s * 1000, "port": DCGM_EXPORTER_PORT}))
+    if mon.collector == "telegraf":
+        for node in index.inv.nodes:
+            specs.append(FileSpec(f"hosts/{node.name}/etc/telegraf/telegraf.conf", "monitoring/telegraf.conf.j2",
+                                  telegraf_context(fab, mon, node, stores)))
+    return specs
