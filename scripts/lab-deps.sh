@@ -10,6 +10,8 @@
 #   image build : debootstrap (bootstraps from the apt mirror already configured)
 #   fabric      : ibsim-utils libumad2sim0 opensm infiniband-diags
 #   access      : openssh-client (ssh, ssh-keygen) iproute2 (ip netns)
+#   monitoring  : prometheus (promtool) prometheus-alertmanager (amtool)
+#                 victoria-metrics (vmagent, vmalert) prometheus-node-exporter
 #
 #   --netns     : also openssh-server, for the fallback mode (one network
 #                 namespace + sshd per host) used when podman cannot run.
@@ -22,12 +24,14 @@ set -eu
 PKGS="podman runc netavark iptables debootstrap ibsim-utils libumad2sim0 opensm infiniband-diags openssh-client iproute2"
 # the rest of the project: fabric diagrams (render), the deploy's stand-in apt repository
 PKGS="$PKGS graphviz dpkg-dev apt-utils"
+# monitoring (docs/monitoring.md): promtool (rule tests), amtool, the store with vmagent/vmalert, node_exporter
+PKGS="$PKGS prometheus prometheus-alertmanager victoria-metrics prometheus-node-exporter"
 
 for arg in "$@"; do
     case "$arg" in
     --netns) PKGS="$PKGS openssh-server" ;;
     -h | --help)
-        sed -n '2,20p' "$0"
+        sed -n '2,22p' "$0"
         exit 0
         ;;
     *)
