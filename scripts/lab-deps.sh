@@ -31,7 +31,7 @@ for arg in "$@"; do
     case "$arg" in
     --netns) PKGS="$PKGS openssh-server" ;;
     -h | --help)
-        sed -n '2,22p' "$0"
+        sed -n '2,21p' "$0"
         exit 0
         ;;
     *)
