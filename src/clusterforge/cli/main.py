@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from . import alerts as alerts_cmd
 from . import ansible_inventory as ansible_inventory_cmd
 from . import apply as apply_cmd
 from . import check as check_cmd
@@ -36,6 +37,7 @@ app.command("deploy")(deploy_cmd.deploy_cmd)
 app.command("ansible-inventory")(ansible_inventory_cmd.ansible_inventory)
 app.command("diff")(diff_cmd.diff)
 app.command("apply")(apply_cmd.apply)
+app.command("alerts")(alerts_cmd.alerts)
 
 
 def main() -> None:  # pragma: no cover - console entry

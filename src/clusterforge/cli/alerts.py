@@ -1,0 +1,112 @@
+"""`clusterforge alerts ENV`: the active alerts, each placed on the floor from the model."""
+
+from __future__ import annotations
+
+import ipaddress
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from ..api import load_checked
+from ..errors import ExitCode, InventoryInvalid
+from ..labenv import LAB_RANGE
+from ..monitoring_alerts import LocatedAlert, located_alerts
+from .common import Format, err, fail_inventory, out, print_json
+
+DEFAULT_URL = "http://127.0.0.1:9093"
+MAX_BYTES = 64 * 1024 * 1024
+
+
+def allowed_url(url: str) -> str | None:
+    """None when `url` is an http(s) URL on loopback or the lab range (198.18.0.0/15); else why not."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{url!r} is not an http:// or https:// URL"
+    if parts.username or parts.password or parts.query or parts.fragment:
+        return f"{url!r}: give the Alertmanager base URL only (no credentials, query or fragment)"
+    host = parts.hostname
+    if host == "localhost":
+        return None
+    try:
+        addr = ipaddress.ip_address(host)
+    except ValueError:
+        return (f"{host!r} is a name: give an address (loopback, or a lab address in {LAB_RANGE}); run "
+                "`clusterforge alerts` on the monitoring node itself for a real environment")
+    if addr.is_loopback or (addr.version == 4 and addr in LAB_RANGE):
+        return None
+    return (f"{host} is neither loopback nor in the lab range {LAB_RANGE}: clusterforge reads alerts from a "
+            "local Alertmanager only (run it on the monitoring node, where the default URL is right)")
+
+
+def fetch(url: str, timeout_s: float = 10.0) -> str:
+    query = urllib.parse.urlencode({"active": "true", "silenced": "true", "inhibited": "true"})
+    request = urllib.request.Request(f"{url.rstrip('/')}/api/v2/alerts?{query}", headers={"Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        data: bytes = response.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"the answer is larger than {MAX_BYTES // 2**20} MiB")
+    return data.decode("utf-8", errors="replace")
+
+
+def _print(alerts: list[LocatedAlert], url: str) -> None:
+    by_level = {lv: sum(1 for a in alerts if a.level == lv) for lv in (3, 2, 1)}
+    counts = ", ".join(f"level {lv}: {n}" for lv, n in by_level.items() if n)
+    out.print(f"{len(alerts)} alert(s) at {url}" + (f" ({counts})" if counts else ""), markup=False)
+    for a in alerts:
+        style = {3: "bold red", 2: "red", 1: "yellow"}.get(a.level or 0, "")
+        subject = a.host or "cluster"
+        if a.device is not None:
+            subject += f" {a.device}/{a.port}"
+        state = "" if a.state == "active" else f" ({a.state})"
+        head = f"level {a.level if a.level is not None else '?'}  {a.alertname:<22}"
+        out.print(f"[{style}]{escape(head)}[/] {escape(subject)}{escape(state)}: {escape(a.summary)}",
+                  markup=True, highlight=False)
+        if a.repair:
+            out.print(f"    → {a.repair}", markup=False)
+        if a.where:
+            out.print(f"    where: {a.where}", markup=False)
+        if a.cable:
+            out.print(f"    cable {a.cable}: {a.a_end} to {a.b_end}" + (f", {a.lanes}" if a.lanes else ""),
+                      markup=False)
+        if a.since:
+            out.print(f"    since {a.since}", markup=False)
+
+
+def alerts(
+    env: Path = typer.Argument(..., help="environment directory, e.g. inventories/lab"),
+    url: str = typer.Option(DEFAULT_URL, "--url", help="Alertmanager base URL: loopback or a lab address"),
+    fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
+    timeout_s: float = typer.Option(10.0, "--timeout", min=0.1, max=300, help="seconds to wait for the answer"),
+) -> None:
+    """List the active alerts with host, rack, U and, for a port, the cable, both ends, lanes and the repair.
+
+    Exit 0: no alert; 4: alerts listed; 5: Alertmanager unreachable.
+    """
+    why = allowed_url(url)
+    if why is not None:
+        err.print(f"--url: {why}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    try:
+        checked = load_checked(env)
+    except InventoryInvalid as exc:
+        fail_inventory(exc)
+    try:
+        text = fetch(url, timeout_s)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        err.print(f"{url}: Alertmanager unreachable: {reason}", markup=False)
+        raise typer.Exit(int(ExitCode.UNREACHABLE)) from None
+    try:
+        listed = located_alerts(checked.index, text)
+    except ValueError as exc:
+        err.print(f"{url}/api/v2/alerts: {exc}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
+    if fmt == Format.json:
+        print_json({"url": url, "environment": env.name, "alerts": [a.as_dict() for a in listed]})
+    else:
+        _print(listed, url)
+    raise typer.Exit(int(ExitCode.FINDINGS) if listed else 0)

@@ -1,0 +1,130 @@
+"""`clusterforge alerts`: alerts placed from the model; the real Alertmanager on loopback with the rendered
+config (level routing, a lower level inhibited while a higher one fires for the same host)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cf_lab_inventory import LAB, lab_index
+from clusterforge.cli.alerts import allowed_url
+from clusterforge.cli.main import app
+from clusterforge.monitoring_alerts import located_alerts
+from clusterforge.render import render_environment
+
+runner = CliRunner()
+ALERTMANAGER = shutil.which("prometheus-alertmanager")
+
+
+def _alert(name: str, level: int, **labels: str) -> dict[str, object]:
+    return {"labels": {"alertname": name, "level": str(level), **labels},
+            "annotations": {"summary": f"{name} summary", "repair": f"{name} repair"}}
+
+
+def test_a_port_alert_names_the_cable_ends_and_repair() -> None:
+    index = lab_index()
+    cable = index.cable_at[("gpu01", "mlx5_0", 1)]
+    text = json.dumps([_alert("IbSymbolErrors", 2, host="gpu01", device="mlx5_0", port="1", rack="x", u="99"),
+                       _alert("HbmTemperatureHigh", 3, host="gpu02", gpu="3")])
+    hbm, sym = located_alerts(index, text)
+    assert (hbm.alertname, hbm.level, hbm.rack, hbm.u) == ("HbmTemperatureHigh", 3, "lab-su01-r01", 6)
+    assert hbm.repair == "HbmTemperatureHigh repair" and hbm.cable is None
+    assert (sym.rack, sym.u) == ("lab-su01-r01", 2)  # from the model, not the alert's labels
+    assert (sym.cable, sym.a_end, sym.b_end) == (cable.id, "gpu01/mlx5_0/1", str(cable.b))
+    assert sym.repair == f"clean or reseat the optic at {cable.b.device} port {cable.b.port}: cable {cable.id}"
+    assert sym.where is not None and "rack lab-su01-r01 U2" in sym.where and cable.b.device in sym.where
+
+
+@pytest.mark.parametrize("text", ["{", "{}", "[1]", '[{"labels": 3}]'])
+def test_a_broken_answer_is_a_clear_error(text: str) -> None:
+    with pytest.raises(ValueError):
+        located_alerts(lab_index(), text)
+
+
+@pytest.mark.parametrize(("url", "ok"), [
+    ("http://127.0.0.1:9093", True), ("http://localhost:9093/", True), ("http://[::1]:9093", True),
+    ("http://198.18.10.20:9093", True), ("http://10.0.0.5:9093", False), ("http://192.168.1.1:9093", False),
+    ("http://alertmanager.example.org:9093", False), ("ftp://127.0.0.1/", False),
+    ("http://u:p@127.0.0.1:9093", False), ("http://127.0.0.1:9093/?x=1", False),
+])
+def test_only_loopback_or_lab_addresses(url: str, ok: bool) -> None:
+    assert (allowed_url(url) is None) == ok
+
+
+def test_a_prod_address_is_refused_before_anything_is_sent() -> None:
+    result = runner.invoke(app, ["alerts", str(LAB), "--url", "http://10.1.0.10:9093"])
+    assert result.exit_code == 2 and "neither loopback nor in the lab range" in result.output
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def alertmanager(tmp_path: Path) -> Iterator[str]:
+    assert ALERTMANAGER is not None
+    conf = tmp_path / "alertmanager.yml"
+    conf.write_text(render_environment(lab_index(), "lab")["monitoring/sm01/etc/prometheus/alertmanager.yml"])
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [ALERTMANAGER, f"--config.file={conf}", f"--storage.path={tmp_path / 'data'}",
+         f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/-/ready", timeout=2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.skipif(ALERTMANAGER is None, reason="Alertmanager is not installed (apt-get install "
+                    "prometheus-alertmanager)")
+def test_alerts_from_the_real_alertmanager(alertmanager: str) -> None:
+    posted = [_alert("IbSymbolErrors", 2, host="gpu01", device="mlx5_0", port="1"),
+              _alert("IbReceiveErrors", 1, host="gpu01", device="mlx5_0", port="1"),
+              _alert("HbmTemperatureHigh", 3, host="gpu01", gpu="0"),
+              _alert("IbReceiveErrors", 1, host="gpu02", device="mlx5_0", port="1")]
+    request = urllib.request.Request(f"{alertmanager}/api/v2/alerts", data=json.dumps(posted).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    urllib.request.urlopen(request, timeout=10).close()
+    deadline = time.monotonic() + 20
+    while True:
+        result = runner.invoke(app, ["alerts", str(LAB), "--url", alertmanager, "--format", "json"])
+        data = json.loads(result.stdout)
+        states = {(a["alertname"], a["host"]): a["state"] for a in data["alerts"]}
+        if states.get(("IbSymbolErrors", "gpu01")) == "suppressed" or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert result.exit_code == 4, result.output
+    assert [(a["level"], a["alertname"], a["host"]) for a in data["alerts"]] == [
+        (3, "HbmTemperatureHigh", "gpu01"), (2, "IbSymbolErrors", "gpu01"),
+        (1, "IbReceiveErrors", "gpu01"), (1, "IbReceiveErrors", "gpu02")]
+    # level 3 on gpu01 inhibits its level 1 and 2; gpu02's level 1 stays active
+    assert states == {("HbmTemperatureHigh", "gpu01"): "active", ("IbSymbolErrors", "gpu01"): "suppressed",
+                      ("IbReceiveErrors", "gpu01"): "suppressed", ("IbReceiveErrors", "gpu02"): "active"}
+    sym = data["alerts"][1]
+    assert sym["cable"] == "C-00001" and sym["rack"] == "lab-su01-r01" and sym["u"] == 2
+    text = runner.invoke(app, ["alerts", str(LAB), "--url", alertmanager])
+    assert "4 alert(s)" in text.stdout and "level 3: 1, level 2: 1, level 1: 2" in text.stdout
+    assert "→ clean or reseat the optic at leaf-su01-r0 port 1: cable C-00001" in text.stdout
