@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from clusterforge.parse.errors import ParseError
 
@@ -21,6 +21,17 @@ def split_lines(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+def numbered(lines: Iterable[str]) -> Iterator[tuple[int, str, str]]:
+    """The non-blank lines as ``(line_no, raw, stripped)``, numbered from 1 (blank ones skipped).
+
+    ``raw`` is what error messages quote; ``stripped`` is what the parsers match.
+    """
+    for idx, raw in enumerate(lines, start=1):
+        s = raw.strip()
+        if s:
+            yield idx, raw, s
 
 
 def shorten(line: str, limit: int = 80) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from clusterforge.parse._common import fail, shorten, split_lines
+from clusterforge.parse._common import fail, numbered, shorten, split_lines
 
 TOOL = "dpkg-query"
 
@@ -21,9 +21,7 @@ _LINE_RE = re.compile(r"([a-z0-9][a-z0-9+.\-]+)(?::[a-z0-9]+)? ([0-9][0-9A-Za-z.
 def parse(text: str) -> dict[str, str]:
     """``{package: version}``; empty output (nothing of interest installed) is an empty dict."""
     out: dict[str, str] = {}
-    for idx, raw in enumerate(split_lines(text), start=1):
-        if not raw.strip():
-            continue
+    for idx, raw, _ in numbered(split_lines(text)):
         m = _LINE_RE.fullmatch(raw.strip())
         if m is None:
             raise fail(TOOL, idx, raw, f"expected '<package> <version>', got {shorten(raw)}")

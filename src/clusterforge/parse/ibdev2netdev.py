@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.parse._common import empty_error, fail, shorten, split_lines
+from clusterforge.parse._common import empty_error, fail, numbered, shorten, split_lines
 
 TOOL = "ibdev2netdev"
 
@@ -43,10 +43,7 @@ _VERBOSE_RE = re.compile(
 
 def parse(text: str) -> tuple[Ibdev2netdevEntry, ...]:
     out: list[Ibdev2netdevEntry] = []
-    for idx, raw in enumerate(split_lines(text), start=1):
-        s = raw.strip()
-        if not s:
-            continue
+    for idx, raw, s in numbered(split_lines(text)):
         vm = _VERBOSE_RE.fullmatch(s)
         if vm is not None:
             pci, dev, desc, port, pstate, netdev, state = vm.groups()

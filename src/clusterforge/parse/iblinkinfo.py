@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.parse._common import empty_error, fail, shorten, split_lines
+from clusterforge.parse._common import empty_error, fail, numbered, shorten, split_lines
 
 TOOL = "iblinkinfo"
 
@@ -136,10 +136,7 @@ def parse(text: str) -> IblinkinfoReport:
             nodes.append(IblinkinfoNode(type=cur[0], guid=cur[1], name=cur[2],
                                         ports=tuple(cur_ports)))
 
-    for idx, raw in enumerate(lines, start=1):
-        s = raw.strip()
-        if not s:
-            continue
+    for idx, raw, s in numbered(lines):
         pm = _PORT_RE.fullmatch(s)
         if pm is not None and cur is not None:
             pguid, lid, port, _ext, inner, remote = pm.groups()

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from clusterforge.gcpause import gc_paused
-from clusterforge.parse._common import empty_error, fail, shorten, split_lines
+from clusterforge.parse._common import empty_error, fail, numbered, shorten, split_lines
 
 TOOL = "ibnetdiscover"
 
@@ -181,10 +181,7 @@ def _parse(text: str) -> IbTopology:
     gcache: dict[str, str] = {}
     kind_by_letter = _KIND_BY_LETTER
 
-    for idx, raw in enumerate(lines, start=1):
-        line = raw.strip()
-        if not line:
-            continue
+    for idx, raw, line in numbered(lines):
         c = line[0]
         if c == "[":
             if cur is None:

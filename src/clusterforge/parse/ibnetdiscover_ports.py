@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.parse._common import empty_error, fail, shorten, split_lines
+from clusterforge.parse._common import empty_error, fail, numbered, shorten, split_lines
 
 TOOL = "ibnetdiscover-p"
 
@@ -75,10 +75,7 @@ def parse(text: str) -> IbPortsReport:
     lines = split_lines(text)
     ports: list[IbPortsRecord] = []
     links: dict[tuple[tuple[str, int], tuple[str, int]], IbPortsLink] = {}
-    for idx, raw in enumerate(lines, start=1):
-        s = raw.strip()
-        if not s:
-            continue
+    for idx, raw, s in numbered(lines):
         m = _LINE_RE.fullmatch(s)
         if m is None:
             raise fail(TOOL, idx, raw, f"malformed ports-report line {shorten(raw)}")

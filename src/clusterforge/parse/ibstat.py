@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.parse._common import empty_error, fail, norm_guid, shorten, split_lines
+from clusterforge.parse._common import empty_error, fail, norm_guid, numbered, shorten, split_lines
 from clusterforge.parse._common import to_int as _int
 
 TOOL = "ibstat"
@@ -203,10 +203,7 @@ def parse(text: str) -> tuple[IbstatCa, ...]:
             cas.append(_finish_ca(ca, ca_name, node_type, flat))
         ca = None
 
-    for idx, raw in enumerate(lines, start=1):
-        s = raw.strip()
-        if not s:
-            continue
+    for idx, raw, s in numbered(lines):
         hm = _HEADER_RE.fullmatch(s)
         if hm is not None:
             close_ca()

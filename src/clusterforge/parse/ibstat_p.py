@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from clusterforge.parse._common import empty_error, fail, norm_guid, shorten, split_lines
+from clusterforge.parse._common import empty_error, fail, norm_guid, numbered, shorten, split_lines
 
 TOOL = "ibstat-p"
 
@@ -18,10 +18,7 @@ def parse(text: str) -> tuple[str, ...]:
     """Return the port GUIDs, normalised to ``0x`` + 16 lower-case hex digits."""
     lines = split_lines(text)
     guids: list[str] = []
-    for idx, raw in enumerate(lines, start=1):
-        s = raw.strip()
-        if not s:
-            continue
+    for idx, raw, s in numbered(lines):
         if _GUID_RE.fullmatch(s) is None:
             raise fail(TOOL, idx, raw,
                        f"expected a 0x + 16 hex digit port GUID, got {shorten(raw)}")

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.parse._common import empty_error, fail, shorten, split_lines
+from clusterforge.parse._common import empty_error, fail, numbered, shorten, split_lines
 
 TOOL = "ibstatus"
 
@@ -101,10 +101,7 @@ def parse(text: str) -> tuple[IbstatusPort, ...]:
     cur: tuple[str, int] | None = None
     ctx = (1, "")
     vals: dict[str, tuple[str, int, str]] = {}
-    for idx, raw in enumerate(lines, start=1):
-        s = raw.strip()
-        if not s:
-            continue
+    for idx, raw, s in numbered(lines):
         hm = _HEADER_RE.fullmatch(s)
         if hm is not None:
             if cur is not None:

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.parse._common import empty_error, fail, shorten, split_lines
+from clusterforge.parse._common import empty_error, fail, numbered, shorten, split_lines
 
 TOOL = "lctl-list-nids"
 
@@ -41,9 +41,7 @@ def parse_nid(raw: str) -> LnetNid | None:
 
 def parse(text: str) -> tuple[LnetNid, ...]:
     out: list[LnetNid] = []
-    for idx, raw in enumerate(split_lines(text), start=1):
-        if not raw.strip():
-            continue
+    for idx, raw, _ in numbered(split_lines(text)):
         nid = parse_nid(raw)
         if nid is None:
             raise fail(TOOL, idx, raw,

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.parse._common import fail, shorten, split_lines
+from clusterforge.parse._common import fail, numbered, shorten, split_lines
 
 TOOL = "nvidia-smi-nvlink"
 
@@ -73,10 +73,7 @@ def parse(text: str) -> NvlinkStatus:
                               message=message, links=tuple(links)))
 
     idx, raw = 1, ""
-    for idx, raw in enumerate(lines, start=1):
-        s = raw.strip()
-        if not s:
-            continue
+    for idx, raw, s in numbered(lines):
         gm = _GPU_RE.fullmatch(s)
         if gm is not None:
             close()

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.parse._common import empty_error, fail, shorten, split_lines
+from clusterforge.parse._common import empty_error, fail, numbered, shorten, split_lines
 
 TOOL = "ofed-info"
 
@@ -29,7 +29,7 @@ _LINE_RE = re.compile(r"(MLNX_OFED_LINUX|OFED-internal|MLNX_EN)-(\d[0-9A-Za-z.\-
 
 
 def parse(text: str) -> OfedInfo:
-    lines = [(i, ln) for i, ln in enumerate(split_lines(text), start=1) if ln.strip()]
+    lines = [(i, ln) for i, ln, _ in numbered(split_lines(text))]
     if not lines:
         raise empty_error(TOOL)
     line_no, line = lines[0]
