@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
+from ..guid import format_guid, pad_guid
+
 _HEX16 = re.compile(r"^(?:0x)?([0-9a-fA-F]{16})$")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
 _HCA_NAME = r"^[a-z][a-z0-9_]*[0-9]+$"
@@ -23,12 +25,12 @@ def normalize_guid(value: object) -> str:
     """Return a GUID as `0x` + 16 lower-case hex digits or raise ValueError."""
     if isinstance(value, int) and not isinstance(value, bool):
         if 0 <= value < 2**64:
-            return f"0x{value:016x}"
+            return format_guid(value)
         raise ValueError(f"{value!r} does not fit in 64 bits")
     if isinstance(value, str):
         m = _HEX16.match(value.strip())
         if m:
-            return "0x" + m.group(1).lower()
+            return pad_guid(m.group(1))
     raise ValueError(f"{value!r} is not a 16-hex-digit GUID")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
+from clusterforge.guid import pad_guid
 from clusterforge.parse.errors import ParseError
 
 _HEX_RE = re.compile(r"(?:0[xX])?([0-9a-fA-F]{1,16})")
@@ -55,7 +56,7 @@ def norm_guid(raw: str) -> str | None:
     m = _HEX_RE.fullmatch(raw.strip())
     if m is None:
         return None
-    return "0x" + m.group(1).lower().rjust(16, "0")
+    return pad_guid(m.group(1))
 
 
 def to_int(raw: str) -> int | None:

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from clusterforge.guid import pad_guid
 from clusterforge.parse._common import empty_error, fail, numbered, shorten, split_lines
 
 TOOL = "iblinkinfo"
@@ -157,7 +158,7 @@ def parse(text: str) -> IblinkinfoReport:
                     raise fail(TOOL, idx, raw, "peer name without LID/port")
             rec = IblinkinfoPort(
                 port=int(port), lid=int(lid),
-                port_guid=("0x" + pguid.lower().rjust(16, "0")) if pguid else None,
+                port_guid=pad_guid(pguid) if pguid else None,
                 width=width, speed=speed, speed_gbps=gbps, state=state, physical_state=phys,
                 peer=peer, hints=hints, line_no=idx,
             )

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from clusterforge.gcpause import gc_paused
+from clusterforge.guid import pad_guid
 from clusterforge.parse._common import empty_error, fail, numbered, shorten, split_lines
 
 TOOL = "ibnetdiscover"
@@ -109,8 +110,7 @@ _SKIP_RE = re.compile(r"(?:Chassis \d+.*|Non-Chassis Nodes|Hostname: .*)")
 _HEX_RE = re.compile(r"[0-9a-fA-F]{1,16}")
 
 
-def _g(hexdigits: str) -> str:
-    return "0x" + hexdigits.lower().rjust(16, "0")
+_g = pad_guid
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from clusterforge.guid import pad_guid
 from clusterforge.parse._common import empty_error, fail, numbered, shorten, split_lines
 
 TOOL = "ibnetdiscover-p"
@@ -67,8 +68,7 @@ _LINE_RE = re.compile(
 )
 
 
-def _g(h: str) -> str:
-    return "0x" + h.lower().rjust(16, "0")
+_g = pad_guid
 
 
 def parse(text: str) -> IbPortsReport:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ..guid import guid_hex
 from .fabric import VENDOR_ID, Ca, FabricView
 from .guids import fmt
 from .spec import FileSpec
@@ -55,10 +56,10 @@ def _sim_ca_guid(fab: FabricView, ca: Ca) -> int:
 def net_context(fab: FabricView) -> tuple[dict[str, Any], list[str], list[str]]:
     ids: dict[str, str] = {}
     for sw in fab.index.inv.switches:
-        ids[sw.name] = f"S-{fab.guids.switch(sw.name):016x}"
+        ids[sw.name] = "S-" + guid_hex(fab.guids.switch(sw.name))
     sim_guid = {ca.label: _sim_ca_guid(fab, ca) for ca in fab.cas}
     for ca in fab.cas:
-        ids[ca.label] = f"H-{sim_guid[ca.label]:016x}"
+        ids[ca.label] = "H-" + guid_hex(sim_guid[ca.label])
 
     # per rate: the trailing `lid 0 4xHDR` that sets a port's enabled width/speed
     rates: Counter[str] = Counter(link.rate for link in fab.links if link.rate)
@@ -85,7 +86,7 @@ def net_context(fab: FabricView) -> tuple[dict[str, Any], list[str], list[str]]:
         fid, fdesc, fguid = far_of[far[0], far[1]]
         if own_guid is not None:
             return f"[{key[2]}]({own_guid}) \t{fid}[{far[2]}]\t\t# lid 0 lmc 0 {fdesc} {tail[link.rate]}"
-        peer_guid = "" if fguid is None else f"({fguid + far[2]:016x}) "
+        peer_guid = "" if fguid is None else f"({guid_hex(fguid + far[2])}) "
         return f"[{key[2]}]\t{fid}[{far[2]}]{peer_guid}\t\t# {fdesc} {tail[link.rate]}"
 
     records: list[dict[str, Any]] = []
@@ -108,7 +109,7 @@ def net_context(fab: FabricView) -> tuple[dict[str, Any], list[str], list[str]]:
         total_ports += nports
         ca_lines = []
         for p in ca.ports:
-            pl = port_line((ca.node, ca.name, p), f"{sim_guid[ca.label] + p:016x}")
+            pl = port_line((ca.node, ca.name, p), guid_hex(sim_guid[ca.label] + p))
             if pl is not None:
                 ca_lines.append(pl)
             labels.append(f"{ca.label}/{p}")

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
+from ..guid import format_guid
 from ..model.index import Index
 
 PLACEHOLDER_PREFIX = 0x02CF
@@ -47,7 +48,7 @@ def is_placeholder(guid: int) -> bool:
 
 def fmt(guid: int) -> str:
     """`0x` + 16 lower-case hex digits, the form OpenSM and the diags print."""
-    return f"0x{guid:016x}"
+    return format_guid(guid)
 
 
 def _hash(text: str, salt: int) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..guid import format_guid
 from ..model.index import Index, PortKey
 from ..render.fabric import FabricView
 from ..render.guids import fmt
@@ -38,7 +39,7 @@ class SimFabric:
         known = self.port_guid.get(key)
         if known is not None:
             return known
-        return f"0x{int(self.guid[(key[0], key[1])], 16) + key[2]:016x}"
+        return format_guid(int(self.guid[(key[0], key[1])], 16) + key[2])
 
     def by_cable(self, cable_id: str) -> SimLink:
         for link in self.links:
