@@ -57,8 +57,8 @@ def edits(draw: st.DrawFn) -> Edit:
     rails = draw(st.integers(min_value=1, max_value=3))
     su = 4 * draw(st.integers(min_value=1, max_value=4))
     spec = FabricSpec(kind=draw(st.sampled_from(["rail-optimized", "fat-tree"])),
-                      tiers=draw(st.sampled_from(["auto", 3])), rate=CAT.switches[model].rate,  # type: ignore[arg-type]
-                      leaf_model=model, oversubscription=draw(st.sampled_from(["1:1", "2:1", "4:1"])),  # type: ignore[arg-type]
+                      tiers=draw(st.sampled_from(["auto", 3])), rate=CAT.switches[model].rate,  # type: ignore[arg-type,unused-ignore]
+                      leaf_model=model, oversubscription=draw(st.sampled_from(["1:1", "2:1", "4:1"])),  # type: ignore[arg-type,unused-ignore]
                       su_size=su, max_sus=draw(st.sampled_from([None, 6])))
     total = draw(st.integers(min_value=2, max_value=5 * su))
     extra = draw(st.integers(min_value=0, max_value=su))
