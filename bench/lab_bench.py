@@ -116,3 +116,82 @@ def _image_present(tag: str) -> bool:
 
     proc = subprocess.run(["podman", "image", "exists", tag], capture_output=True, timeout=60, check=False)
     return proc.returncode == 0
+
+
+def _median_mem_mb(lab: str) -> float | None:
+    """Median memory use of the lab's containers (podman stats), MB."""
+    import json
+    import statistics
+    import subprocess
+
+    res = subprocess.run(["podman", "stats", "--no-stream", "--format", "json"], capture_output=True, text=True,
+                         timeout=300, check=False)
+    units = {"kB": 1e-3, "KB": 1e-3, "MB": 1.0, "GB": 1e3, "B": 1e-6, "MiB": 1.048576, "GiB": 1073.741824}
+    mems = []
+    for row in json.loads(res.stdout or "[]"):
+        if not str(row.get("name", "")).startswith(f"cf-lab-{lab}-"):
+            continue
+        used = str(row.get("mem_usage", "")).split("/")[0].strip()
+        num = used.rstrip("kKMGiB")
+        unit = used[len(num):]
+        if num and unit in units:
+            mems.append(float(num) * units[unit])
+    return round(statistics.median(mems), 1) if mems else None
+
+
+def prod_rehearsal(env: Path = ROOT / "inventories" / "prod",
+                   sizes: tuple[tuple[int | None, bool], ...] = ((None, True), (14, True), (32, False), (64, False),
+                                                                 (128, False))) -> list[dict[str, object]]:
+    """`make deploy ENV=prod LAB=1` by steps on a systemd lab: up, deploy (pyinfra), validate (the whole prod
+    fabric + the lab hosts), `lab services`, memory per container, down; for the default selection (a GPU
+    rack, both SMs, one Lustre server: 7 containers) and for 14 / 32 / 64 / 128 containers (GPU nodes + the SMs +
+    lus01). systemd labs stop at ~14 containers here (fs.inotify.max_user_instances = 128, systemd takes 7
+    each): the larger sizes run without systemd (sh init; the deploy then starts no unit). A size whose
+    bring-up fails is reported as such and ends the series."""
+    if shutil.which("podman") is None or os.geteuid() != 0:
+        return [{"bench": "prod rehearsal", "skipped": "needs root and podman (scripts/lab-deps.sh)"}]
+    from typer.testing import CliRunner
+
+    from clusterforge.cli.main import app
+
+    runner = CliRunner()
+    rows: list[dict[str, object]] = []
+    with tempfile.TemporaryDirectory(prefix="cf-prodbench-") as tmp_s:
+        tmp = Path(tmp_s)
+        copy = tmp / "prodbench"
+        shutil.copytree(env, copy)
+        os.environ["CLUSTERFORGE_LAB_ROOT"] = str(tmp / "state")
+        checked = load_checked(copy)
+        gpus = [n.name for n in checked.inv.nodes if n.role == "compute"]
+        try:
+            for size, systemd in sizes:
+                limit = [] if size is None else ["--limit", ",".join([*gpus[:size - 3], "sm01", "sm02", "lus01"])]
+                label = "default (7)" if size is None else str(size)
+                row: dict[str, object] = {"bench": "prod rehearsal", "containers": label, "systemd": systemd}
+                kind = ["--systemd", "--no-start-sm"] if systemd else []
+                steps = (("up", ["lab", "up", str(copy), *kind, "--replace", "--cidr", "198.18.80.0/20", *limit]),
+                         ("deploy", ["deploy", str(copy), "--no-diffs", "--plan-file", str(tmp / "plan.json")]),
+                         ("deploy again", ["deploy", str(copy), "--no-diffs", "--plan-file", str(tmp / "plan.json")]),
+                         ("validate", ["validate", str(copy)]),
+                         *((("services", ["lab", "services", str(copy)]),) if systemd else ()))
+                ok = True
+                for step, args in steps:
+                    t = time.perf_counter()
+                    result = runner.invoke(app, args)
+                    row[f"{step} s"] = round(time.perf_counter() - t, 1)
+                    if result.exit_code != 0:
+                        row[f"{step} exit"] = result.exit_code
+                        ok = False
+                        break
+                if ok:
+                    row["MB/container"] = _median_mem_mb("cf-prodbench")
+                t = time.perf_counter()
+                runner.invoke(app, ["lab", "down", str(copy)])
+                row["down s"] = round(time.perf_counter() - t, 1)
+                rows.append(row)
+                if not ok:
+                    break
+        finally:
+            runner.invoke(app, ["lab", "down", str(copy)])
+            os.environ.pop("CLUSTERFORGE_LAB_ROOT", None)
+    return rows

@@ -217,7 +217,7 @@ def bench_day2(tmp: Path) -> list[dict[str, object]]:
 def bench_lab(tmp: Path) -> list[dict[str, object]]:
     import lab_bench
 
-    return lab_bench.fabric_only() + lab_bench.containers()
+    return lab_bench.fabric_only() + lab_bench.containers() + lab_bench.prod_rehearsal()
 
 
 def bench_deploy(tmp: Path) -> list[dict[str, object]]:

@@ -210,3 +210,11 @@ def test_make_deploy_variants() -> None:
     assert "--no-lab" in real.stdout and "--yes" not in real.stdout
     assert "lab up" not in real.stdout and "lab-deps.sh" not in real.stdout
     assert "--yes" in _make("deploy", "ENV=prod", "CONFIRM=1").stdout
+
+
+def test_a_systemd_lab_past_the_inotify_limit_is_refused_with_the_numbers() -> None:
+    from clusterforge.lab.lab import check_systemd_room
+
+    check_systemd_room(7, limit=128, in_use=28)  # the default prod rehearsal fits
+    with pytest.raises(LabError, match=r"32 containers needs about 224 .* is 128 with 28 in use: at most 14"):
+        check_systemd_room(32, limit=128, in_use=28)
