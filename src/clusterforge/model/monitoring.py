@@ -113,6 +113,8 @@ class AlertRoutes(Model):
     levels: dict[AlertName, Level] = Field(
         default_factory=dict, description="level of an alert, where it differs from the default")
     repeat_h: int = Field(default=4, ge=1, le=168, description="hours before a firing alert is notified again")
+    group_wait_s: int = Field(default=30, ge=0, le=3600,
+                              description="seconds Alertmanager waits to group a new alert with others of its host")
 
 
 class Monitoring(Model):

@@ -131,6 +131,7 @@ def alertmanager_context(mon: Monitoring) -> dict[str, Any]:
         },
         "level3_hooks": hooks,
         "repeat_h": routes.repeat_h,
+        "group_wait_s": routes.group_wait_s,
     }
 
 
