@@ -15,6 +15,7 @@ from ..api import load_checked
 from ..errors import ExitCode, InventoryInvalid
 from ..labenv import LAB_RANGE
 from ..monitoring_alerts import LocatedAlert, located_alerts
+from ..monitoring_drain import DrainHook, serve
 from .common import Format, err, fail_inventory, out, print_json
 
 DEFAULT_URL = "http://127.0.0.1:9093"
@@ -76,16 +77,49 @@ def _print(alerts: list[LocatedAlert], url: str) -> None:
             out.print(f"    since {a.since}", markup=False)
 
 
+def _serve_drain_hook(env: Path, listen: str) -> None:
+    host, _, port = listen.rpartition(":")
+    why = allowed_url(f"http://{listen}") if port.isdigit() else f"{listen!r} is not HOST:PORT"
+    if why is None and host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
+        why = f"{host} is not loopback: Alertmanager posts to the drain hook on its own node"
+    if why is not None:
+        err.print(f"--drain-hook: {why}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    try:
+        checked = load_checked(env)
+    except InventoryInvalid as exc:
+        fail_inventory(exc)
+    template = checked.inv.deploy.reboot.drain
+    if not template:
+        err.print(f"{env}: deploy.reboot.drain is empty: nothing to run for a level 3 alert", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    hook = DrainHook(checked.index, template, report=lambda line: out.print(line, markup=False))
+    server = serve(hook, host.strip("[]"), int(port))
+    out.print(f"drain hook for {env} on http://{listen}/drain: {' '.join(template)}", markup=False)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
 def alerts(
     env: Path = typer.Argument(..., help="environment directory, e.g. inventories/lab"),
     url: str = typer.Option(DEFAULT_URL, "--url", help="Alertmanager base URL: loopback or a lab address"),
     fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
     timeout_s: float = typer.Option(10.0, "--timeout", min=0.1, max=300, help="seconds to wait for the answer"),
+    drain_hook: str | None = typer.Option(
+        None, "--drain-hook", help="instead of listing: serve level 3's drain webhook on HOST:PORT (loopback), "
+        "running deploy.reboot.drain for each firing level 3 alert's host"),
 ) -> None:
     """List the active alerts with host, rack, U and, for a port, the cable, both ends, lanes and the repair.
 
     Exit 0: no alert; 4: alerts listed; 5: Alertmanager unreachable.
     """
+    if drain_hook is not None:
+        _serve_drain_hook(env, drain_hook)
+        return
     why = allowed_url(url)
     if why is not None:
         err.print(f"--url: {why}", markup=False)
