@@ -5,6 +5,8 @@ drain/resume hooks pointed at the copy, GUIDs learned once. Then, on the running
 
 * a node's HCA port re-cabled to another leaf port; the first apply stops at validation (a fault
   injected elsewhere), the re-run after `lab heal` resumes there without redoing the cable work;
+* an OpenSM change: its deploy step runs through apply, and a plan made before that deploy is then
+  refused as stale (the deploy record changed);
 * a stale plan (the inventory edited after planning) refused with exit 2, accepted again once the
   edit is undone;
 * a failed leaf replaced by a new unit (its GUID lock dropped: a new GUID, learned by the plan); the
@@ -128,6 +130,29 @@ def test_recable_a_node_port_resume_after_a_failed_validation(lab: Path) -> None
     assert [(e["host"], e["event"]) for e in drained["events"]] == [("gpu01", "drain"), ("gpu01", "resume")]
     ops = json.loads((state_dir(lab) / "technician.json").read_text())
     assert drained["events"][0]["when"] < ops[0]["when"] < ops[1]["when"] < drained["events"][1]["when"]
+
+
+def test_a_deploy_step_runs_and_makes_a_plan_made_before_it_stale(lab: Path) -> None:
+    """The OpenSM push (`deploy --limit sm01 --component opensm`) runs through apply; the record it writes
+    is carried by the journal, and a second plan made before that deploy is refused as stale."""
+    old = snapshot(lab, "asbuilt-sm")
+    services = lab / "services.yaml"
+    services.write_text(services.read_text().replace("priority: 15", "priority: 14"))
+    plan, other = lab.parent / "sm.json", lab.parent / "sm-other.json"
+    for path in (plan, other):
+        code, out = cf("diff", str(old), str(lab), "--output", str(path))
+        assert code == 0, out
+    steps = json.loads(plan.read_text())["steps"]
+    assert [(s["phase"], s["argv"][1:2]) for s in steps] == [("fabric", ["deploy"]), ("validate", ["validate"])]
+    code, out = cf("apply", str(plan))
+    assert code == 0, out
+    assert "sm01  changed" in out and "clean: the fabric and hosts match the inventory" in out
+    planned = json.loads(plan.read_text())["meta"]["record"]["digest"]
+    after = [e["state"]["record"] for e in journal(plan) if e["event"] == "done"]  # type: ignore[index]
+    assert after[0] != planned and after[1] == after[0]  # the deploy wrote the record; validate did not
+    code, out = cf("apply", str(other))
+    assert code == 2
+    assert f"the deploy record in {state_dir(lab).resolve()} changed since the plan was made" in out
 
 
 def test_a_stale_plan_is_refused(lab: Path) -> None:
