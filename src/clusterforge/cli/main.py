@@ -1,43 +1,114 @@
-"""The `clusterforge` command: one module per subcommand."""
+"""The `clusterforge` command: one module per subcommand, imported only when that command runs.
+
+Importing every command module (pydantic models, pyinfra, paramiko, Jinja2, ...) took 1.1 s, which
+every invocation paid, `--help` included. Here the top-level group knows each command by name, module
+and one line of help; `clusterforge --help` lists them from that table and imports nothing, and
+`clusterforge check ...` imports cli/check.py alone (`tests/unit/test_cli_lazy.py` holds the table to
+the modules' own help and checks that `--help` imports no command).
+"""
 
 from __future__ import annotations
 
-import typer
+import importlib
+from dataclasses import dataclass
+from typing import Any
 
-from . import alerts as alerts_cmd
-from . import ansible_inventory as ansible_inventory_cmd
-from . import apply as apply_cmd
-from . import check as check_cmd
-from . import deploy as deploy_cmd
-from . import diff as diff_cmd
-from . import lab as lab_cmd
-from . import learn as learn_cmd
-from . import parse as parse_cmd
-from . import plan as plan_cmd
-from . import render as render_cmd
-from . import schema as schema_cmd
-from . import validate as validate_cmd
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+from .. import __version__
+
+
+@dataclass(frozen=True)
+class Entry:
+    module: str  # clusterforge.cli.<module>
+    attr: str  # a command function, or a typer.Typer of subcommands
+    help: str  # the first sentence of its help, shown by `clusterforge --help`
+
+
+COMMANDS: dict[str, Entry] = {
+    "init": Entry("init", "init", "Scaffold a new environment that passes `check`."),
+    "check": Entry("check", "check", "Check an inventory: structure, references, ports, reach, addresses, power."),
+    "schema": Entry("schema", "schema", "Write the inventory JSON schema (for editors: yaml-language-server)."),
+    "parse": Entry("parse", "parse", "Parse saved tool output into typed records (the validator's input)."),
+    "validate": Entry("validate", "validate", "Validate the built fabric and hosts against the inventory"),
+    "learn": Entry("learn", "learn", "Bind discovered GUIDs to declared switches and HCA ports"),
+    "render": Entry("render", "render", "Render configs, GUID files, topology, ibsim net, cabling CSVs and the fabric "
+                    "diagram."),
+    "deploy": Entry("deploy", "deploy_cmd", "Deploy the inventory (pyinfra or Ansible); per-host summary"),
+    "ansible-inventory": Entry("ansible_inventory", "ansible_inventory",
+                               "Print hosts, groups by role and rack, and hostvars with every file rendered"),
+    "diff": Entry("diff", "diff", "Devices, cables and hosts that change, and the ordered plan"),
+    "apply": Entry("apply", "apply", "Run the plan's machine steps"),
+    "alerts": Entry("alerts", "alerts", "List the active alerts with host, rack, U"),
+    "lab": Entry("lab", "app", "The local lab: containers with sshd on a simulated InfiniBand fabric."),
+    "plan": Entry("plan", "app", "Plan the fabric: generate, size, compare, BOM."),
+}
+
+
+def load_command(name: str) -> Any:
+    """The click command (or group) of `name`, its module imported now."""
+    entry = COMMANDS[name]
+    target = getattr(importlib.import_module(f"{__package__}.{entry.module}"), entry.attr)
+    if isinstance(target, typer.Typer):
+        command: Any = typer.main.get_group(target)
+    else:
+        single = typer.Typer(add_completion=False)
+        single.command(name)(target)
+        command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
+class LazyGroup(TyperGroup):
+    """The top-level group: commands from COMMANDS, each module imported on first use."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._listing = False
+        self._loaded: dict[str, Any] = {}
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*super().list_commands(ctx), *COMMANDS]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        if self._listing:  # `clusterforge --help`: name and help only, nothing imported
+            return TyperCommand(name=cmd_name, help=COMMANDS[cmd_name].help)
+        if cmd_name not in self._loaded:
+            self._loaded[cmd_name] = load_command(cmd_name)
+        return self._loaded[cmd_name]
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
 
 app = typer.Typer(
     name="clusterforge",
+    cls=LazyGroup,
     help="Plan, render, deploy and validate GPU clusters with InfiniBand fabrics from one inventory.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.command("check")(check_cmd.check)
-app.command("schema")(schema_cmd.schema)
-app.command("parse")(parse_cmd.parse)
-app.command("validate")(validate_cmd.validate)
-app.command("learn")(learn_cmd.learn)
-app.add_typer(lab_cmd.app, name="lab")
-app.add_typer(plan_cmd.app, name="plan")
-app.command("render")(render_cmd.render)
-app.command("deploy")(deploy_cmd.deploy_cmd)
-app.command("ansible-inventory")(ansible_inventory_cmd.ansible_inventory)
-app.command("diff")(diff_cmd.diff)
-app.command("apply")(apply_cmd.apply)
-app.command("alerts")(alerts_cmd.alerts)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"clusterforge {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                 help="Print the version and exit."),
+) -> None:
+    """Plan, render, deploy and validate GPU clusters with InfiniBand fabrics from one inventory."""
 
 
 def main() -> None:  # pragma: no cover - console entry

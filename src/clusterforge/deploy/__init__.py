@@ -11,12 +11,35 @@ Layers: `desired` (model -> HostPlan, pure), `facts` (one probe per host, pure p
 isolation), `ansible` (same plans as Ansible's inventory + roles/), `standin` (lab repo).
 """
 
-from .api import DeployError, DeployOutcome, DeployRequest, deploy, select_hosts
-from .desired import Component, HostPlan, ManagedFile, host_plans
-from .options import DeployOptions, Mirror
-from .runner import HostResult, SshSettings, run_deploy
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .api import DeployError, DeployOutcome, DeployRequest, deploy, select_hosts
+    from .desired import Component, HostPlan, ManagedFile, host_plans
+    from .options import DeployOptions, Mirror
+    from .runner import HostResult, SshSettings, run_deploy
+
+# Imported on first use (PEP 562): `check` reads deploy/compat.py, and importing the package must not
+# import pyinfra and paramiko (0.4 s) for that.
+_LAZY = {
+    "DeployError": "api", "DeployOutcome": "api", "DeployRequest": "api", "deploy": "api", "select_hosts": "api",
+    "Component": "desired", "HostPlan": "desired", "ManagedFile": "desired", "host_plans": "desired",
+    "DeployOptions": "options", "Mirror": "options",
+    "HostResult": "runner", "SshSettings": "runner", "run_deploy": "runner",
+}
 __all__ = [
     "Component", "DeployError", "DeployOptions", "DeployOutcome", "DeployRequest", "HostPlan", "HostResult",
     "ManagedFile", "Mirror", "SshSettings", "deploy", "host_plans", "run_deploy", "select_hosts",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -24,12 +24,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..resources import data_dir
 from .desired import COMPONENTS, HostPlan
 from .runner import HostResult, SshSettings
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-PLAYBOOK = REPO_ROOT / "deploy" / "site.yml"
-ROLES = REPO_ROOT / "roles"
+PLAYBOOK = data_dir("deploy") / "site.yml"
+ROLES = data_dir("roles")
 PLAYBOOK_TIMEOUT_S = 3600
 UNSAFE = "__ansible_unsafe"
 _RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)"

@@ -1,9 +1,10 @@
 """The one Jinja2 Environment every rendered file goes through.
 
-Templates live in `templates/<component>/<file>.j2` at the repository root, the single
-source of truth shared with the Ansible roles: they take plain variables (dicts, lists,
-strings, integers) built by the `context_*` modules and hold no logic beyond loops and
-ifs. `CLUSTERFORGE_TEMPLATES` points at another template tree (tests, packaging).
+Templates live in `templates/<component>/<file>.j2` at the repository root (in a wheel:
+package data, found by `clusterforge.resources`), the single source of truth shared with
+the Ansible roles: they take plain variables (dicts, lists, strings, integers) built by
+the `context_*` modules and hold no logic beyond loops and ifs. `CLUSTERFORGE_TEMPLATES`
+points at another template tree (tests, packaging).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from ..resources import data_dir
 
 TEMPLATES_ENV_VAR = "CLUSTERFORGE_TEMPLATES"
 
@@ -38,16 +41,11 @@ class _Environment(Environment):
 
 
 def template_dir() -> Path:
-    """`$CLUSTERFORGE_TEMPLATES`, else `templates/` at the root of this checkout."""
+    """`$CLUSTERFORGE_TEMPLATES`, else the templates shipped with clusterforge (`clusterforge.resources`)."""
     override = os.environ.get(TEMPLATES_ENV_VAR)
     if override:
         return Path(override)
-    return _checkout_templates()
-
-
-@cache
-def _checkout_templates() -> Path:
-    return Path(__file__).resolve().parents[3] / "templates"
+    return data_dir("templates")
 
 
 @cache
