@@ -5,7 +5,7 @@ PY := .venv/bin/python
 CF := .venv/bin/clusterforge
 INV := inventories/$(ENV)
 
-.PHONY: deps venv test test-fast lint check schema bench deploy deploy-vars plan render validate lab-up lab-down lab-status clean
+.PHONY: deps venv test test-fast lint check schema docs bench deploy deploy-vars plan render validate lab-up lab-down lab-status clean
 
 # Debian packages of the lab and the deploy tests (podman, ibsim, OpenSM, ...): installed when
 # missing and we are root; otherwise say what to run. Idempotent and quick when all are there.
@@ -40,6 +40,10 @@ check: venv
 
 schema: venv
 	$(CF) schema --output schemas/inventory.schema.json
+
+# the schema, and docs/inventory.md's generated reference (every model field, the check rule ids)
+docs: venv
+	$(CF) schema --output schemas/inventory.schema.json --docs docs/inventory.md
 
 plan: venv
 	$(CF) plan $(INV) --export out/$(ENV)

@@ -31,6 +31,37 @@ def format_path(path: Path) -> str:
     return out
 
 
+RULES: dict[str, str] = {
+    "INV-ENV": "the environment is missing, unreadable or holds no YAML file",
+    "INV-READ": "a file cannot be read, or is too large to be an inventory file",
+    "INV-ENCODING": "a file is not UTF-8 text",
+    "INV-YAML": "YAML syntax: a parse error, recursive or exploding aliases, nesting too deep",
+    "INV-SCHEMA": "structure: a missing field, an unknown key, a value of the wrong type or form, a section "
+    "defined twice",
+    "INV-DUP": "a name, GUID, cable id or label, interface name or P_Key declared twice",
+    "INV-REF": "a reference to something not declared: row, rack, profile, node, device, port, trunk, "
+    "interface",
+    "INV-HW": "hardware against the catalog: unknown model, ports or rates a model does not have",
+    "INV-PCIE": "HCA/DPU and GPU pairing: GPU index, NUMA node, PCIe root complex",
+    "INV-RACK": "rack units: a device beyond the rack's height, or two in the same U",
+    "INV-POWER": "a rack's draw over its power budget or its cooling type's density limit",
+    "INV-COOLING": "a liquid-cooled rack with too few leak sensors",
+    "INV-CABLE": "a cable's ends: a port used twice, a loop, both ends on one node, rates that cannot link",
+    "INV-REACH": "a cable's media and length against the rate it runs (DAC, AOC, fiber reach)",
+    "INV-TRUNK": "MPO trunks: fiber type, lane groups, cables that cannot ride a trunk",
+    "INV-ADDR": "addresses: overlapping subnets, gateways and addresses outside their subnet, one address "
+    "twice, a pool too small",
+    "INV-LNET": "Lustre MGS NIDs: on the file system's LNet network, naming or addressing its servers",
+    "INV-SM": "OpenSM: an SM node without a cabled HCA, SM priorities that leave the master undecided",
+    "INV-LUSTRE": "Lustre failover pairs",
+    "INV-HA": "a redundant group (SM pair, Lustre pair, a node's rails) cabled to one switch only",
+    "INV-COMPAT": "the OFED and Lustre client versions cannot work together",
+    "INV-MONITORING": "the monitoring section: collector, store, alert routes",
+    "INV-PLAN": "the fabric spec cannot be planned",
+}
+"""Rule ids of inventory issues (`clusterforge check`), one per family of rules, and what each covers."""
+
+
 @dataclass(frozen=True, slots=True)
 class InventoryIssue:
     """One problem in an inventory, located in its files."""
@@ -40,7 +71,7 @@ class InventoryIssue:
     file: str | None = None
     line: int | None = None  # 1-based
     col: int | None = None  # 1-based
-    rule: str = "INV"
+    rule: str = "INV-SCHEMA"  # one of RULES
 
     def located(self, file: str | None, line: int | None, col: int | None) -> InventoryIssue:
         return InventoryIssue(self.path, self.message, file, line, col, self.rule)
@@ -50,7 +81,8 @@ class InventoryIssue:
         if self.line is not None:
             where += f":{self.line}:{self.col or 1}"
         dotted = format_path(self.path)
-        return f"{where}: {dotted}: {self.message}" if dotted else f"{where}: {self.message}"
+        text = f"{where}: {dotted}: {self.message}" if dotted else f"{where}: {self.message}"
+        return f"{text} [{self.rule}]"
 
 
 class InventoryInvalid(Exception):

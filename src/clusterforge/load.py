@@ -247,12 +247,12 @@ def environment_files(env: Path) -> list[Path]:
         return [env]
     if not env.is_dir():
         what = "no such environment" if not env.exists() else "not a directory of YAML files (nor one YAML file)"
-        raise InventoryInvalid([InventoryIssue((), what, str(env), rule="ENV")])
+        raise InventoryInvalid([InventoryIssue((), what, str(env), rule="INV-ENV")])
     try:
         entries = list(env.iterdir())
     except OSError as exc:
         msg = f"cannot list the environment: {exc.strerror or exc}"
-        raise InventoryInvalid([InventoryIssue((), msg, str(env), rule="ENV")]) from None
+        raise InventoryInvalid([InventoryIssue((), msg, str(env), rule="INV-ENV")]) from None
     return sorted(
         p for p in entries if p.suffix in (".yaml", ".yml") and not p.name.startswith(".") and p.is_file()
     )
@@ -262,7 +262,7 @@ def read_environment(env: Path) -> tuple[dict[str, Any], Source]:
     """Read and merge the YAML files; raise InventoryInvalid with every file-level error."""
     files = environment_files(env)
     if not files:
-        raise InventoryInvalid([InventoryIssue((), "no *.yaml files in the environment", str(env), rule="ENV")])
+        raise InventoryInvalid([InventoryIssue((), "no *.yaml files in the environment", str(env), rule="INV-ENV")])
     merged: dict[str, Any] = {}
     source = Source(files=files)
     issues: list[InventoryIssue] = []
@@ -282,18 +282,19 @@ def read_environment(env: Path) -> tuple[dict[str, Any], Source]:
             issues.append(_syntax_issue(file, text, exc))
             continue
         except RecursionError:
-            issues.append(InventoryIssue((), "YAML: nested too deeply", str(file), rule="YAML"))
+            issues.append(InventoryIssue((), "YAML: nested too deeply", str(file), rule="INV-YAML"))
             continue
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # a Rust panic in yaml-rs surfaces as pyo3's PanicException
             msg = f"YAML: the parser gave up on this file ({type(exc).__name__}: {exc})"
-            issues.append(InventoryIssue((), msg, str(file), rule="YAML"))
+            issues.append(InventoryIssue((), msg, str(file), rule="INV-YAML"))
             continue
         if doc is None:
             continue
         if not isinstance(doc, dict):
-            issues.append(InventoryIssue((), "the file must be a mapping of sections", str(file), 1, 1))
+            issues.append(InventoryIssue((), "the file must be a mapping of sections", str(file), 1, 1,
+                rule="INV-SCHEMA"))
             continue
         for key, value in doc.items():
             _merge_section(merged, source, issues, file, str(key), value)
@@ -315,14 +316,14 @@ def read_text(file: Path) -> str | InventoryIssue:
         with file.open("rb") as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
-        return InventoryIssue((), f"cannot read the file: {exc.strerror or exc}", str(file), rule="READ")
+        return InventoryIssue((), f"cannot read the file: {exc.strerror or exc}", str(file), rule="INV-READ")
     if len(data) > MAX_FILE_BYTES:
         cap = f"{MAX_FILE_BYTES // 2**20} MB" if MAX_FILE_BYTES >= 2**20 else f"{MAX_FILE_BYTES} bytes"
         msg = f"the file is larger than {cap}: not an inventory file"
-        return InventoryIssue((), msg, str(file), rule="READ")
+        return InventoryIssue((), msg, str(file), rule="INV-READ")
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         msg = "the file is UTF-16 (it starts with a UTF-16 byte-order mark): re-save it as UTF-8"
-        return InventoryIssue((), msg, str(file), 1, 1, rule="ENCODING")
+        return InventoryIssue((), msg, str(file), 1, 1, rule="INV-ENCODING")
     try:
         return data.decode("utf-8-sig")  # a UTF-8 byte-order mark is allowed at the start (YAML 1.2)
     except UnicodeDecodeError as exc:
@@ -339,7 +340,7 @@ def _encoding_issue(file: Path, data: bytes, exc: UnicodeDecodeError) -> Invento
         f"not valid UTF-8: byte(s) {bad} at byte offset {exc.start} "
         "(inventory files are UTF-8 text; re-save the file as UTF-8)"
     )
-    return InventoryIssue((), msg, str(file), line, col, rule="ENCODING")
+    return InventoryIssue((), msg, str(file), line, col, rule="INV-ENCODING")
 
 
 ALIAS_BUDGET = 1_000_000
@@ -396,7 +397,7 @@ def _alias_bomb(file: Path, text: str) -> InventoryIssue | None:
 
 def _at(file: Path, mark: Any, message: str) -> InventoryIssue:
     line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
-    return InventoryIssue((), message, str(file), line, col, rule="YAML")
+    return InventoryIssue((), message, str(file), line, col, rule="INV-YAML")
 
 
 def _syntax_issue(file: Path, text: str, exc: Exception) -> InventoryIssue:
@@ -411,14 +412,14 @@ def _syntax_issue(file: Path, text: str, exc: Exception) -> InventoryIssue:
             str(file),
             mark.line + 1 if mark else None,
             mark.column + 1 if mark else None,
-            rule="YAML",
+            rule="INV-YAML",
         )
     except yaml.YAMLError as other:
-        return InventoryIssue((), f"YAML: {other}", str(file), rule="YAML")
+        return InventoryIssue((), f"YAML: {other}", str(file), rule="INV-YAML")
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     m = re.search(r"line (\d+), column (\d+)", first)
     line, col = (int(m.group(1)), int(m.group(2))) if m else (None, None)
-    return InventoryIssue((), f"YAML: {first}", str(file), line, col, rule="YAML")
+    return InventoryIssue((), f"YAML: {first}", str(file), line, col, rule="INV-YAML")
 
 
 def _merge_section(
@@ -450,6 +451,7 @@ def _merge_section(
             str(file),
             mark.line + 1 if mark else None,
             mark.column + 1 if mark else None,
+            rule="INV-SCHEMA",
         )
     )
 
@@ -493,7 +495,7 @@ def _issue_from_pydantic(err: Any) -> InventoryIssue:
         msg = str(pattern_error(err["ctx"]["pattern"], err.get("input")))
     elif kind != "value_error" and "input" in err and not isinstance(err["input"], dict | list):
         msg = f"{err['input']!r}: {msg}"
-    return InventoryIssue(loc, msg)
+    return InventoryIssue(loc, msg, rule="INV-SCHEMA")
 
 
 def _did_you_mean(loc: tuple[str | int, ...]) -> str | None:

@@ -56,3 +56,30 @@ def test_error_case(case: str, tmp_path: Path) -> None:
     assert "Traceback" not in result.output
     reported = [p for p in printed if ": " in p and not p.endswith("in the inventory")]
     assert len(reported) == len(expected), "unexpected extra errors:\n" + "\n".join(reported)
+
+
+def test_every_expected_issue_names_a_documented_rule() -> None:
+    """Each expected line ends with its rule id, one of errors.RULES, each of which is in docs/inventory.md."""
+    from clusterforge.errors import RULES
+
+    docs = (HERE.parents[1] / "docs" / "inventory.md").read_text()
+    seen: set[str] = set()
+    for case in CASES:
+        for line in (HERE / case / "expected.txt").read_text().splitlines():
+            if line.strip():
+                rule = line.rsplit(" [", 1)[-1].rstrip("]")
+                assert rule in RULES, f"{case}: {line}"
+                seen.add(rule)
+    for rule in RULES:
+        assert f"| `{rule}` |" in docs, f"{rule} is not in the docs/inventory.md table"
+    assert len(seen) >= 15, sorted(seen)
+
+
+def test_json_errors_carry_the_rule(tmp_path: Path) -> None:
+    import json
+
+    env = _assemble("duplicate-guid", tmp_path)
+    result = CliRunner().invoke(app, ["check", str(env), "--format", "json"])
+    assert result.exit_code == 3
+    data = json.loads(result.stdout[: result.stdout.rindex("}") + 1])
+    assert [e["rule"] for e in data["errors"]] == ["INV-DUP"]

@@ -76,7 +76,9 @@ def test_recursive_alias_is_refused(tmp_path: Path) -> None:
     env = _env(tmp_path)
     (env / "extra.yaml").write_text("loop: &x [1, *x]\n")
     (issue,) = _issues(env)
-    assert issue.endswith("extra.yaml:1:14: YAML: the alias *x refers to a node that contains it (recursive)")
+    assert issue.endswith(
+        "extra.yaml:1:14: YAML: the alias *x refers to a node that contains it (recursive) [INV-YAML]"
+    )
 
 
 def test_small_aliases_still_load(tmp_path: Path) -> None:
@@ -159,7 +161,7 @@ def test_an_oversized_file_is_refused_before_it_is_read(tmp_path: Path, monkeypa
     env = _env(tmp_path)
     (env / "zz.yaml").write_text("# " + "x" * 2000 + "\n")
     (issue,) = _issues(env)
-    assert issue == f"{env / 'zz.yaml'}: the file is larger than 1024 bytes: not an inventory file"
+    assert issue == f"{env / 'zz.yaml'}: the file is larger than 1024 bytes: not an inventory file [INV-READ]"
 
 
 def test_a_utf8_byte_order_mark_is_allowed(tmp_path: Path) -> None:
@@ -175,7 +177,9 @@ def test_a_utf16_file_is_named_as_such(tmp_path: Path) -> None:
     site = env / "site.yaml"
     site.write_bytes(site.read_text().encode("utf-16"))
     (issue,) = _issues(env)
-    assert issue == f"{site}:1:1: the file is UTF-16 (it starts with a UTF-16 byte-order mark): re-save it as UTF-8"
+    assert issue == (
+        f"{site}:1:1: the file is UTF-16 (it starts with a UTF-16 byte-order mark): re-save it as UTF-8 [INV-ENCODING]"
+    )
 
 
 STRUCTURAL = """\

@@ -28,15 +28,16 @@ def check(index: Index) -> list[InventoryIssue]:
             (na, neta, _, _), (nb, netb, _, pathb) = nets[a], nets[b]
             if neta.first <= netb.last and netb.first <= neta.last:
                 out.append(
-                    InventoryIssue((*pathb, "cidr"), f"{nb} subnet {netb} overlaps {na} subnet {neta}")
+                    InventoryIssue((*pathb, "cidr"), f"{nb} subnet {netb} overlaps {na} subnet {neta}", rule="INV-ADDR")
                 )
     for _name, net, sub, path in nets:
         if sub.gateway is not None and IPAddress(str(sub.gateway)) not in net:
-            out.append(InventoryIssue((*path, "gateway"), f"gateway {sub.gateway} is outside {net}"))
+            out.append(InventoryIssue((*path, "gateway"), f"gateway {sub.gateway} is outside {net}", rule="INV-ADDR"))
     names = [ib.name for ib in plan.ipoib]
     for j, ib in enumerate(plan.ipoib):
         if names.index(ib.name) != j:
-            out.append(InventoryIssue(("addressing", "ipoib", j, "name"), f"duplicate interface {ib.name}"))
+            out.append(InventoryIssue(("addressing", "ipoib", j, "name"), f"duplicate interface {ib.name}",
+                rule="INV-DUP"))
     out += _inside(index, addrs.mgmt, plan.management, "mgmt_ip", "management")
     out += _inside(index, addrs.bmc, plan.bmc, "bmc_ip", "bmc")
     out += _frozen_inside(index, addrs)
@@ -59,13 +60,15 @@ def _named_mgs(index: Index, addrs: Addresses) -> list[InventoryIssue]:
             if not net.startswith("o2ib") or ifname is None:
                 why = "an o2ib NID" if ifname is not None else "an interface in `interfaces`"
                 out.append(InventoryIssue(path, f"MGS NID {nid} names a server, which needs {why} (it resolves to "
-                                                f"the server's IPoIB address): write the address instead"))
+                                                f"the server's IPoIB address): write the address instead",
+                                                    rule="INV-LNET"))
             elif name not in fs.servers:
                 what = "a declared node" if name not in index.nodes else f"a server of {fs.name}"
                 out.append(InventoryIssue(path, f"MGS NID {nid} names {name}, which is not {what} "
-                                                f"(servers: {', '.join(fs.servers) or 'none'})"))
+                                                f"(servers: {', '.join(fs.servers) or 'none'})", rule="INV-LNET"))
             elif name in index.nodes and (name, ifname) not in addrs.ipoib:
-                out.append(InventoryIssue(path, f"MGS NID {nid}: {name} has no {ifname} address to resolve to"))
+                out.append(InventoryIssue(path, f"MGS NID {nid}: {name} has no {ifname} address to resolve to",
+                    rule="INV-LNET"))
     return out
 
 
@@ -93,6 +96,7 @@ def _frozen_inside(index: Index, addrs: Addresses) -> list[InventoryIssue]:
             frozen_path(node, pool),
             f"{addrs.text(ip or 0)}, frozen for {node}, is outside the {label} subnet {sub.cidr}: after a subnet "
             f"change, `clusterforge plan ENV --write --renumber` reallocates every node (and shows what moves)",
+            rule="INV-ADDR",
         ))
     return out
 
@@ -108,7 +112,8 @@ def _inside(
         ip = table.get(node.name)
         if ip is not None and getattr(node, attr) is not None and not net.first <= ip <= net.last:
             out.append(
-                InventoryIssue(("nodes", i, attr), f"{IPAddress(ip)} is outside the {section} subnet {net}")
+                InventoryIssue(("nodes", i, attr), f"{IPAddress(ip)} is outside the {section} subnet {net}",
+                    rule="INV-ADDR")
             )
     return out
 
@@ -160,5 +165,5 @@ def _unique(index: Index, addrs: Addresses) -> list[InventoryIssue]:
             if other_frozen and is_frozen:
                 message += (" (both frozen in addresses.generated.yaml: delete one entry to give that node a new "
                             "address at the next `plan --write`)")
-        out.append(InventoryIssue(path, message))
+        out.append(InventoryIssue(path, message, rule="INV-ADDR"))
     return out

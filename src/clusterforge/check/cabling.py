@@ -22,16 +22,17 @@ def check(index: Index) -> list[InventoryIssue]:
         for side, ref in (("a", cable.a), ("b", cable.b)):
             info, problem = _resolve(index, ref.device, ref.hca, ref.port)
             if info is None:
-                out.append(InventoryIssue(("cables", i, side), problem or "unknown port"))
+                out.append(InventoryIssue(("cables", i, side), problem or "unknown port", rule="INV-REF"))
                 continue
             other = first_at[ref.key]
             if other is not cable:
                 out.append(
-                    InventoryIssue(("cables", i, side), f"port {ref} is already used by cable {other.id}")
+                    InventoryIssue(("cables", i, side), f"port {ref} is already used by cable {other.id}",
+                        rule="INV-CABLE")
                 )
             ends.append(info)
         if cable.a.key == cable.b.key:
-            out.append(InventoryIssue(("cables", i, "b"), "a cable cannot loop back to its own port"))
+            out.append(InventoryIssue(("cables", i, "b"), "a cable cannot loop back to its own port", rule="INV-CABLE"))
         if len(ends) == 2:
             out += _link(index, i, cable, ends[0], ends[1], reach_cache)
         if cable.trunk is not None or cable.fiber_type is not None or cable.lane_group is not None:
@@ -72,7 +73,7 @@ def _link(
     cat = index.cat
     out: list[InventoryIssue] = []
     if a.kind != "switch" and b.kind != "switch" and a.device == b.device:
-        out.append(InventoryIssue(("cables", i), f"{a} and {b} are on the same node"))
+        out.append(InventoryIssue(("cables", i), f"{a} and {b} are on the same node", rule="INV-CABLE"))
     if a.rate is None or b.rate is None:
         return out
     if not cat.links_up(a.rate, b.rate):
@@ -80,6 +81,7 @@ def _link(
             InventoryIssue(
                 ("cables", i),
                 f"{a} runs {a.rate} and {b} runs {b.rate}: the ends cannot link up",
+                rule="INV-CABLE",
             )
         )
         return out
@@ -93,13 +95,14 @@ def _link(
         reach_cache[rkey] = cat.reach(cable.media, rate, fiber_type)
     reach = reach_cache[rkey]
     if reach is None:
-        out.append(InventoryIssue(("cables", i, "media"), f"{cable.media} does not carry {rate}"))
+        out.append(InventoryIssue(("cables", i, "media"), f"{cable.media} does not carry {rate}", rule="INV-REACH"))
     elif cable.length_m > reach:
         kind = f"{cable.media} ({fiber_type or 'OM4'})" if cable.media == "fiber" else cable.media
         out.append(
             InventoryIssue(
                 ("cables", i, "length_m"),
                 f"{cable.length_m:g} m exceeds the {reach:g} m reach of {kind} at {rate}",
+                rule="INV-REACH",
             )
         )
     return out
@@ -115,20 +118,23 @@ def _fiber(
 ) -> list[InventoryIssue]:
     out: list[InventoryIssue] = []
     if cable.fiber_type is not None and cable.media != "fiber":
-        out.append(InventoryIssue(("cables", i, "fiber_type"), f"fiber_type set on {cable.media} cable"))
+        out.append(InventoryIssue(("cables", i, "fiber_type"), f"fiber_type set on {cable.media} cable",
+            rule="INV-TRUNK"))
     if cable.trunk is None:
         if cable.lane_group is not None:
-            out.append(InventoryIssue(("cables", i, "lane_group"), "lane_group without a trunk"))
+            out.append(InventoryIssue(("cables", i, "lane_group"), "lane_group without a trunk", rule="INV-TRUNK"))
         return out
     if cable.media != "fiber":
         out.append(
-            InventoryIssue(("cables", i, "trunk"), f"{cable.media} cable cannot ride MPO trunk {cable.trunk}")
+            InventoryIssue(("cables", i, "trunk"), f"{cable.media} cable cannot ride MPO trunk {cable.trunk}",
+                rule="INV-TRUNK")
         )
     if cable.trunk not in trunks:
-        out.append(InventoryIssue(("cables", i, "trunk"), f"no trunk named {cable.trunk!r}"))
+        out.append(InventoryIssue(("cables", i, "trunk"), f"no trunk named {cable.trunk!r}", rule="INV-REF"))
         return out
     if cable.lane_group is None:
-        out.append(InventoryIssue(("cables", i, "lane_group"), f"rides {cable.trunk} without a lane_group"))
+        out.append(InventoryIssue(("cables", i, "lane_group"), f"rides {cable.trunk} without a lane_group",
+            rule="INV-TRUNK"))
         return out
     rate = next((e.rate for e in ends if e.rate), "HDR")
     per = fibers_per_link.get(rate, 8)
@@ -139,6 +145,7 @@ def _fiber(
                 ("cables", i, "lane_group"),
                 f"lane group {cable.lane_group} beyond the {groups} groups "
                 f"of {per} fibers in a 24-fiber trunk",
+                rule="INV-TRUNK",
             )
         )
     other = lanes.setdefault((cable.trunk, cable.lane_group), cable.id)
@@ -147,6 +154,7 @@ def _fiber(
             InventoryIssue(
                 ("cables", i, "lane_group"),
                 f"lane group {cable.lane_group} of {cable.trunk} is already used by cable {other}",
+                rule="INV-TRUNK",
             )
         )
     return out

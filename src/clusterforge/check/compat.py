@@ -19,4 +19,4 @@ def check(index: Index) -> list[InventoryIssue]:
         return []
     field = "lustre_client" if inv.software.lustre_client is not None else "doca_ofed"
     return [InventoryIssue(("software", field), f"{problem} (the lustre deploy preflight refuses it)",
-                           rule="COMPAT")]
+                           rule="INV-COMPAT")]

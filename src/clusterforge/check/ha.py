@@ -43,5 +43,6 @@ def check(index: Index) -> list[InventoryIssue]:
                 f"{' and '.join(group.members)} ({group.label}) are all cabled to {role} {sw} only: it is a single "
                 f"point of failure for the group; cable them to different {role}s"
                 + (" (the planner does: `clusterforge plan ENV --write`)" if index.inv.fabric is not None else ""),
+                rule="INV-HA",
             ))
     return out

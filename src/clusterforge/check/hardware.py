@@ -33,10 +33,11 @@ def check(index: Index) -> list[InventoryIssue]:
                 InventoryIssue(
                     ("switches", i, "model"),
                     f"unknown switch model {sw.model!r} (catalog: {', '.join(sorted(cat.switches))})",
+                    rule="INV-HW",
                 )
             )
         elif sw.split and model.split is None:
-            out.append(InventoryIssue(("switches", i, "split"), f"{sw.model} ports cannot be split"))
+            out.append(InventoryIssue(("switches", i, "split"), f"{sw.model} ports cannot be split", rule="INV-HW"))
     return out
 
 
@@ -50,6 +51,7 @@ def _catalog(cat: Catalog, hw: Hardware, path: ErrPath) -> list[InventoryIssue]:
                 InventoryIssue(
                     (*path, "gpus", "model"),
                     f"unknown GPU model {gpus.model!r} (catalog: {', '.join(sorted(cat.gpus))})",
+                    rule="INV-HW",
                 )
             )
         if gpus.numa and len(gpus.numa) != gpus.count:
@@ -57,6 +59,7 @@ def _catalog(cat: Catalog, hw: Hardware, path: ErrPath) -> list[InventoryIssue]:
                 InventoryIssue(
                     (*path, "gpus", "numa"),
                     f"lists {len(gpus.numa)} NUMA nodes for {gpus.count} GPUs",
+                    rule="INV-PCIE",
                 )
             )
     for j, hca in enumerate(hw.hcas):
@@ -64,25 +67,28 @@ def _catalog(cat: Catalog, hw: Hardware, path: ErrPath) -> list[InventoryIssue]:
         model = cat.hcas.get(hca.model)
         if model is None or model.kind != "hca":
             known = ", ".join(k for k, v in sorted(cat.hcas.items()) if v.kind == "hca")
-            out.append(InventoryIssue((*hpath, "model"), f"unknown HCA model {hca.model!r} ({known})"))
+            out.append(InventoryIssue((*hpath, "model"), f"unknown HCA model {hca.model!r} ({known})", rule="INV-HW"))
         else:
             if len(hca.ports) > max(model.ports):
                 out.append(
                     InventoryIssue(
                         (*hpath, "ports"),
                         f"{hca.model} has at most {max(model.ports)} ports, {len(hca.ports)} declared",
+                        rule="INV-HW",
                     )
                 )
             for k, port in enumerate(hca.ports):
                 if port.port > max(model.ports):
                     out.append(
-                        InventoryIssue((*hpath, "ports", k, "port"), f"{hca.model} has no port {port.port}")
+                        InventoryIssue((*hpath, "ports", k, "port"), f"{hca.model} has no port {port.port}",
+                            rule="INV-HW")
                     )
                 if port.rate not in model.rates:
                     out.append(
                         InventoryIssue(
                             (*hpath, "ports", k, "rate"),
                             f"{hca.model} does not run at {port.rate} (supports {', '.join(model.rates)})",
+                            rule="INV-HW",
                         )
                     )
     return out
@@ -102,6 +108,7 @@ def _pairing(hw: Hardware, path: ErrPath, owner: str, gpu_side: bool = True,
                     InventoryIssue(
                         (*hpath, "gpu"),
                         f"{owner} {hca.name} is paired with GPU {hca.gpu}, but the node has {have} GPU(s)",
+                        rule="INV-PCIE",
                     )
                 )
             elif gpus.numa and hca.numa is not None and gpus.numa[hca.gpu] != hca.numa:
@@ -111,6 +118,7 @@ def _pairing(hw: Hardware, path: ErrPath, owner: str, gpu_side: bool = True,
                         f"{owner} {hca.name} is on NUMA node {hca.numa} but its GPU "
                         f"{hca.gpu} is on NUMA node {gpus.numa[hca.gpu]}: GPUDirect RDMA would cross "
                         f"the socket interconnect",
+                        rule="INV-PCIE",
                     )
                 )
     gpu_rcs = set(hw.gpu_root_complexes)
@@ -121,6 +129,7 @@ def _pairing(hw: Hardware, path: ErrPath, owner: str, gpu_side: bool = True,
                     (*path, "dpus", j, "root_complex"),
                     f"{owner} {dpu.name} shares PCIe root complex "
                     f"{dpu.root_complex} with a GPU: keep the DPU and the GPUs on separate root complexes",
+                    rule="INV-PCIE",
                 )
             )
     return out

@@ -15,7 +15,7 @@ def check(index: Index) -> list[InventoryIssue]:
     rows = {r.name for r in inv.site.rows}
     for i, rack in enumerate(inv.racks):
         if rack.row not in rows:
-            out.append(InventoryIssue(("racks", i, "row"), f"unknown row {rack.row!r}{_known(rows)}"))
+            out.append(InventoryIssue(("racks", i, "row"), f"unknown row {rack.row!r}{_known(rows)}", rule="INV-REF"))
     # Everything that occupies rack units: (rack, first U, height, label, path)
     occupants: list[tuple[str, int, int, str, ErrPath]] = []
     load_kw: dict[str, float] = {}
@@ -23,7 +23,8 @@ def check(index: Index) -> list[InventoryIssue]:
         if node.profile is not None and node.profile not in index.profiles:
             out.append(
                 InventoryIssue(
-                    ("nodes", i, "profile"), f"unknown profile {node.profile!r}{_known(index.profiles)}"
+                    ("nodes", i, "profile"), f"unknown profile {node.profile!r}{_known(index.profiles)}",
+                    rule="INV-REF",
                 )
             )
         hw = index.hardware[node.name]
@@ -41,20 +42,23 @@ def check(index: Index) -> list[InventoryIssue]:
     for rack_name, u, height, label, path in occupants:
         found = index.racks.get(rack_name)
         if found is None:
-            out.append(InventoryIssue((*path, "rack"), f"unknown rack {rack_name!r}{_known(index.racks)}"))
+            out.append(InventoryIssue((*path, "rack"), f"unknown rack {rack_name!r}{_known(index.racks)}",
+                rule="INV-REF"))
             continue
         if u + height - 1 > found.u_height:
             out.append(
                 InventoryIssue(
                     (*path, "u"),
                     f"U{u}-U{u + height - 1} does not fit rack {rack_name} ({found.u_height}U)",
+                    rule="INV-RACK",
                 )
             )
         for unit in range(u, u + height):
             other = taken.setdefault((rack_name, unit), label)
             if other != label:
                 out.append(
-                    InventoryIssue((*path, "u"), f"U{unit} of rack {rack_name} is already taken by {other}")
+                    InventoryIssue((*path, "u"), f"U{unit} of rack {rack_name} is already taken by {other}",
+                        rule="INV-RACK")
                 )
                 break
     for i, rack in enumerate(inv.racks):
@@ -67,6 +71,7 @@ def check(index: Index) -> list[InventoryIssue]:
                     ("racks", i),
                     f"rack {rack.name} draws {load:.1f} kW, over the {limit:g} kW "
                     f"limit for {rack.cooling} cooling",
+                    rule="INV-POWER",
                 )
             )
         if rack.power_budget_kw is not None:
@@ -77,6 +82,7 @@ def check(index: Index) -> list[InventoryIssue]:
                         f"{rack.power_budget_kw:g} kW exceeds the "
                         f"{limit:g} kW density limit for {rack.cooling} cooling (set max_density_kw "
                         f"to override)",
+                        rule="INV-POWER",
                     )
                 )
             if load > rack.power_budget_kw + 1e-9:
@@ -84,6 +90,7 @@ def check(index: Index) -> list[InventoryIssue]:
                     InventoryIssue(
                         ("racks", i, "power_budget_kw"),
                         f"rack {rack.name} draws {load:.1f} kW, over its {rack.power_budget_kw:g} kW budget",
+                        rule="INV-POWER",
                     )
                 )
         if cool.liquid:
@@ -95,6 +102,7 @@ def check(index: Index) -> list[InventoryIssue]:
                         f"{rack.cooling}-cooled rack {rack.name} has {rack.leak_sensors} leak sensor(s); "
                         f"needs at least {need} ({cat.leak_sensors_per_m2:g} per m² of "
                         f"{rack.floor_area_m2:g} m²)",
+                        rule="INV-COOLING",
                     )
                 )
     return out

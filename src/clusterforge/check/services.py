@@ -22,7 +22,7 @@ def _opensm(index: Index) -> list[InventoryIssue]:
     for i, smn in enumerate(sm.sm_nodes):
         path = ("opensm", "sm_nodes", i, "node")
         if smn.node not in index.nodes:
-            out.append(InventoryIssue(path, f"SM node {smn.node!r} is not a declared node"))
+            out.append(InventoryIssue(path, f"SM node {smn.node!r} is not a declared node", rule="INV-REF"))
             continue
         hw = index.hardware[smn.node]
         cabled = any((smn.node, name, port) in index.cable_at
@@ -31,11 +31,12 @@ def _opensm(index: Index) -> list[InventoryIssue]:
         if not cabled and index.inv.fabric is None:
             out.append(
                 InventoryIssue(
-                    path, f"SM node {smn.node} has no cabled fabric port: OpenSM could not reach the fabric"
+                    path, f"SM node {smn.node} has no cabled fabric port: OpenSM could not reach the fabric",
+                    rule="INV-SM",
                 )
             )
         elif not index.hardware[smn.node].hcas:
-            out.append(InventoryIssue(path, f"SM node {smn.node} has no HCA"))
+            out.append(InventoryIssue(path, f"SM node {smn.node} has no HCA", rule="INV-SM"))
     top = max((s.priority for s in sm.sm_nodes), default=0)
     masters = [s.node for s in sm.sm_nodes if s.priority == top]
     if len(masters) > 1:
@@ -44,6 +45,7 @@ def _opensm(index: Index) -> list[InventoryIssue]:
                 ("opensm", "sm_nodes"),
                 f"{' and '.join(masters)} share the top priority {top}: "
                 f"give the intended master a higher sm_priority",
+                rule="INV-SM",
             )
         )
     pkeys: dict[int, str] = {}
@@ -52,7 +54,8 @@ def _opensm(index: Index) -> list[InventoryIssue]:
         if other != part.name:
             out.append(
                 InventoryIssue(
-                    ("opensm", "partitions", i, "pkey"), f"P_Key {part.pkey:#06x} is also used by {other}"
+                    ("opensm", "partitions", i, "pkey"), f"P_Key {part.pkey:#06x} is also used by {other}",
+                    rule="INV-DUP",
                 )
             )
         for j, member in enumerate(part.members):
@@ -65,6 +68,7 @@ def _opensm(index: Index) -> list[InventoryIssue]:
                     InventoryIssue(
                         ("opensm", "partitions", i, "members", j, "device"),
                         f"partition member {member.device!r} is not a declared node or switch",
+                        rule="INV-REF",
                     )
                 )
     return out
@@ -78,7 +82,8 @@ def _lustre(index: Index) -> list[InventoryIssue]:
             if server not in index.nodes:
                 out.append(
                     InventoryIssue(
-                        ("lustre", i, "servers", j), f"Lustre server {server!r} is not a declared node"
+                        ("lustre", i, "servers", j), f"Lustre server {server!r} is not a declared node",
+                        rule="INV-REF",
                     )
                 )
         if fs.lnet.startswith("o2ib"):
@@ -89,6 +94,7 @@ def _lustre(index: Index) -> list[InventoryIssue]:
                             ("lustre", i, "interfaces", j),
                             f"{ifname} is not an IPoIB interface of the address plan "
                             f"({', '.join(sorted(ifnames)) or 'none declared'})",
+                            rule="INV-REF",
                         )
                     )
             for j, nid in enumerate(fs.mgs_nids):
@@ -96,7 +102,8 @@ def _lustre(index: Index) -> list[InventoryIssue]:
                 if net.rstrip("0123456789") != "o2ib":
                     out.append(
                         InventoryIssue(
-                            ("lustre", i, "mgs_nids", j), f"MGS NID {nid} is not on LNet network {fs.lnet}"
+                            ("lustre", i, "mgs_nids", j), f"MGS NID {nid} is not on LNet network {fs.lnet}",
+                            rule="INV-LNET",
                         )
                     )
             out += _mgs_on_a_server(index, i)
@@ -114,6 +121,7 @@ def _failover_pairs(index: Index, i: int) -> list[InventoryIssue]:
         if pair[0] == pair[1]:
             out.append(InventoryIssue(
                 ("lustre", i, "failover_pairs", j), f"failover pair {pair[0]} + {pair[1]} names one server twice",
+                rule="INV-LUSTRE",
             ))
             continue
         for k, name in enumerate(pair):
@@ -121,11 +129,13 @@ def _failover_pairs(index: Index, i: int) -> list[InventoryIssue]:
             if name not in servers:
                 out.append(InventoryIssue(
                     path, f"{name} is not a server of {fs.name} ({', '.join(fs.servers) or 'none declared'})",
+                    rule="INV-LUSTRE",
                 ))
             elif name in paired:
                 out.append(InventoryIssue(
                     path, f"{name} is already in failover pair {paired[name]} of {fs.name}: a server fails "
                     f"over to one partner",
+                    rule="INV-LUSTRE",
                 ))
             else:
                 paired[name] = j
@@ -158,6 +168,7 @@ def _mgs_on_a_server(index: Index, i: int) -> list[InventoryIssue]:
             f"MGS NID {nid} is not the {'/'.join(fs.interfaces)} address of a server of {fs.name} "
             f"({', '.join(servers)}): {where}; the servers have "
             + (", ".join(sorted(f"{addrs.text(x)}@{fs.lnet}" for x in mine)) or "no IPoIB address"),
+            rule="INV-LNET",
         ))
     return out
 
@@ -174,8 +185,9 @@ def _fabric(index: Index) -> list[InventoryIssue]:
                 InventoryIssue(
                     ("fabric", field),
                     f"unknown switch model {model!r} (catalog: {', '.join(sorted(index.cat.switches))})",
+                    rule="INV-HW",
                 )
             )
     if spec.switch_row is not None and spec.switch_row not in {r.name for r in index.inv.site.rows}:
-        out.append(InventoryIssue(("fabric", "switch_row"), f"unknown row {spec.switch_row!r}"))
+        out.append(InventoryIssue(("fabric", "switch_row"), f"unknown row {spec.switch_row!r}", rule="INV-REF"))
     return out

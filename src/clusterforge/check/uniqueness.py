@@ -14,7 +14,8 @@ def _dups(items: Iterable[tuple[str, ErrPath]], what: str) -> list[InventoryIssu
     out: list[InventoryIssue] = []
     for value, path in items:
         if value in first:
-            out.append(InventoryIssue(path, f"duplicate {what} {value!r} (first at {format_path(first[value])})"))
+            out.append(InventoryIssue(path, f"duplicate {what} {value!r} (first at {format_path(first[value])})",
+                rule="INV-DUP"))
         else:
             first[value] = path
     return out

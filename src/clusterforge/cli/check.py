@@ -29,6 +29,7 @@ def check(
                             "file": i.file,
                             "line": i.line,
                             "col": i.col,
+                            "rule": i.rule,
                             "path": list(i.path),
                             "message": i.message,
                         }

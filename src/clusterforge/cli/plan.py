@@ -121,10 +121,11 @@ def _checked(env: Path, renumber: bool = False, write: bool = False) -> tuple[Me
             key, pos = (issue.path[0], issue.path[1]) if len(issue.path) > 1 else (None, None)
             if isinstance(key, str) and isinstance(pos, int) and key in keep:
                 if pos >= len(keep[key]):
-                    located.append(InventoryIssue(issue.path, f"(generated) {issue.message}", "<plan>"))
+                    gen = InventoryIssue(issue.path, f"(generated) {issue.message}", "<plan>", rule=issue.rule)
+                    located.append(gen)
                     continue
                 path = (key, keep[key][pos], *issue.path[2:])
-                located.append(InventoryIssue(path, issue.message).located(*source.locate(path)))
+                located.append(InventoryIssue(path, issue.message, rule=issue.rule).located(*source.locate(path)))
             else:
                 located.append(issue.located(*source.locate(issue.path)))
         fail_inventory(InventoryInvalid(located))

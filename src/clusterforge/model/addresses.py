@@ -229,7 +229,7 @@ def _short(p: _Pool, i: int, name: str, out: Addresses, held: dict[int, str] | N
             message += (f"; {len(held)} address(es) are held back for nodes leaving in this change ({leaving}): "
                         f"write the plan once they are gone, then add {name}"
                         + (f", or declare its {declare}" if declare else ""))
-    out.issues.append(InventoryIssue(tuple(i if part == -1 else part for part in path), message))
+    out.issues.append(InventoryIssue(tuple(i if part == -1 else part for part in path), message, rule="INV-ADDR"))
 
 
 def _on(hw: Hardware, cache: dict[int, dict[str | int, tuple[int, Hca]]]) -> dict[str | int, tuple[int, Hca]]:
@@ -265,7 +265,7 @@ def _allocate_ipoib(index: Index, j: int, ib: IpoibSubnet, out: Addresses, locks
             if ip is None:
                 out.issues.append(InventoryIssue(
                     ("addressing", "ipoib", j),
-                    f"cannot assign {ib.name} of {name} from {net}: its port GUID is not known yet"))
+                    f"cannot assign {ib.name} of {name} from {net}: its port GUID is not known yet", rule="INV-ADDR"))
                 continue
             out.ipoib[(name, ib.name)] = ip
         return

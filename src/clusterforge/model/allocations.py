@@ -48,16 +48,18 @@ Address = Annotated[str, AfterValidator(_address), Field(description="an IPv4 or
 class NodeAllocation(Model):
     """One node's pool addresses (an explicit `mgmt_ip`/`bmc_ip` is recorded too, as in effect)."""
 
-    mgmt: Address | None = None
-    bmc: Address | None = None
+    mgmt: Address | None = Field(default=None, description="frozen management address")
+    bmc: Address | None = Field(default=None, description="frozen BMC address")
     ipoib: dict[Name, Address] = Field(default_factory=dict, description="interface -> address")
 
 
 class Released(Model):
     """Addresses given back, each with the node that last had it."""
 
-    mgmt: dict[Address, Name] = Field(default_factory=dict)
-    bmc: dict[Address, Name] = Field(default_factory=dict)
+    mgmt: dict[Address, Name] = Field(default_factory=dict,
+        description="released management addresses -> the node that had each")
+    bmc: dict[Address, Name] = Field(default_factory=dict,
+        description="released BMC addresses -> the node that had each")
     ipoib: dict[Name, dict[Address, Name]] = Field(default_factory=dict, description="interface -> ...")
 
 

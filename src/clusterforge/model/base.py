@@ -143,9 +143,9 @@ class PortRef(Model):
     Written in YAML as that string or as a mapping {device, hca, port}.
     """
 
-    device: Name
-    port: int = Field(ge=1, le=512)
-    hca: HcaName | None = None
+    device: Name = Field(description="switch or node name")
+    port: int = Field(ge=1, le=512, description="port number: on the switch, or on the HCA")
+    hca: HcaName | None = Field(default=None, description="HCA name on a node (absent for a switch port)")
 
     @model_validator(mode="before")
     @classmethod

@@ -13,16 +13,30 @@ _ALL_ROLES: tuple[NodeRole, ...] = get_args(NodeRole)
 
 
 class FabricSpec(Model):
-    kind: Literal["fat-tree", "rail-optimized"] = "rail-optimized"
-    tiers: Literal["auto", 2, 3] = "auto"
-    rate: Rate = "HDR"
-    leaf_model: ModelName = "QM8700"
-    spine_model: ModelName | None = None
-    core_model: ModelName | None = None
+    kind: Literal["fat-tree", "rail-optimized"] = Field(default="rail-optimized",
+        description="topology: rail-optimized (one leaf per rail per unit) or a plain fat tree")
+    tiers: Literal["auto", 2, 3] = Field(default="auto",
+        description="switch tiers (auto: the fewest that fit the nodes)")
+    rate: Rate = Field(default="HDR", description="link rate of the fabric")
+    leaf_model: ModelName = Field(default="QM8700", description="catalog switch model of the leaves")
+    spine_model: ModelName | None = Field(default=None,
+        description="catalog switch model of the spines (default: the leaf model)")
+    core_model: ModelName | None = Field(default=None,
+        description="catalog switch model of the core (default: the spine model)")
     split: bool = Field(default=False, description="use split ports (e.g. NDR -> 2 x NDR200)")
-    oversubscription: Literal["1:1", "2:1", "3:1", "4:1"] = "1:1"
+    oversubscription: Literal["1:1", "2:1", "3:1", "4:1"] = Field(default="1:1", description="leaf down:up port ratio")
     rails: int | None = Field(default=None, ge=1, le=16, description="default: HCA ports per node")
     su_size: int | None = Field(default=None, ge=1, description="nodes per scalable unit")
+    leaves_per_rail: int | None = Field(
+        default=None, ge=1, le=16,
+        description="leaves per rail in each scalable unit (default: the fewest whose down ports hold "
+        "su_size nodes; a unit wider than a leaf takes two or more)",
+    )
+    planes: Literal["rail"] | int | None = Field(
+        default=None,
+        description="rail planes: `rail` (one plane per rail) or the rails per plane; each plane is a "
+        "two-tier Clos of its own (its own subnet) and planes share no switch (default: one fabric)",
+    )
     switch_row: Name | None = Field(default=None, description="row that holds spine/core racks")
     roles: list[NodeRole] = Field(
         default_factory=lambda: list(_ALL_ROLES),
@@ -56,6 +70,13 @@ class FabricSpec(Model):
         "ports, at least two when there are two ports or more); set it with room to grow: changing it "
         "re-spreads the infrastructure nodes' cables",
     )
+
+    @field_validator("planes")
+    @classmethod
+    def _planes_positive(cls, value: Literal["rail"] | int | None) -> Literal["rail"] | int | None:
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            raise ValueError("planes: `rail` or a number of rails per plane (at least 1)")
+        return value
 
     @field_validator("infra_roles")
     @classmethod

@@ -67,23 +67,40 @@ class Thresholds(Model):
 class ThresholdOverrides(Model):
     """Per hardware profile: only the thresholds that differ from the section's."""
 
-    hbm_temp_c: FiniteFloat | None = Field(default=None, gt=0, le=150)
-    hbm_hold_h: int | None = Field(default=None, ge=1, le=48)
-    gpu_temp_c: FiniteFloat | None = Field(default=None, gt=0, le=150)
-    gpu_hold_m: int | None = Field(default=None, ge=1, le=1440)
-    ecc_growth_percent: FiniteFloat | None = Field(default=None, gt=0, le=10000)
-    ecc_min_per_day: int | None = Field(default=None, ge=1)
-    ecc_projection_h: int | None = Field(default=None, ge=1, le=720)
-    ecc_projected_max: int | None = Field(default=None, ge=1)
-    ber_factor: FiniteFloat | None = Field(default=None, gt=1)
-    ber_baseline_days: int | None = Field(default=None, ge=1, le=60)
-    ber_floor: FiniteFloat | None = Field(default=None, gt=0, lt=1)
-    optic_temp_c: FiniteFloat | None = Field(default=None, gt=0, le=150)
-    symbol_errors_per_h: int | None = Field(default=None, ge=1)
-    rcv_errors_per_h: int | None = Field(default=None, ge=1)
-    link_flaps_per_h: int | None = Field(default=None, ge=1)
-    nvlink_errors_per_h: int | None = Field(default=None, ge=1)
-    host_down_m: int | None = Field(default=None, ge=1, le=60)
+    hbm_temp_c: FiniteFloat | None = Field(default=None, gt=0, le=150,
+        description="this profile's thresholds.hbm_temp_c (default: the section's)")
+    hbm_hold_h: int | None = Field(default=None, ge=1, le=48,
+        description="this profile's thresholds.hbm_hold_h (default: the section's)")
+    gpu_temp_c: FiniteFloat | None = Field(default=None, gt=0, le=150,
+        description="this profile's thresholds.gpu_temp_c (default: the section's)")
+    gpu_hold_m: int | None = Field(default=None, ge=1, le=1440,
+        description="this profile's thresholds.gpu_hold_m (default: the section's)")
+    ecc_growth_percent: FiniteFloat | None = Field(default=None, gt=0, le=10000,
+        description="this profile's thresholds.ecc_growth_percent (default: the section's)")
+    ecc_min_per_day: int | None = Field(default=None, ge=1,
+        description="this profile's thresholds.ecc_min_per_day (default: the section's)")
+    ecc_projection_h: int | None = Field(default=None, ge=1, le=720,
+        description="this profile's thresholds.ecc_projection_h (default: the section's)")
+    ecc_projected_max: int | None = Field(default=None, ge=1,
+        description="this profile's thresholds.ecc_projected_max (default: the section's)")
+    ber_factor: FiniteFloat | None = Field(default=None, gt=1,
+        description="this profile's thresholds.ber_factor (default: the section's)")
+    ber_baseline_days: int | None = Field(default=None, ge=1, le=60,
+        description="this profile's thresholds.ber_baseline_days (default: the section's)")
+    ber_floor: FiniteFloat | None = Field(default=None, gt=0, lt=1,
+        description="this profile's thresholds.ber_floor (default: the section's)")
+    optic_temp_c: FiniteFloat | None = Field(default=None, gt=0, le=150,
+        description="this profile's thresholds.optic_temp_c (default: the section's)")
+    symbol_errors_per_h: int | None = Field(default=None, ge=1,
+        description="this profile's thresholds.symbol_errors_per_h (default: the section's)")
+    rcv_errors_per_h: int | None = Field(default=None, ge=1,
+        description="this profile's thresholds.rcv_errors_per_h (default: the section's)")
+    link_flaps_per_h: int | None = Field(default=None, ge=1,
+        description="this profile's thresholds.link_flaps_per_h (default: the section's)")
+    nvlink_errors_per_h: int | None = Field(default=None, ge=1,
+        description="this profile's thresholds.nvlink_errors_per_h (default: the section's)")
+    host_down_m: int | None = Field(default=None, ge=1, le=60,
+        description="this profile's thresholds.host_down_m (default: the section's)")
 
     def applied_to(self, base: Thresholds) -> Thresholds:
         return base.model_copy(update={k: v for k, v in self.model_dump().items() if v is not None})
@@ -92,10 +109,10 @@ class ThresholdOverrides(Model):
 class EmailRoute(Model):
     """Level 2 (and the e-mail copy of level 3): Alertmanager's email receiver."""
 
-    to: list[Email] = Field(min_length=1)
+    to: list[Email] = Field(min_length=1, description="recipients")
     sender: Email = Field(description="the From: address")
     smarthost: HostPort = Field(description="SMTP relay, host:port")
-    require_tls: bool = True
+    require_tls: bool = Field(default=True, description="STARTTLS required by the smarthost")
 
 
 class PageRoute(Model):
@@ -108,8 +125,8 @@ class PageRoute(Model):
 
 
 class AlertRoutes(Model):
-    email: EmailRoute | None = None
-    page: PageRoute | None = None
+    email: EmailRoute | None = Field(default=None, description="e-mail route of level 2 alerts")
+    page: PageRoute | None = Field(default=None, description="paging (and draining) route of level 3 alerts")
     levels: dict[AlertName, Level] = Field(
         default_factory=dict, description="level of an alert, where it differs from the default")
     repeat_h: int = Field(default=4, ge=1, le=168, description="hours before a firing alert is notified again")
@@ -132,15 +149,15 @@ class Monitoring(Model):
         description="where series are kept; influxdb: Telegraf also writes to the site's InfluxDB 1.x "
                     "(the rules still run in vmalert over VictoriaMetrics)")
     influxdb_url: Url | None = Field(default=None, description="store influxdb: the InfluxDB 1.x /write base URL")
-    retention_days: int = Field(default=90, ge=1, le=3650)
+    retention_days: int = Field(default=90, ge=1, le=3650, description="days the store keeps samples")
     remote_write: list[Url] = Field(
         default_factory=list,
         description="past one machine: vminsert endpoints of a VictoriaMetrics cluster "
                     "(http://vminsert:8480/insert/0/prometheus/api/v1/write)")
-    thresholds: Thresholds = Field(default_factory=Thresholds)
+    thresholds: Thresholds = Field(default_factory=Thresholds, description="alert thresholds (the brief's defaults)")
     profiles: dict[Name, ThresholdOverrides] = Field(
         default_factory=dict, description="per hardware profile: thresholds that differ")
-    alerts: AlertRoutes = Field(default_factory=AlertRoutes)
+    alerts: AlertRoutes = Field(default_factory=AlertRoutes, description="alert levels and where each goes")
 
     @model_validator(mode="after")
     def _one_way_to_name_servers(self) -> Monitoring:

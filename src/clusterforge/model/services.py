@@ -13,23 +13,26 @@ MgsNid = Annotated[str, Field(pattern=r"^([0-9.]+|[A-Za-z0-9][A-Za-z0-9._-]{0,62
 
 
 class SoftwarePins(Model):
-    nvidia_driver: Version | None = None
-    cuda: Version | None = None
-    doca_ofed: Version | None = None
-    nccl: Version | None = None
-    nccl_tests: Version | None = None
-    lustre_client: Version | None = None
-    kernel: Version | None = None
+    nvidia_driver: Version | None = Field(default=None, description="NVIDIA driver version")
+    cuda: Version | None = Field(default=None, description="CUDA toolkit version")
+    doca_ofed: Version | None = Field(default=None, description="DOCA-OFED (MLNX_OFED) version")
+    nccl: Version | None = Field(default=None, description="NCCL version")
+    nccl_tests: Version | None = Field(default=None, description="nccl-tests version")
+    lustre_client: Version | None = Field(default=None, description="Lustre client version")
+    kernel: Version | None = Field(default=None, description="kernel version")
 
 
 class LustreFs(Model):
-    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,7}$")]
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,7}$")] = Field(
+        description="Lustre file system name (fsname, up to 8 characters)")
     mgs_nids: list[MgsNid] = Field(
         min_length=1, description="ADDRESS@NET, or SERVER@NET (o2ib): a server of this file system, resolved to "
         "its address on the first of `interfaces`")
-    mount: AbsPath
-    lnet: Annotated[str, Field(pattern=r"^(o2ib|tcp)[0-9]*$")] = "o2ib0"
-    interfaces: list[Name] = Field(default_factory=lambda: ["ib0"])
+    mount: AbsPath = Field(description="mount point on the clients")
+    lnet: Annotated[str, Field(pattern=r"^(o2ib|tcp)[0-9]*$")] = Field(default="o2ib0",
+        description="LNet network of the clients")
+    interfaces: list[Name] = Field(default_factory=lambda: ["ib0"],
+        description="IPoIB interfaces LNet runs on (addressing.ipoib names)")
     servers: list[Name] = Field(default_factory=list, description="nodes serving this file system")
     failover_pairs: list[tuple[Name, Name]] = Field(
         default_factory=list,
@@ -37,32 +40,35 @@ class LustreFs(Model):
         "each other's targets, so the planner puts them on different leaves, trunks and panels and a "
         "change plan never takes both out at once",
     )
-    clients: Literal["compute", "all"] = "compute"
-    options: MountOptions = "defaults,_netdev,flock"
+    clients: Literal["compute", "all"] = Field(default="compute",
+        description="nodes that mount it: compute nodes, or all nodes")
+    options: MountOptions = Field(default="defaults,_netdev,flock", description="mount options")
 
 
 class SmNode(Model):
-    node: Name
-    priority: int = Field(ge=0, le=15)
+    node: Name = Field(description="node running OpenSM")
+    priority: int = Field(ge=0, le=15, description="SM priority; the master has the strictly highest")
 
 
 class PartitionMember(Model):
-    device: Name | Literal["ALL", "ALL_CAS", "ALL_SWITCHES", "SELF"]
-    membership: Literal["full", "limited"] = "full"
+    device: Name | Literal["ALL", "ALL_CAS", "ALL_SWITCHES", "SELF"] = Field(
+        description="node or switch name, or ALL / ALL_CAS / ALL_SWITCHES / SELF")
+    membership: Literal["full", "limited"] = Field(default="full", description="full or limited membership")
 
 
 class Partition(Model):
-    name: Name
-    pkey: int = Field(ge=1, le=0x7FFF)
-    ipoib: bool = False
+    name: Name = Field(description="partition name in partitions.conf")
+    pkey: int = Field(ge=1, le=0x7FFF, description="P_Key (15 bits)")
+    ipoib: bool = Field(default=False, description="IPoIB runs on this partition")
     mtu: int | None = Field(default=None, ge=1, le=5, description="IB MTU code: 4 = 2048, 5 = 4096")
-    members: list[PartitionMember] = Field(min_length=1)
+    members: list[PartitionMember] = Field(min_length=1, description="who is in the partition")
 
 
 class OpenSm(Model):
-    sm_nodes: list[SmNode] = Field(min_length=1)
-    routing_engine: Literal["ftree", "updn", "minhop", "dor", "lash", "dfsssp", "ar_ftree"] = "ftree"
-    partitions: list[Partition] = Field(default_factory=list)
-    node_name_map: bool = True
-    sweep_interval_s: int = Field(default=10, ge=0)
-    lmc: int = Field(default=0, ge=0, le=7)
+    sm_nodes: list[SmNode] = Field(min_length=1, description="nodes running OpenSM, master and standbys")
+    routing_engine: Literal["ftree", "updn", "minhop", "dor", "lash", "dfsssp", "ar_ftree"] = Field(default="ftree",
+        description="OpenSM routing engine")
+    partitions: list[Partition] = Field(default_factory=list, description="partitions besides the default one")
+    node_name_map: bool = Field(default=True, description="render and use a node-name-map (GUID -> name)")
+    sweep_interval_s: int = Field(default=10, ge=0, description="seconds between light sweeps (0: none)")
+    lmc: int = Field(default=0, ge=0, le=7, description="LID mask control: 2^lmc LIDs per port")

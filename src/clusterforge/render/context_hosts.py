@@ -1,6 +1,7 @@
 """Per-host files (NCCL, IPoIB) and the environment's /etc/hosts fragment.
 
-Conventions: the management interface is `eth0` (NCCL's bootstrap socket runs there);
+Conventions: NCCL's bootstrap socket runs on the management interface, the node's `mgmt_netdev`
+(hardware, default `eth0`);
 IPoIB interfaces are named as in `addressing.ipoib` (`ib0`, `ib1`) and configured
 with netplan (`infiniband-mode`, netplan >= 0.105); a node's IPoIB host name is
 `<node>-<ifname>`.
@@ -14,7 +15,6 @@ from .context_opensm import DEFAULT_PKEY, rail_order
 from .fabric import FabricView
 from .spec import FileSpec
 
-MGMT_IFNAME = "eth0"
 NETPLAN_FILE = "etc/netplan/60-clusterforge-ipoib.yaml"
 
 
@@ -27,7 +27,7 @@ def nccl_conf(fab: FabricView, node: str) -> dict[str, Any] | None:
     ports = [f"{ca.name}:{p}" for ca in hcas for p in ca.ports]
     if not ports:
         return None
-    return {"node": node, "ib_hca": "=" + ",".join(ports), "socket_ifname": MGMT_IFNAME,
+    return {"node": node, "ib_hca": "=" + ",".join(ports), "socket_ifname": hw.mgmt_netdev,
             "rails": [{"rail": "-" if ca.rail is None else str(ca.rail), "hca": ca.name,
                        "gpu": "-" if ca.gpu is None else str(ca.gpu)} for ca in hcas]}
 
@@ -65,7 +65,7 @@ def hosts_entries(fab: FabricView) -> dict[str, Any]:
     switches = [{"ip": str(s.mgmt_ip), "names": names(s.name)} for s in inv.switches if s.mgmt_ip]
     extra = [{"ip": str(ip), "names": names(name)} for name, ip in sorted(inv.addressing.extra_hosts.items())]
     sections = [
-        {"title": f"management ({MGMT_IFNAME})", "entries": mgmt},
+        {"title": "management", "entries": mgmt},
         {"title": "IPoIB", "entries": ipoib},
         {"title": "switch management", "entries": switches},
         {"title": "extra hosts", "entries": extra},

@@ -53,6 +53,17 @@ def test_nccl_rail_order_and_exact_names() -> None:
     assert all("=" not in line for line in text.splitlines() if line.startswith("#"))
 
 
+def test_nccl_socket_ifname_is_the_nodes_management_interface() -> None:
+    data = lab_data()
+    _node(data, "gpu01")["mgmt_netdev"] = "eno1"
+    for profile in data["profiles"]:
+        profile["mgmt_netdev"] = "enp65s0f0"
+    files = render_environment(index_of(data), "lab")
+    assert "NCCL_SOCKET_IFNAME=eno1\n" in files["hosts/gpu01/etc/nccl.conf"]
+    assert "NCCL_SOCKET_IFNAME=enp65s0f0\n" in files["hosts/gpu02/etc/nccl.conf"]
+    assert "eth0" not in files["hosts/gpu02/etc/nccl.conf"]
+
+
 def test_no_nccl_conf_without_gpus() -> None:
     files = render_environment(lab_index(), "lab")
     assert "hosts/sm01/etc/nccl.conf" not in files
