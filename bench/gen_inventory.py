@@ -85,7 +85,9 @@ def generate(spec: Spec) -> dict[str, str]:
         raise SystemExit(f"su_size {spec.su_size} exceeds {down} down ports per leaf")
     n_su = math.ceil(spec.nodes / spec.su_size)
     infra = spec.storage + spec.sm
-    infra_leaves = math.ceil(infra / down) if infra else 0
+    # HA groups (the subnet managers, Lustre failover pairs) must not share a single leaf (check INV-HA):
+    # at least two infra leaves once there are two infra nodes, the nodes dealt round-robin over them
+    infra_leaves = max(math.ceil(infra / down), 2 if infra >= 2 else 1) if infra else 0
     n_leaves = n_su * spec.hcas + infra_leaves
     uplinks = spec.su_size  # 1:1 against the down ports a scalable unit uses
     # the fewest spines (at least 2) that split the uplinks evenly and hold every leaf
@@ -228,8 +230,8 @@ def generate(spec: Spec) -> dict[str, str]:
             leaf, lrack, lu = leaves[su * spec.hcas + r]
             cable(f"{name}/mlx5_{r}/1", rack, node_rack[n][1], f"{leaf}/{k + 1}", lrack, lu)
     for i, (name, _role, rack_name, u, _p2) in enumerate(placed):
-        leaf, lrack, lu = leaves[n_su * spec.hcas + i // down]
-        cable(f"{name}/mlx5_0/1", by_name[rack_name], u, f"{leaf}/{i % down + 1}", lrack, lu)
+        leaf, lrack, lu = leaves[n_su * spec.hcas + i % infra_leaves]  # partners on different leaves
+        cable(f"{name}/mlx5_0/1", by_name[rack_name], u, f"{leaf}/{i // infra_leaves + 1}", lrack, lu)
     for li, (leaf, lrack, lu) in enumerate(leaves):
         p0 = (li // pod) * (pod if three_tier else 0)
         group = spine_list[p0 : p0 + pod] if three_tier else spine_list
