@@ -1,4 +1,5 @@
-"""Slurm topology.conf for the tree plugin, from the cabled switch tiers.
+"""Slurm's view of the cluster from the model: topology.conf (tree plugin), topology.yaml (Slurm
+24.11+: a tree topology, the cluster default, and a block topology) and gres.conf (the GPUs).
 
 Leaves list the compute nodes cabled to them (`Nodes=`); spines and cores list the
 switches one tier down they are cabled to (`Switches=`). Switches with no compute node
@@ -83,7 +84,7 @@ def topology(fab: FabricView) -> dict[str, Any]:
     compute = {n.name for n in fab.nodes_of("compute")}
     name_of, groups = leaf_groups(fab, compute)
     below: dict[str, list[str]] = {}  # Slurm switch -> its children that lead to compute nodes
-    lines: list[dict[str, str]] = []
+    lines: list[dict[str, Any]] = []
     for leaf in fab.switches_of("leaf"):
         name = name_of[leaf.name]
         if name in below:
@@ -93,7 +94,7 @@ def topology(fab: FabricView) -> dict[str, Any]:
         ))
         if nodes:
             below[name] = nodes
-            lines.append({"switch": name, "kind": "Nodes", "members": compress(nodes),
+            lines.append({"switch": name, "kind": "Nodes", "members": compress(nodes), "size": len(nodes),
                           "comment": " ".join(groups[name]) if name in groups else ""})
     children: dict[str, list[str]] = {s.name: [] for s in fab.index.inv.switches}
     for sw in sorted(fab.index.inv.switches, key=lambda s: ROLE_TIER[s.role]):
@@ -106,9 +107,55 @@ def topology(fab: FabricView) -> dict[str, Any]:
             kids = [c for c in children[sw.name] if c in below]
             if kids:
                 below[sw.name] = kids
-                lines.append({"switch": sw.name, "kind": "Switches", "members": compress(kids),
+                lines.append({"switch": sw.name, "kind": "Switches", "members": compress(kids), "size": len(kids),
                               "comment": ""})
     return {"switches": lines}
+
+
+def topology_yaml(tree: dict[str, Any]) -> dict[str, Any]:
+    """topology.yaml's two topologies from the tree of topology.conf.
+
+    `tree` (cluster_default): the same switches, `children` for spines and cores, `nodes` for
+    leaves. `block` (topology/block): one block per Slurm leaf switch, i.e. the nodes that share
+    a leaf (a scalable unit's rail leaves count as one); the base block size is the largest power
+    of two that every block can hold, and each larger power of two up to the largest block is a
+    higher-level size (Slurm requires successive sizes to be powers of two).
+    """
+    switches = [
+        {"switch": s["switch"], "key": "nodes" if s["kind"] == "Nodes" else "children", "members": s["members"],
+         "comment": s["comment"]}
+        for s in tree["switches"]
+    ]
+    blocks = [{"block": s["switch"], "nodes": s["members"], "size": s["size"]}
+              for s in tree["switches"] if s["kind"] == "Nodes"]
+    sizes: list[int] = []
+    if blocks:
+        base = 1 << (min(b["size"] for b in blocks).bit_length() - 1)
+        largest = max(b["size"] for b in blocks)
+        sizes = [base]
+        while sizes[-1] * 2 <= largest:
+            sizes.append(sizes[-1] * 2)
+    return {"switches": switches, "blocks": blocks, "block_sizes": sizes}
+
+
+def gres(fab: FabricView) -> dict[str, Any]:
+    """gres.conf: one line per group of compute nodes with the same GPUs (model, count)."""
+    groups: dict[tuple[str, int], list[str]] = {}
+    for node in fab.nodes_of("compute"):
+        gpus = fab.index.hardware[node.name].gpus
+        if gpus is not None and gpus.count > 0:
+            groups.setdefault((gpus.model, gpus.count), []).append(node.name)
+    lines = []
+    for (model, count), nodes in sorted(groups.items(), key=lambda kv: compress(kv[1])):
+        files = "/dev/nvidia0" if count == 1 else f"/dev/nvidia[0-{count - 1}]"
+        lines.append({"nodes": compress(nodes), "type": gres_type(model), "files": files, "count": count,
+                      "model": model})
+    return {"lines": lines}
+
+
+def gres_type(model: str) -> str:
+    """A GPU model as a GRES type name: `H100-SXM` -> `h100_sxm` (Slurm's types are plain words)."""
+    return "".join(c if c.isalnum() else "_" for c in model.lower())
 
 
 def slurm_files(fab: FabricView) -> list[FileSpec]:
@@ -116,4 +163,9 @@ def slurm_files(fab: FabricView) -> list[FileSpec]:
     notes: tuple[str, ...] = ()
     if not ctx["switches"]:
         notes = ("slurm/topology.conf: no compute node is cabled to a switch",)
-    return [FileSpec("slurm/topology.conf", "slurm/topology.conf.j2", ctx, notes=notes)]
+    out = [FileSpec("slurm/topology.conf", "slurm/topology.conf.j2", ctx, notes=notes),
+           FileSpec("slurm/topology.yaml", "slurm/topology.yaml.j2", topology_yaml(ctx))]
+    gres_ctx = gres(fab)
+    if gres_ctx["lines"]:
+        out.append(FileSpec("slurm/gres.conf", "slurm/gres.conf.j2", gres_ctx))
+    return out

@@ -106,6 +106,58 @@ def test_slurm_groups_multi_homed_leaves_and_single_homed_stay() -> None:
     assert "leaf-su01-r1" not in text and "leaf-infra01" not in text
 
 
+def _slurm_yaml(files: dict[str, str]) -> dict[str, Any]:
+    import yaml
+
+    docs = yaml.safe_load(files["slurm/topology.yaml"])
+    return {d["topology"]: d for d in docs}
+
+
+def test_slurm_topology_yaml_tree_matches_topology_conf_and_blocks_are_leaf_groups() -> None:
+    files = render_environment(lab_index(), "lab")
+    topo = _slurm_yaml(files)
+    assert list(topo) == ["tree", "block"]
+    assert topo["tree"]["cluster_default"] is True and topo["block"]["cluster_default"] is False
+    conf = [line for line in files["slurm/topology.conf"].splitlines() if line.startswith("SwitchName=")]
+    as_conf = [
+        f"SwitchName={s['switch']} {'Nodes' if 'nodes' in s else 'Switches'}={s.get('nodes', s.get('children'))}"
+        for s in topo["tree"]["tree"]["switches"]
+    ]
+    assert as_conf == conf
+    assert topo["block"]["block"] == {
+        "block_sizes": [4],
+        "blocks": [{"block": "leaf-su01", "nodes": "gpu[01-04]"}, {"block": "leaf-su02", "nodes": "gpu[05-08]"}],
+    }
+    three = _slurm_yaml(render_environment(index_of(_three_tier()), "lab"))
+    assert {"switch": "core01", "children": "spine[01-02]"} in three["tree"]["tree"]["switches"]
+
+
+def test_slurm_block_sizes_are_powers_of_two_from_the_smallest_block() -> None:
+    from clusterforge.render.context_slurm import topology_yaml
+
+    tree = {"switches": [
+        {"switch": "a", "kind": "Nodes", "members": "n[1-3]", "size": 3, "comment": ""},
+        {"switch": "b", "kind": "Nodes", "members": "n[4-13]", "size": 10, "comment": ""},
+        {"switch": "s", "kind": "Switches", "members": "a,b", "size": 2, "comment": ""},
+    ]}
+    ctx = topology_yaml(tree)
+    assert ctx["block_sizes"] == [2, 4, 8]
+    assert [b["block"] for b in ctx["blocks"]] == ["a", "b"]
+
+
+def test_slurm_gres_groups_nodes_by_gpu_model_and_count() -> None:
+    data = lab_data()
+    for name in ("gpu05", "gpu06"):
+        _node(data, name)["gpus"] = {"model": "H100-SXM", "count": 4, "nvlink_topology": "nvswitch"}
+    text = render_environment(index_of(data), "lab")["slurm/gres.conf"]
+    lines = [line for line in text.splitlines() if line.startswith("NodeName=")]
+    assert lines == [
+        "NodeName=gpu[01-04,07-08] Name=gpu Type=a100_sxm File=/dev/nvidia[0-7]",
+        "NodeName=gpu[05-06] Name=gpu Type=h100_sxm File=/dev/nvidia[0-3]",
+    ]
+    assert "sm01" not in text and "lus01" not in text
+
+
 def _three_tier() -> dict[str, Any]:
     data = lab_data()
     data["switches"].append({"name": "core01", "model": "QM8700", "role": "core", "rack": "lab-core01", "u": 5})

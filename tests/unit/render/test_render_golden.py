@@ -55,5 +55,5 @@ def test_every_lab_file_kind_is_golden() -> None:
     for name in ("opensm.conf", "root-guids.conf", "cn-guids.conf", "io-guids.conf", "partitions.conf",
                  "node-name-map", "topology.conf", "ibsim.net", "nccl.conf", "lnet.conf", "lustre.conf",
                  "lustre-lfs01.mount", "60-clusterforge-ipoib.yaml", "hosts", "work-order.csv",
-                 "labels.csv", "fabric.dot"):
+                 "labels.csv", "fabric.dot", "topology.yaml", "gres.conf"):
         assert name in kinds, name
