@@ -177,6 +177,17 @@ def test_gpu_xid_classes_fallen_off_bus_row_remap(tmp_path: Path) -> None:
     ])])
 
 
+def test_nvlink_errors_summed_over_the_four_counters(tmp_path: Path) -> None:
+    g0, g1 = GPU0, {**GPU0, "gpu": "1"}
+    series = [_series(f"DCGM_FI_DEV_NVLINK_{c}_COUNT_TOTAL", g0, "0x30 0+2x90")
+              for c in ("CRC_FLIT_ERROR", "CRC_DATA_ERROR", "REPLAY_ERROR", "RECOVERY_ERROR")]
+    series.append(_series("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", g1, "0x30 500x90"))  # a one-off burst
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
+        ("50m", "GpuNvlinkErrors", []),
+        ("75m", "GpuNvlinkErrors", [{**g0, "level": "2"}]),
+    ])])
+
+
 def test_host_down_and_no_master_sm(tmp_path: Path) -> None:
     series = [_series("up", {**HOST, "exporter": "node"}, "1x5 0x10"),
               _series("up", {**HOST, "host": "gpu02", "exporter": "node"}, "1x15"),
