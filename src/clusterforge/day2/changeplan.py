@@ -461,7 +461,7 @@ class _Planner:
                 what = "; ".join(str(c) for c in opensm[0].components if c.component == "opensm")
                 emit("fabric", None, _hosts_text(hosts),
                      f"deploy OpenSM's files (the subnet manager re-reads them): {what}",
-                     ("clusterforge", "deploy", self.env, "--limit", ",".join(hosts), "--component", "opensm"))
+                     ("clusterforge", "deploy", self.env, "--yes", "--limit", ",".join(hosts), "--component", "opensm"))
             back = [h for h in out_hosts if h in self.new.nodes]
             if lastwave:
                 if steps:
@@ -495,7 +495,7 @@ class _Planner:
                 groups_.setdefault((h.rack, tuple(comps)), []).append(h.host)
         order = {r: i for i, r in enumerate(rack_order)}
         for (rack, names), hosts in sorted(groups_.items(), key=lambda kv: order.get(kv[0][0], 1 << 30)):
-            argv = ("clusterforge", "deploy", self.env, "--limit", ",".join(hosts),
+            argv = ("clusterforge", "deploy", self.env, "--yes", "--limit", ",".join(hosts),
                     *(x for c in names for x in ("--component", c)))
             first = detail[hosts[0]]
             if first.change == "added":

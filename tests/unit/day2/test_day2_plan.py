@@ -32,10 +32,10 @@ def test_add_a_node_at_the_end_and_bump_nccl() -> None:
     assert su2[0].action == "install node at lab-su02-r01 U18 (gpu-node)"
     assert "gpu09 mlx5_0/1 [lab-su02-r01 U18] - leaf-su02-r0 port 5 [lab-su02-net U2]: AOC 10 m" in su2[1].action
     # the old GPU nodes of the rack: new NCCL and the new host in /etc/hosts, one command
-    assert su2[3].argv == ("clusterforge", "deploy", "inventories/lab", "--limit", "gpu05,gpu06,gpu07,gpu08",
+    assert su2[3].argv == ("clusterforge", "deploy", "inventories/lab", "--yes", "--limit", "gpu05,gpu06,gpu07,gpu08",
                            "--component", "repo", "--component", "base", "--component", "nccl")
     assert "libnccl2: 2.21.5-1+cuda12.4 -> 2.22.3-1+cuda12.4" in su2[3].action
-    assert su2[4].argv[:5] == ("clusterforge", "deploy", "inventories/lab", "--limit", "gpu09")
+    assert su2[4].argv[:6] == ("clusterforge", "deploy", "inventories/lab", "--yes", "--limit", "gpu09")
     assert "a new host, every component" in su2[4].action
     # every other host gets the new /etc/hosts; the SM's GUID files are deployed once the racks are cabled
     gpu_hosts = {h.host for h in plan.hosts}
@@ -75,7 +75,7 @@ def test_new_gpu_driver_goes_in_waves_within_the_drain_cap() -> None:
         assert [s.subject for s in steps if s.phase in ("drain", "resume")] == members * 2
         assert steps[0].argv == ("scontrol", "update", f"nodename={members[0]}", "state=drain",
                                  "reason=clusterforge")
-        assert steps[2].argv == ("clusterforge", "deploy", "inventories/lab", "--limit", ",".join(members),
+        assert steps[2].argv == ("clusterforge", "deploy", "inventories/lab", "--yes", "--limit", ",".join(members),
                                  "--component", "repo", "--component", "nvidia")
         assert "(reboots)" in steps[2].action and "nvidia-driver-550: 550.90.07-1 -> 550.127.05-1" in steps[2].action
         limit = () if w == 3 else ("--limit", ",".join(members))  # the last wave validates everything
