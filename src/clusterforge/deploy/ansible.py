@@ -31,10 +31,10 @@ from .runner import HostResult, SshSettings
 PLAYBOOK = data_dir("deploy") / "site.yml"
 ROLES = data_dir("roles")
 PLAYBOOK_TIMEOUT_S = 3600
+CALLBACKS = data_dir("deploy") / "callback_plugins"
+EVENTS_CALLBACK = "clusterforge_events"
+EVENTS_ENV = "CLUSTERFORGE_ANSIBLE_EVENTS"
 UNSAFE = "__ansible_unsafe"
-_RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)"
-                    r"\s+rescued=(\d+)\s+ignored=(\d+)")
-_FATAL = re.compile(r"^fatal: \[([^\]]+)\]: (FAILED|UNREACHABLE)! => (\{.*\})\s*$", re.MULTILINE)
 
 
 def group_name(kind: str, value: str) -> str:
@@ -113,43 +113,54 @@ def inventory(plans: Sequence[HostPlan], ssh: SshSettings | None = None) -> dict
     return data
 
 
-def parse_recap(text: str) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for line in text.splitlines():
-        m = _RECAP.match(line.strip())
-        if m:
-            keys = ("ok", "changed", "unreachable", "failed", "skipped", "rescued", "ignored")
-            out[m.group(1)] = {k: int(v) for k, v in zip(keys, m.groups()[1:], strict=True)}
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines the clusterforge_events callback wrote (deploy/callback_plugins/)."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            out.append(json.loads(line))
     return out
 
 
-def failure_messages(text: str) -> dict[str, str]:
-    """host -> the `msg` of its last `fatal: [host]: FAILED! => {...}` line."""
-    out: dict[str, str] = {}
-    for m in _FATAL.finditer(text):
-        try:
-            msg = str(json.loads(m.group(3)).get("msg", ""))
-        except ValueError:
-            msg = m.group(3)
-        out[m.group(1)] = f"{m.group(2).lower()}: {msg}"[:300]
-    return out
+def _where(ev: dict[str, Any]) -> str:
+    """`component: task` (the shared cf_common tasks name the component they ran for), else `role: task`."""
+    who = ev.get("component") or str(ev.get("role", "")).removeprefix("cf_")
+    return f"{who}: {ev.get('task', '')}" if who else str(ev.get("task", ""))
 
 
-def results_from_recap(plans: Sequence[HostPlan], recap: dict[str, dict[str, int]],
-                       messages: dict[str, str] | None = None) -> list[HostResult]:
-    msgs = messages or {}
+def results_from_events(plans: Sequence[HostPlan], events: Sequence[dict[str, Any]],
+                        output: str = "") -> list[HostResult]:
+    """Per-host results from the callback's events: the final stats say ok / changed / failed / unreachable;
+    a failure carries the role, task and message of the host's failed result; a change names its tasks."""
+    stats: dict[str, dict[str, int]] = {}
+    failures: dict[str, str] = {}
+    changed: dict[str, list[str]] = {}
+    for ev in events:
+        kind, host = ev.get("event"), str(ev.get("host", ""))
+        if kind == "stats":
+            stats = {h: {k: int(v) for k, v in counts.items()} for h, counts in ev["hosts"].items()}
+        elif kind in ("failed", "unreachable") and not ev.get("ignored"):
+            failures[host] = f"{kind}: {_where(ev)}: {ev.get('msg', '')}".strip()[:300]
+        elif kind == "ok" and ev.get("changed"):
+            changed.setdefault(host, []).append(_where(ev))
+    tail = " | ".join(output.strip().splitlines()[-3:])[:300]
     out = []
     for plan in plans:
-        r = recap.get(plan.name)
+        r = stats.get(plan.name)
         if r is None:
-            out.append(HostResult(plan.name, "failed", error="no result from ansible-playbook"))
-        elif r["unreachable"]:
-            out.append(HostResult(plan.name, "unreachable", error=msgs.get(plan.name, "unreachable")))
-        elif r["failed"]:
-            out.append(HostResult(plan.name, "failed", error=msgs.get(plan.name, f"{r['failed']} task(s) failed")))
+            out.append(HostResult(plan.name, "failed", error=failures.get(plan.name) or
+                                  f"no result from ansible-playbook{': ' + tail if tail else ''}"))
+        elif r.get("unreachable"):
+            out.append(HostResult(plan.name, "unreachable", error=failures.get(plan.name, "unreachable")))
+        elif r.get("failures"):
+            out.append(HostResult(plan.name, "failed",
+                                  error=failures.get(plan.name, f"{r['failures']} task(s) failed")))
         else:
-            res = HostResult(plan.name, "changed" if r["changed"] else "ok")
-            res.notes.append(f"ansible: changed={r['changed']} ok={r['ok']}")
+            res = HostResult(plan.name, "changed" if r.get("changed") else "ok")
+            res.notes.append(f"ansible: changed={r.get('changed', 0)} ok={r.get('ok', 0)}")
+            res.notes += [f"changed: {t}" for t in changed.get(plan.name, [])]
             out.append(res)
     return out
 
@@ -167,8 +178,13 @@ def playbook_argv(inventory_path: Path, *, dry_run: bool, forks: int, batch: int
     return argv
 
 
-def ansible_env() -> dict[str, str]:
+def ansible_env(events: Path | None = None) -> dict[str, str]:
+    """ansible-playbook's environment: our roles, SSH settings, and (with `events`) the callback that
+    writes each task result and the final stats there as JSON lines."""
     env = dict(os.environ)
+    if events is not None:
+        env |= {"ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS), "ANSIBLE_CALLBACKS_ENABLED": EVENTS_CALLBACK,
+                EVENTS_ENV: str(events)}
     env |= {"ANSIBLE_ROLES_PATH": str(ROLES), "ANSIBLE_PIPELINING": "1", "ANSIBLE_HOST_KEY_CHECKING": "True",
             "ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=60s", "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_RETRY_FILES_ENABLED": "0", "ANSIBLE_DEPRECATION_WARNINGS": "0"}
@@ -178,15 +194,17 @@ def ansible_env() -> dict[str, str]:
 def run_playbook(plans: Sequence[HostPlan], ssh: SshSettings, *, dry_run: bool, forks: int = 32,
                  batch: int = 0, max_fail_percent: int = 100,
                  timeout_s: int = PLAYBOOK_TIMEOUT_S) -> tuple[list[HostResult], str]:
-    """Run deploy/site.yml against `plans`; per-host results from the play recap, plus the output."""
+    """Run deploy/site.yml against `plans`; per-host results from the callback's events, plus the output."""
     with tempfile.TemporaryDirectory(prefix="cf-ansible-") as tmp:
         inv_path = Path(tmp) / "inventory.json"
         static = _static_inventory(inventory(plans, ssh))
         inv_path.write_text(json.dumps(static))
         argv = playbook_argv(inv_path, dry_run=dry_run, forks=forks, batch=batch, max_fail_percent=max_fail_percent)
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=ansible_env(), check=False)
-    output = proc.stdout + proc.stderr
-    return results_from_recap(plans, parse_recap(proc.stdout), failure_messages(output)), output
+        events = Path(tmp) / "events.jsonl"
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=ansible_env(events),
+                              check=False)
+        output = proc.stdout + proc.stderr
+        return results_from_events(plans, read_events(events), output), output
 
 
 def _static_inventory(listing: dict[str, Any]) -> dict[str, Any]:

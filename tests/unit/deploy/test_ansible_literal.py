@@ -3,7 +3,7 @@
 The model's patterns reject braces in every field that reaches a deploy template, so the hostile
 strings here are put into the model past validation (`model_copy`): the second line of defence,
 the hostvars marked unsafe and the roles copying content rendered in Python, is what is under
-test. The real roles' configure tasks run through ansible-playbook on a local connection, with
+test. The real roles (the shared cf_common tasks) run through ansible-playbook on a local connection, with
 every destination under a temporary root; the bytes Ansible writes must be the bytes the pyinfra
 engine would write (ManagedFile.content, or /etc/hosts merged the way pyinfra merges it), and
 nothing in the strings may run on the controller.
@@ -21,21 +21,27 @@ from typing import Any
 import pytest
 
 from clusterforge.api import Checked
-from clusterforge.deploy.ansible import _static_inventory, ansible_env, failure_messages, inventory, plain
+from clusterforge.deploy.ansible import (
+    _static_inventory,
+    ansible_env,
+    inventory,
+    plain,
+    read_events,
+    results_from_events,
+)
 from clusterforge.deploy.desired import COMPONENTS, HostPlan, host_plans, merge_block
 from clusterforge.deploy.options import DeployOptions
 from clusterforge.model.index import Index
 
 HOSTS = ("gpu01",)  # the hostile strings reach its mount unit and /etc/hosts; one host keeps the run short
 PLAYBOOK = """---
-- name: Write every component's files with its role's own configure tasks
+- name: Write every component's files with its role (shared tasks of cf_common)
   hosts: all
   gather_facts: false
   tasks:
-    - name: Configure each component
+    - name: Apply each component
       ansible.builtin.include_role:
         name: "cf_{{ cf_component }}"
-        tasks_from: configure
       loop: "{{ cf_components }}"
       loop_control:
         loop_var: cf_component
@@ -69,8 +75,7 @@ def _run(plans: dict[str, HostPlan], work: Path) -> subprocess.CompletedProcess[
         hv |= {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
         for comp in COMPONENTS:  # no packages, services or modules on this machine: files only
             hv |= {f"cf_{comp}_services": [], f"cf_{comp}_pins": [], f"cf_{comp}_modules": [],
-                   f"cf_{comp}_systemd": {"stat": {"exists": False}}}
-        hv["cf_ofed_nvidia"] = {"stat": {"exists": False}}
+                   f"cf_{comp}_packages": []}
         # cf_repo flushes its handler (apt-get update) mid-role: not on this machine; its files hold
         # no free text (pins and the mirror URL are pattern-checked)
         hv["cf_components"] = [c for c in plain(hv["cf_components"]) if c != "repo"]
@@ -78,7 +83,8 @@ def _run(plans: dict[str, HostPlan], work: Path) -> subprocess.CompletedProcess[
     (work / "play.yml").write_text(PLAYBOOK)
     argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(work / "inventory.json"),
             str(work / "play.yml"), "--forks", "2"]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=300, env=ansible_env(), check=False)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300, env=ansible_env(work / "events.jsonl"),
+                          check=False)
 
 
 @pytest.mark.skipif(shutil.which("ansible-playbook", path=str(Path(sys.executable).parent)) is None,
@@ -98,7 +104,12 @@ def test_jinja_in_inventory_strings_comes_out_literally_with_both_engines(checke
         (root / host / "etc").mkdir(parents=True)
         (root / host / "etc" / "hosts").write_text(existing_hosts)
     result = _run(plans, tmp_path)
-    assert result.returncode == 0, (failure_messages(result.stdout), result.stderr[-2000:])
+    # the results come from the clusterforge_events callback, as `deploy --engine ansible` reads them
+    results = results_from_events(list(plans.values()), read_events(tmp_path / "events.jsonl"), result.stdout)
+    assert result.returncode == 0, ([r.error for r in results], result.stdout[-2000:], result.stderr[-2000:])
+    assert [(r.name, r.status) for r in results] == [("gpu01", "changed")]
+    assert {"changed: nccl: Write configuration files", "changed: base: Manage clusterforge blocks in shared files",
+            "changed: lustre: Write configuration files"} <= set(results[0].notes), results[0].notes
     assert not marker.exists(), "a lookup in inventory text ran on the controller"
     written = 0
     for f in files:
