@@ -147,7 +147,7 @@ def prod_rehearsal(env: Path = ROOT / "inventories" / "prod",
     rack, both SMs, one Lustre server: 7 containers) and for 14 / 32 / 64 / 128 containers (GPU nodes + the SMs +
     lus01). systemd labs stop at ~14 containers here (fs.inotify.max_user_instances = 128, systemd takes 7
     each): the larger sizes run without systemd (sh init; the deploy then starts no unit). A size whose
-    bring-up fails is reported as such and ends the series."""
+    bring-up fails is reported as such; without systemd that ends the series."""
     if shutil.which("podman") is None or os.geteuid() != 0:
         return [{"bench": "prod rehearsal", "skipped": "needs root and podman (scripts/lab-deps.sh)"}]
     from typer.testing import CliRunner
@@ -189,7 +189,7 @@ def prod_rehearsal(env: Path = ROOT / "inventories" / "prod",
                 runner.invoke(app, ["lab", "down", str(copy)])
                 row["down s"] = round(time.perf_counter() - t, 1)
                 rows.append(row)
-                if not ok:
+                if not ok and not systemd:  # a refused systemd size (inotify) does not end the series
                     break
         finally:
             runner.invoke(app, ["lab", "down", str(copy)])
