@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .context_opensm import DEFAULT_PKEY, rail_order
+from .context_opensm import DEFAULT_PKEY
 from .fabric import FabricView
 from .spec import FileSpec
 
@@ -23,7 +23,7 @@ def nccl_conf(fab: FabricView, node: str) -> dict[str, Any] | None:
     hw = fab.index.hardware[node]
     if hw.gpus is None or hw.gpus.count == 0:
         return None
-    hcas = [ca for ca in rail_order(fab.cas_by_node[node]) if ca.kind == "hca"]
+    hcas = [ca for ca in fab.rail_ordered[node] if ca.kind == "hca"]
     ports = [f"{ca.name}:{p}" for ca in hcas for p in ca.ports]
     if not ports:
         return None
@@ -33,18 +33,17 @@ def nccl_conf(fab: FabricView, node: str) -> dict[str, Any] | None:
 
 
 def ipoib_interfaces(fab: FabricView, node: str) -> tuple[list[dict[str, Any]], list[str]]:
-    addrs = fab.index.addresses
+    ipoib = fab.index.addresses.ipoib
     out: list[dict[str, Any]] = []
     notes: list[str] = []
-    for ib in fab.index.inv.addressing.ipoib:
-        ip = addrs.ipoib.get((node, ib.name))
+    for ib, prefix in fab.ipoib_nets:
+        ip = ipoib.get((node, ib.name))
         if ip is None:
             continue
         if ib.pkey != DEFAULT_PKEY:
             notes.append(f"{node} {ib.name}: P_Key 0x{ib.pkey:04x} child interfaces are not rendered")
             continue
-        prefix = ib.cidr.prefixlen
-        out.append({"name": ib.name, "address": f"{addrs.text(ip)}/{prefix}", "mtu": ib.mtu,
+        out.append({"name": ib.name, "address": f"{fab.ip(ip)}/{prefix}", "mtu": ib.mtu,
                     "mode": ib.mode})
     return out, notes
 
@@ -54,16 +53,17 @@ def hosts_entries(fab: FabricView) -> dict[str, Any]:
     inv = fab.index.inv
     addrs = fab.index.addresses
     domain = inv.addressing.dns_domain
+    ip = fab.ip
 
     def names(short: str) -> str:
         return f"{short}.{domain} {short}" if domain else short
 
-    mgmt = [{"ip": addrs.text(addrs.mgmt[n.name]), "names": names(n.name)}
+    mgmt = [{"ip": ip(addrs.mgmt[n.name]), "names": names(n.name)}
             for n in inv.nodes if n.name in addrs.mgmt]
-    ipoib = [{"ip": addrs.text(addrs.ipoib[(n.name, ib.name)]), "names": names(f"{n.name}-{ib.name}")}
+    ipoib = [{"ip": ip(addrs.ipoib[(n.name, ib.name)]), "names": names(f"{n.name}-{ib.name}")}
              for n in inv.nodes for ib in inv.addressing.ipoib if (n.name, ib.name) in addrs.ipoib]
     switches = [{"ip": str(s.mgmt_ip), "names": names(s.name)} for s in inv.switches if s.mgmt_ip]
-    extra = [{"ip": str(ip), "names": names(name)} for name, ip in sorted(inv.addressing.extra_hosts.items())]
+    extra = [{"ip": str(addr), "names": names(name)} for name, addr in sorted(inv.addressing.extra_hosts.items())]
     sections = [
         {"title": "management", "entries": mgmt},
         {"title": "IPoIB", "entries": ipoib},

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.services import OpenSm, Partition, SmNode
-from .fabric import Ca, FabricView, natural_key
+from .fabric import Ca, FabricView, rail_key
 from .guids import fmt
 from .spec import FileSpec
 
@@ -27,22 +27,24 @@ _KEYWORDS = {"ALL", "ALL_CAS", "ALL_SWITCHES", "SELF"}
 
 def rail_order(cas: list[Ca]) -> list[Ca]:
     """HCAs before DPUs, then by rail (unrailed last), then by name (mlx5_2 before mlx5_10)."""
-    return sorted(cas, key=lambda c: (c.kind != "hca", c.rail is None, c.rail or 0, natural_key(c.name)))
+    return sorted(cas, key=rail_key)
 
 
 def cabled_ports(fab: FabricView, node: str) -> list[tuple[Ca, int]]:
     """The node's CA ports that have a cable, in rail order."""
-    return [(ca, p) for ca in rail_order(fab.cas_by_node[node]) for p in ca.ports
-            if (node, ca.name, p) in fab.peer]
+    cabled = fab.cabled
+    return [(ca, p) for ca in fab.rail_ordered[node] for p in ca.ports if (node, ca.name, p) in cabled]
 
 
 def _port_entries(fab: FabricView, nodes: list[str]) -> tuple[list[dict[str, str]], list[str]]:
     entries: list[dict[str, str]] = []
     labels: list[str] = []
+    ports = fab.guids.ca_ports
     for node in nodes:
         for ca, p in cabled_ports(fab, node):
-            entries.append({"guid": fmt(fab.guids.port(node, ca.name, p)), "name": f"{ca.label}/{p}"})
-            labels.append(f"{ca.label}/{p}")
+            label = f"{node}/{ca.name}/{p}"
+            entries.append({"guid": f"0x{ports[(node, ca.name, p)]:016x}", "name": label})
+            labels.append(label)
     return entries, labels
 
 
@@ -73,8 +75,9 @@ def io_guids(fab: FabricView) -> tuple[dict[str, Any], list[str]]:
 
 def node_name_map(fab: FabricView) -> tuple[dict[str, Any], list[str]]:
     switches = [{"guid": fmt(fab.guids.switch(s.name)), "name": s.name} for s in fab.index.inv.switches]
-    cas = [{"guid": fmt(fab.guids.ca(c.node, c.name)), "name": c.desc} for c in fab.cas]
-    labels = [s.name for s in fab.index.inv.switches] + [c.label for c in fab.cas]
+    nodes = fab.guids.ca_nodes
+    cas = [{"guid": f"0x{nodes[(c.node, c.name)]:016x}", "name": f"{c.node} {c.name}"} for c in fab.cas]
+    labels = [s.name for s in fab.index.inv.switches] + [f"{c.node}/{c.name}" for c in fab.cas]
     return {"switches": switches, "cas": cas}, labels
 
 
@@ -88,7 +91,7 @@ def _members(fab: FabricView, part: Partition) -> tuple[list[dict[str, str]], li
             out.append({"spec": f"{fmt(fab.guids.switch(m.device))}={m.membership}", "comment": m.device})
             labels.append(m.device)
         else:
-            for ca in rail_order(fab.cas_by_node.get(m.device, [])):
+            for ca in fab.rail_ordered.get(m.device, []):
                 for p in ca.ports:
                     guid = fmt(fab.guids.port(ca.node, ca.name, p))
                     out.append({"spec": f"{guid}={m.membership}", "comment": f"{ca.label}/{p}"})

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 
+from ..model.addressing import IpoibSubnet
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
 from ..model.nodes import Node, Switch
@@ -57,6 +59,11 @@ def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", text) if p)
 
 
+def rail_key(c: Ca) -> tuple[bool, bool, int, tuple[tuple[int, int | str], ...]]:
+    """HCAs before DPUs, then by rail (unrailed last), then by name (mlx5_2 before mlx5_10)."""
+    return (c.kind != "hca", c.rail is None, c.rail or 0, natural_key(c.name))
+
+
 @dataclass
 class FabricView:
     """Index plus everything the renderers derive from it (GUIDs, addresses, links)."""
@@ -66,16 +73,22 @@ class FabricView:
     @cached_property
     def cas(self) -> list[Ca]:
         out: list[Ca] = []
+        shapes: dict[int, list[tuple[str, str, str, int | None, int | None, tuple[int, ...], tuple[str, ...]]]] = {}
+        hardware = self.index.hardware
         for node in self.index.inv.nodes:
-            hw = self.index.hardware[node.name]
-            for kind, devs in (("hca", hw.hcas), ("dpu", hw.dpus)):
-                for dev in devs:
-                    ib = [p for p in dev.ports if p.link_layer == "InfiniBand"]
-                    if ib:
-                        out.append(Ca(
-                            node.name, dev.name, kind, dev.model, getattr(dev, "rail", None),
-                            getattr(dev, "gpu", None), tuple(p.port for p in ib), tuple(p.rate for p in ib),
-                        ))
+            hw = hardware[node.name]
+            shape = shapes.get(id(hw))  # nodes of one profile share their Hardware: read it once
+            if shape is None:
+                shape = shapes[id(hw)] = []
+                for kind, devs in (("hca", hw.hcas), ("dpu", hw.dpus)):
+                    for dev in devs:
+                        ib = [p for p in dev.ports if p.link_layer == "InfiniBand"]
+                        if ib:
+                            shape.append((dev.name, kind, dev.model, getattr(dev, "rail", None),
+                                          getattr(dev, "gpu", None), tuple(p.port for p in ib),
+                                          tuple(p.rate for p in ib)))
+            name = node.name
+            out += [Ca(name, *s) for s in shape]
         return out
 
     @cached_property
@@ -84,6 +97,46 @@ class FabricView:
         for ca in self.cas:
             out[ca.node].append(ca)
         return out
+
+    @cached_property
+    def rail_ordered(self) -> dict[str, list[Ca]]:
+        """Each node's CAs in rail order (`rail_key`), sorted once per hardware (profile) shared by nodes."""
+        perms: dict[int, list[int]] = {}
+        hardware = self.index.hardware
+        out: dict[str, list[Ca]] = {}
+        for node, cas in self.cas_by_node.items():
+            shape = id(hardware[node])
+            perm = perms.get(shape)
+            if perm is None:
+                keys = [rail_key(ca) for ca in cas]
+                perm = perms[shape] = sorted(range(len(cas)), key=keys.__getitem__)
+            out[node] = [cas[i] for i in perm]
+        return out
+
+    @cached_property
+    def cabled(self) -> Mapping[PortKey, object]:
+        """The ports that have a cable (membership only: what `peer` holds, without building the links)."""
+        return self.index.cable_at
+
+    def ip(self, value: int) -> str:
+        """An allocated address as text (`Addresses.text`), each formatted once per view."""
+        text = self._ip_text.get(value)
+        if text is None:
+            if value <= 0xFFFFFFFF:  # IPv4: what netaddr prints, without building an IPAddress
+                text = f"{value >> 24}.{(value >> 16) & 255}.{(value >> 8) & 255}.{value & 255}"
+            else:
+                text = self.index.addresses.text(value)
+            self._ip_text[value] = text
+        return text
+
+    @cached_property
+    def _ip_text(self) -> dict[int, str]:
+        return {}
+
+    @cached_property
+    def ipoib_nets(self) -> list[tuple[IpoibSubnet, int]]:
+        """The IPoIB networks with their prefix length (read once per view, not once per node)."""
+        return [(ib, ib.cidr.prefixlen) for ib in self.index.inv.addressing.ipoib]
 
     @cached_property
     def guids(self) -> GuidBook:

@@ -87,15 +87,19 @@ def build_guids(index: Index, cas: list[tuple[str, str, tuple[int, ...]]]) -> Gu
     lock_port = {ref.key: int(g, 16) for ref, g in locks.ports.items()}
     declared_ca: dict[tuple[str, str], int] = {}
     declared_port: dict[tuple[str, str | None, int], int] = {}
+    shapes: dict[int, tuple[list[tuple[str, int]], list[tuple[str, int, int]]]] = {}
     for node, hw in index.hardware.items():
-        for hca in hw.hcas:
-            if hca.node_guid:
-                declared_ca[(node, hca.name)] = int(hca.node_guid, 16)
-        devices = [(h.name, h.ports) for h in hw.hcas] + [(d.name, d.ports) for d in hw.dpus]
-        for dev_name, dev_ports in devices:
-            for hp in dev_ports:
-                if hp.guid:
-                    declared_port[(node, dev_name, hp.port)] = int(hp.guid, 16)
+        shape = shapes.get(id(hw))  # nodes of one profile share their Hardware: read it once
+        if shape is None:
+            shape = shapes[id(hw)] = (
+                [(hca.name, int(hca.node_guid, 16)) for hca in hw.hcas if hca.node_guid],
+                [(name, hp.port, int(hp.guid, 16))
+                 for name, ports in [(h.name, h.ports) for h in hw.hcas] + [(d.name, d.ports) for d in hw.dpus]
+                 for hp in ports if hp.guid])
+        for name, value in shape[0]:
+            declared_ca[(node, name)] = value
+        for name, port, value in shape[1]:
+            declared_port[(node, name, port)] = value
 
     known: set[int] = set()
     switches: dict[str, int] = {}
@@ -112,17 +116,19 @@ def build_guids(index: Index, cas: list[tuple[str, str, tuple[int, ...]]]) -> Gu
         else:
             todo_sw.append(sw.name)
     for node, ca, ports in cas:
-        value = lock_ca.get((node, ca)) or declared_ca.get((node, ca))
-        if value is not None:
-            ca_nodes[(node, ca)] = value
+        key = (node, ca)
+        guid = lock_ca.get(key) or declared_ca.get(key)
+        if guid is not None:
+            ca_nodes[key] = guid
         else:
-            todo_ca.append((node, ca))
+            todo_ca.append(key)
         for p in ports:
-            pv = lock_port.get((node, ca, p)) or declared_port.get((node, ca, p))
-            if pv is not None:
-                ca_ports[(node, ca, p)] = pv
+            pkey = (node, ca, p)
+            found = lock_port.get(pkey) or declared_port.get(pkey)
+            if found is not None:
+                ca_ports[pkey] = found
             else:
-                todo_port.append((node, ca, p))
+                todo_port.append(pkey)
     known.update(switches.values(), ca_nodes.values(), ca_ports.values())
 
     placeholders: set[str] = set()
@@ -135,7 +141,13 @@ def build_guids(index: Index, cas: list[tuple[str, str, tuple[int, ...]]]) -> Gu
     base: dict[tuple[str, str], int] = {}
     for node, ca, _ports in cas:
         if (node, ca) in need:
-            base[(node, ca)] = taken.claim(partial(placeholder_ca_guid, node, ca), block=True)
+            first = placeholder_ca_guid(node, ca)  # salt 0, as `claim` tries first
+            if first >> 4 not in taken.blocks:
+                taken.blocks.add(first >> 4)
+                taken.claimed.add(first >> 4)
+                base[(node, ca)] = first
+            else:
+                base[(node, ca)] = taken.claim(partial(placeholder_ca_guid, node, ca), block=True)
     for key in todo_ca:
         ca_nodes[key] = base[key]
         placeholders.add(f"{key[0]}/{key[1]}")
