@@ -43,6 +43,8 @@ COMMANDS: dict[str, Entry] = {
     "alerts": Entry("alerts", "alerts", "List the active alerts with host, rack, U"),
     "lab": Entry("lab", "app", "The local lab: containers with sshd on a simulated InfiniBand fabric."),
     "plan": Entry("plan", "app", "Plan the fabric: generate, size, compare, BOM."),
+    "export": Entry("export", "app", "Export an environment in another tool's format (NetBox CSV)."),
+    "import": Entry("import_", "app", "Import another tool's data into an environment (NetBox CSV)."),
 }
 
 

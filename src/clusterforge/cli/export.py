@@ -1,0 +1,50 @@
+"""`clusterforge export netbox ENV --output DIR`: an environment as NetBox bulk-import CSVs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..api import load_checked
+from ..errors import ExitCode, InventoryInvalid
+from ..fsutil import write_atomic
+from .common import Format, check_output_path, err, fail_inventory, out, print_json
+
+app = typer.Typer(no_args_is_help=True, help="Export an environment in another tool's format (NetBox CSV).")
+
+
+@app.command("netbox")
+def netbox(
+    env: Path = typer.Argument(..., help="environment directory, e.g. inventories/prod"),
+    output: Path = typer.Option(..., "--output", "-o", help="directory for the CSV files"),
+    fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
+) -> None:
+    """Write ENV as NetBox bulk-import CSVs (NetBox 4.2 columns), one file per object type.
+
+    Import them into NetBox in the order of their numbers (Organization, then DCIM > Import for
+    each). Exit codes: 0 written, 2 bad --output, 3 invalid inventory, 1 a file cannot be written.
+    """
+    from ..interchange.netbox import FILES, NETBOX_VERSION, csv_files, export_tables
+
+    check_output_path(output, "--output", directory=True)
+    try:
+        checked = load_checked(env)
+    except InventoryInvalid as exc:
+        fail_inventory(exc)
+    tables = export_tables(checked.index)
+    texts = csv_files(tables)
+    written = []
+    try:
+        for i, name in enumerate(FILES, start=1):
+            path = output / f"{i:02d}-{name}"
+            write_atomic(path, texts[name])
+            written.append({"file": str(path), "rows": len(tables[name])})
+    except OSError as exc:
+        err.print(f"cannot write {output}: {exc}", style="bold red", markup=False)
+        raise typer.Exit(int(ExitCode.FAILURE)) from None
+    if fmt is Format.json:
+        print_json({"ok": True, "environment": str(env), "netbox": NETBOX_VERSION, "files": written})
+        return
+    for item in written:
+        out.print(f"wrote {item['file']} ({item['rows']} rows)", markup=False)
