@@ -270,7 +270,12 @@ def size_cmd(
     core_radix: int | None = typer.Option(None, "--core-radix"),
     rate: str | None = typer.Option(None, "--rate", help="host link rate (default: the switch's)"),
     oversubscription: str = typer.Option("1:1", "--oversubscription", help="1:1, 2:1, 3:1 or 4:1"),
-    su_size: int | None = typer.Option(None, "--su-size"),
+    su_size: int | None = typer.Option(None, "--su-size", help="nodes per scalable unit (wider than a leaf: "
+                                       "two or more leaves per rail)"),
+    leaves_per_rail: int | None = typer.Option(None, "--leaves-per-rail", help="leaves per rail in a unit "
+                                               "(default: the fewest that hold --su-size)"),
+    planes: str | None = typer.Option(None, "--planes", help="rail planes: rail (one per rail) or N rails per "
+                                      "plane; a two-tier Clos per plane, planes share no switch"),
     tiers: str = typer.Option("auto", "--tiers", help="auto, 2 or 3"),
     max_sus: int | None = typer.Option(None, "--max-sus", help="scalable units to size spines/cores for"),
     spines: int | None = typer.Option(None, "--spines", help="spines per pod"),
@@ -281,10 +286,14 @@ def size_cmd(
     if oversubscription not in ("1:1", "2:1", "3:1", "4:1") or tiers not in ("auto", "2", "3"):
         err.print("--oversubscription must be 1:1, 2:1, 3:1 or 4:1 and --tiers auto, 2 or 3")
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    if planes is not None and planes != "rail" and not (planes.isdigit() and int(planes) >= 1):
+        err.print("--planes must be rail or a number of rails per plane (at least 1)")
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     req = SizeRequest(nodes=nodes, ports_per_node=ports_per_node, radix=radix, spine_radix=spine_radix,
                       core_radix=core_radix, rate=rate, oversubscription=oversubscription,  # type: ignore[arg-type]
                       su_size=su_size, tiers="auto" if tiers == "auto" else int(tiers),  # type: ignore[arg-type]
-                      max_sus=max_sus, spines=spines, split=split)
+                      max_sus=max_sus, spines=spines, split=split, leaves_per_rail=leaves_per_rail,
+                      planes=None if planes is None else "rail" if planes == "rail" else int(planes))
     try:
         data = size_dict(size(req))
     except PlanError as exc:
@@ -294,11 +303,17 @@ def size_cmd(
         return
     sw, cb = data["switches"], data["cables"]
     out.print(f"{nodes} nodes x {ports_per_node} ports at {data['rate']} on {data['models']['leaf']} leaves: "
-              f"{data['tiers']} tiers, {data['scalable_units']} scalable unit(s) of {data['su_size']}", markup=False)
+              f"{data['tiers']} tiers, {data['scalable_units']} scalable unit(s) of {data['su_size']}"
+              + (f", {data['leaves_per_rail']} leaves per rail" if data["leaves_per_rail"] > 1 else "")
+              + (f", {data['planes']} rail planes of {data['rails_per_plane']} rail(s)" if data["planes"] > 1 else ""),
+              markup=False)
     out.print(f"switches: {sw['leaf']} leaf, {sw['spine']} spine, {sw['core']} core ({sum(sw.values())} in all)")
     out.print(f"cables: {cb['node_leaf']} node-leaf, {cb['leaf_spine']} leaf-spine, {cb['spine_core']} spine-core")
     out.print(f"oversubscription {data['oversubscription']} ({data['oversubscription_achieved']} achieved); "
-              f"bisection {data['bisection_gbps']:,.0f} Gb/s; worst case {data['max_switch_hops']} switch hops")
+              f"bisection {data['bisection_gbps']:,.0f} Gb/s"
+              + (f" within planes, {data['bisection_across_rails_gbps']:,.0f} across them (cross-plane traffic "
+                 "stays in the node: NVLink, PXN)" if data["planes"] > 1 else "")
+              + f"; worst case {data['max_switch_hops']} switch hops")
 
 
 @app.command("compare")

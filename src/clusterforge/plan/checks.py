@@ -64,6 +64,8 @@ class PlanReport:
     max_switch_hops: int | None
     free_ports: dict[str, int]
     findings: tuple[PlanFinding, ...]
+    planes: int = 1  # rail planes (connected fabrics with nodes)
+    bisection_across_planes_gbps: float = 0.0  # 0 with two or more planes: cross-plane traffic stays in the node
 
     @property
     def ok(self) -> bool:
@@ -126,7 +128,11 @@ def check_plan(index: Index, spec: FabricSpec | None = None) -> PlanReport:
                         f"{g.up_gbps[leaf]:g} Gb/s of uplinks = {ratio_text(value)}, more than the "
                         f"{spec.oversubscription} asked")
     _ha_shared(index, out)
-    hops, unreachable = worst_hops(g)
+    rpp = _rails_per_plane(spec)
+    if rpp:
+        hops, unreachable = _rail_planes(index, g, pods, rpp, out)
+    else:
+        hops, unreachable = worst_hops(g)
     if unreachable:
         out.add("FT-DISCONNECTED", "error", unreachable[0],
                 f"{len(unreachable)} leaf/leaves with nodes cannot be reached from the rest of the fabric")
@@ -134,9 +140,11 @@ def check_plan(index: Index, spec: FabricSpec | None = None) -> PlanReport:
     narrow = [node_gbps]
     if len({leaf for *_, leaf in g.host_leaf}) >= 2:
         narrow.append(g.tier_gbps["leaf_spine"])
-    if len(pods) >= 2:
+    if len(pods) >= 2 and not rpp:  # rail planes: the pods are the planes (their sum is the bisection within)
         narrow.append(g.tier_gbps["spine_core"])
     inv = index.inv
+    leaves_with_nodes = {leaf for *_, leaf in g.host_leaf}
+    n_planes = sum(1 for pod in pods if leaves_with_nodes & set(pod)) if rpp else 1
     return PlanReport(
         tiers=3 if planes else 2 if pods else 1,
         switches={role: sum(1 for r in g.roles.values() if r == role) for role in ("leaf", "spine", "core")},
@@ -148,7 +156,8 @@ def check_plan(index: Index, spec: FabricSpec | None = None) -> PlanReport:
         oversubscription=ratio_text(worst), worst_leaf_ratio=worst, node_gbps=node_gbps,
         bisection_gbps=min(narrow) / 2, max_switch_hops=hops,
         free_ports={name: max(0, g.radix[name] - len(g.used.get(name, ()))) for name in sorted(g.roles)},
-        findings=out.done(),
+        findings=out.done(), planes=n_planes,
+        bisection_across_planes_gbps=min(narrow) / 2 if n_planes <= 1 else 0.0,
     )
 
 
@@ -206,6 +215,65 @@ def _planes(g: FabricGraph, pods: list[list[str]], out: _Findings) -> list[list[
             out.add("FT-UNEVEN", "error", pod[0], f"the pod of {pod[0]} reaches {len(per_plane)} of "
                     f"{len(planes)} core planes through {sorted(set(per_plane.values()))} spine(s) each")
     return planes
+
+
+def _rails_per_plane(spec: FabricSpec | None) -> int:
+    if spec is None or spec.planes is None:
+        return 0
+    return 1 if spec.planes == "rail" else int(spec.planes)
+
+
+def _rail_planes(index: Index, g: FabricGraph, pods: list[list[str]], rpp: int,
+                 out: _Findings) -> tuple[int | None, list[str]]:
+    """Rail planes (fabric.planes): every connected fabric (a 2-tier pod) is one plane and serves the
+    rails of that plane only. PLANE-MIXED: an HCA port on a leaf of another plane's fabric (a cable
+    plugged into the wrong plane); PLANE-SPLIT: one plane's leaves in two fabrics. Returns the worst
+    hops within a plane and the leaves a plane's other leaves cannot reach."""
+    pod_of = {x: i for i, pod in enumerate(pods) for x in pod}
+    rail_cache: dict[int, dict[tuple[str, int], int]] = {}
+    by_pod: dict[int, Counter[int]] = defaultdict(Counter)
+    ports: list[tuple[str, str, int, str, int]] = []
+    for node, hca, port, leaf in g.host_leaf:
+        hw = index.hardware.get(node)
+        if hw is None:
+            continue
+        rails = rail_cache.get(id(hw))
+        if rails is None:
+            rails = rail_cache[id(hw)] = {(ep.hca, ep.port): r for r, ep in rail_ports(hw)}
+        rail = rails.get((hca, port))
+        if rail is None:
+            continue
+        ports.append((node, hca, port, leaf, rail))
+        by_pod[pod_of.get(leaf, -1)][rail // rpp] += 1
+    plane_of_pod = {i: c.most_common(1)[0][0] for i, c in by_pod.items() if i >= 0}
+    for node, hca, port, leaf, rail in ports:
+        pod = pod_of.get(leaf, -1)
+        if pod in plane_of_pod and plane_of_pod[pod] != rail // rpp:
+            out.add("PLANE-MIXED", "error", f"{node}/{hca}/{port}",
+                    f"rail {rail} HCA reaches plane {plane_of_pod[pod]}'s leaf {leaf} (rail {rail} belongs to "
+                    f"plane {rail // rpp}): the cable is plugged into the wrong plane")
+    homes: dict[int, list[int]] = defaultdict(list)
+    for pod, plane in sorted(plane_of_pod.items()):
+        homes[plane].append(pod)
+    unreachable: list[str] = []
+    worst: int | None = None
+    for plane, members in sorted(homes.items()):
+        if len(members) > 1:
+            out.add("PLANE-SPLIT", "error", pods[members[1]][0],
+                    f"plane {plane} is {len(members)} fabrics that cannot reach each other")
+        for pod in members:
+            keep = set(pods[pod])
+            sub = FabricGraph(roles={x: r for x, r in g.roles.items() if x in keep},
+                              links={k: v for k, v in g.links.items() if k[0] in keep},
+                              host_leaf=[h for h in g.host_leaf if h[3] in keep])
+            hops, missing = worst_hops(sub)
+            unreachable.extend(missing)
+            if hops is not None:
+                worst = max(worst or 0, hops)
+    lonely = sorted({leaf for *_, leaf in g.host_leaf if leaf not in pod_of})
+    if len(lonely) > 1 or (lonely and pods):
+        unreachable.extend(lonely)
+    return worst, unreachable
 
 
 def _rails(index: Index, g: FabricGraph, out: _Findings, infra_roles: set[str]) -> None:

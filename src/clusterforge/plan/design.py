@@ -69,6 +69,31 @@ class Design:
     spine_core_links: int  # q: links from each spine to each core of its plane
     infra_sus: int = 0  # unit positions (first ones) that hold the infrastructure leaves
     infra_leaves: int = 0
+    leaves_per_rail: int = 1  # L: a unit's nodes spread over L leaves of each rail
+    rails_per_plane: int = 0  # rail planes: rails of each plane (0: one fabric)
+
+    @property
+    def leaf_down(self) -> int:
+        """Node ports of a leaf (su_size / leaves_per_rail); its up ports follow."""
+        return self.su_size // self.leaves_per_rail
+
+    @property
+    def unit_leaves(self) -> int:
+        """Leaves of a full unit position: rails x leaves_per_rail."""
+        return self.rails * self.leaves_per_rail
+
+    @property
+    def planes(self) -> int:
+        """Rail planes (1: one fabric)."""
+        return self.rails // self.rails_per_plane if self.rails_per_plane else 1
+
+    @property
+    def plane_unit_leaves(self) -> int:
+        """Leaves a unit puts into each plane (its position block on the plane's spines)."""
+        return (self.rails_per_plane or self.rails) * self.leaves_per_rail
+
+    def plane_of(self, rail: int) -> int:
+        return rail // self.rails_per_plane if self.rails_per_plane else 0
 
     @property
     def compute_sus(self) -> int:
@@ -81,7 +106,8 @@ class Design:
 
     @property
     def leaves_per_pod(self) -> int:
-        return self.sus_per_pod * self.rails
+        """Leaves on one spine's down ports (rail planes: of one plane)."""
+        return self.sus_per_pod * self.plane_unit_leaves
 
     @property
     def spine_down(self) -> int:
@@ -94,11 +120,11 @@ class Design:
 
     @property
     def leaves(self) -> int:
-        return self.compute_sus * self.rails + self.infra_leaves
+        return self.compute_sus * self.unit_leaves + self.infra_leaves
 
     @property
     def spines(self) -> int:
-        return self.pods * self.spines_per_pod
+        return self.pods * self.spines_per_pod * self.planes
 
     @property
     def cores(self) -> int:
@@ -154,23 +180,16 @@ def resolve(spec: FabricSpec, cat: Catalog, nodes: int, rails: int, infra_ports:
     ratio = RATIOS[spec.oversubscription]
     leaf = switch_type(cat, spec.leaf_model, spec.split, "leaf_model")
     spine = switch_type(cat, spec.spine_model or spec.leaf_model, spec.split, "spine_model")
-    su = spec.su_size or default_su_size(leaf.ports, ratio)
-    if su % ratio:
-        ok = [s for s in range(1, leaf.ports + 1) if _valid_su(s, ratio, leaf.ports)]
-        raise PlanError(
-            f"su_size {su} does not divide by {ratio}: at {spec.oversubscription} every leaf needs "
-            f"su_size/{ratio} uplinks, and {su}/{ratio} is not a whole number of ports",
-            [f"su_size: {s} ({s // ratio} uplinks per leaf)" for s in _nearest(ok, su)])
-    up = su // ratio
-    if su + up > leaf.ports:
-        best = default_su_size(leaf.ports, ratio)
-        raise PlanError(
-            f"su_size {su} at {spec.oversubscription} needs {su} down + {up} up = {su + up} ports per "
-            f"leaf; {leaf.model} has {leaf.ports}{' split' if leaf.split else ''} ports",
-            [f"su_size: {best} ({best} down + {best // ratio} up)",
-             *([] if leaf.split else _split_hint(cat, spec.leaf_model))])
-    infra_leaves = _infra_leaves(spec, su, infra_ports)
-    infra_sus = math.ceil(infra_leaves / rails)
+    su, per_rail = _unit_size(spec, leaf, ratio, cat)
+    down = su // per_rail
+    up = down // ratio
+    rpp = _rails_per_plane(spec, rails)
+    if rpp and infra_ports:
+        raise PlanError("fabric.infra_roles with rail planes: infrastructure leaves would join one plane only",
+                        ["leave infra_roles empty (the nodes take unit slots on the rail leaves of every plane)",
+                         "planes: null"])
+    infra_leaves = _infra_leaves(spec, down, infra_ports)
+    infra_sus = math.ceil(infra_leaves / (rails * per_rail))
     sus = max(math.ceil(nodes / su) if nodes or infra_ports else 1, units)
     if spec.max_sus is not None and spec.max_sus < sus:
         why = (f"{nodes} nodes fill" if units <= math.ceil(nodes / su) else
@@ -180,14 +199,70 @@ def resolve(spec: FabricSpec, cat: Catalog, nodes: int, rails: int, infra_ports:
     design_sus = infra_sus + (spec.max_sus or sus)
     sus += infra_sus
     tiers = spec.tiers
+    if rpp:
+        if tiers == 3:
+            raise PlanError("rail planes are two-tier Clos networks: fabric.tiers 3 with planes",
+                            ["tiers: 2 (or auto)", "planes: null (one three-tier fabric)"])
+        tiers = 2
     if tiers == "auto":
-        tiers = 2 if design_sus * rails <= spine.ports else 3
+        tiers = 2 if design_sus * rails * per_rail <= spine.ports else 3
     if tiers == 2:
-        d = _two_tier(spec, leaf, spine, rails, ratio, su, up, sus, design_sus, spines_hint)
+        d = _two_tier(spec, leaf, spine, (rpp or rails) * per_rail, ratio, su, up, sus, design_sus, spines_hint,
+                      rails, rpp)
     else:
         core = switch_type(cat, spec.core_model or spec.spine_model or spec.leaf_model, spec.split, "core_model")
-        d = _three_tier(spec, leaf, spine, core, rails, ratio, su, up, sus, design_sus, spines_hint, cores_hint)
+        d = _three_tier(spec, leaf, spine, core, rails * per_rail, ratio, su, up, sus, design_sus, spines_hint,
+                        cores_hint)
+    d = replace(d, rails=rails, leaves_per_rail=per_rail, rails_per_plane=rpp) if per_rail > 1 or rpp else d
     return replace(d, infra_sus=infra_sus, infra_leaves=infra_leaves) if infra_leaves else d
+
+
+def _unit_size(spec: FabricSpec, leaf: SwitchType, ratio: int, cat: Catalog) -> tuple[int, int]:
+    """(su_size, leaves per rail), or PlanError. A unit wider than a leaf's down ports takes the
+    fewest leaves per rail that split it evenly into valid leaves (or `leaves_per_rail`)."""
+    per_rail = spec.leaves_per_rail
+    su = spec.su_size or default_su_size(leaf.ports, ratio) * (per_rail or 1)
+    if per_rail is None:
+        per_rail = next((n for n in divisors(su) if _valid_su(su // n, ratio, leaf.ports)), None)
+        if per_rail is None:  # no split works: say why for one leaf per rail
+            per_rail = 1
+    elif su % per_rail:
+        ok = [s for s in range(per_rail, su * 2, per_rail) if _valid_su(s // per_rail, ratio, leaf.ports)]
+        raise PlanError(f"su_size {su} does not split evenly over leaves_per_rail {per_rail}",
+                        [f"su_size: {s}" for s in _nearest(ok, su)])
+    down = su // per_rail
+    if down % ratio:
+        ok = [s for s in range(1, leaf.ports + 1) if _valid_su(s, ratio, leaf.ports)]
+        raise PlanError(
+            f"su_size {su} does not divide by {ratio}: at {spec.oversubscription} every leaf needs "
+            + (f"su_size/{ratio} uplinks, and {su}/{ratio}" if per_rail == 1 else
+               f"its {down} node ports/{ratio} uplinks, and {down}/{ratio}") + " is not a whole number of ports",
+            [f"su_size: {s * per_rail} ({s // ratio} uplinks per leaf)" for s in _nearest(ok, down)])
+    up = down // ratio
+    if down + up > leaf.ports:
+        best = default_su_size(leaf.ports, ratio)
+        raise PlanError(
+            f"su_size {su} at {spec.oversubscription} needs {down} down + {up} up = {down + up} ports per "
+            f"leaf{f' ({per_rail} leaves per rail)' if per_rail > 1 else ''}; {leaf.model} has {leaf.ports}"
+            f"{' split' if leaf.split else ''} ports",
+            [f"su_size: {best} ({best} down + {best // ratio} up)",
+             f"leaves_per_rail: {math.ceil(su / best)}",
+             *([] if leaf.split else _split_hint(cat, spec.leaf_model))])
+    return su, per_rail
+
+
+def _rails_per_plane(spec: FabricSpec, rails: int) -> int:
+    """Rails of each rail plane (0: one fabric), or PlanError."""
+    if spec.planes is None:
+        return 0
+    if spec.kind != "rail-optimized":
+        raise PlanError("fabric.planes needs kind rail-optimized (a plane is a group of rails)",
+                        ["kind: rail-optimized", "planes: null"])
+    rpp = 1 if spec.planes == "rail" else int(spec.planes)
+    if rails % rpp:
+        raise PlanError(f"planes: {rpp} rails per plane do not divide the {rails} rails evenly",
+                        [f"planes: {n}" for n in divisors(rails)])
+    return rpp
 
 
 def _infra_leaves(spec: FabricSpec, su: int, ports: int) -> int:
@@ -209,15 +284,21 @@ def _split_hint(cat: Catalog, model: str) -> list[str]:
 
 
 def _two_tier(spec: FabricSpec, leaf: SwitchType, spine: SwitchType, rails: int, ratio: int, su: int,
-              up: int, sus: int, design_sus: int, hint: int | None = None) -> Design:
+              up: int, sus: int, design_sus: int, hint: int | None = None, all_rails: int = 0,
+              rpp: int = 0) -> Design:
+    """`rails`: leaves a unit puts on one spine layer (rail planes: of one plane)."""
     leaves = design_sus * rails
     if leaves > spine.ports:
         most = spine.ports // rails
+        where = f"one plane of {spine.ports}-port {spine.model} spines" if rpp else \
+            f"one layer of {spine.ports}-port {spine.model} spines"
         raise PlanError(
-            f"{design_sus} scalable units x {rails} rails = {leaves} leaves; one layer of "
-            f"{spine.ports}-port {spine.model} spines connects at most {spine.ports} leaves "
-            f"({most} units = {most * su} nodes) in 2 tiers",
-            ["tiers: 3 (or auto)", *([f"max_sus: {most}"] if spec.max_sus and most >= sus else [])])
+            f"{design_sus} scalable units x {rails} "
+            f"{'leaves per plane' if rpp else 'rails' if rails == all_rails else 'leaves'} = {leaves} leaves; "
+            f"{where} connects at most {spine.ports} leaves ({most} units = {most * su} nodes) in 2 tiers",
+            [*(["planes: rail (one two-tier plane per rail)"] if not rpp and all_rails > 1 else []),
+             "tiers: 3 (or auto)" if not rpp else "planes: null (three tiers)",
+             *([f"max_sus: {most}"] if spec.max_sus and most >= sus else [])])
     valid = [s for s in divisors(up) if leaves * (up // s) <= spine.ports]
     if spec.spines is not None:
         count = spec.spines

@@ -77,7 +77,7 @@ def plan_fabric(inv: Inventory, index: Index | None = None, cat: Catalog | None 
     if used > design.compute_sus:
         design = resolve(spec, cat, len(compute), rails, infra_ports, units=used, spines_hint=spines_hint,
                          cores_hint=cores_hint)
-    spread = infra_spread(infra, design.infra_leaves, design.su_size, frozen, partners) if infra else []
+    spread = infra_spread(infra, design.infra_leaves, design.leaf_down, frozen, partners) if infra else []
     floor = Floor(index, cat, spec.network_rack_suffix, spec.switch_row)
     builder = _Builder(design, floor, cat, spec.trunk_fiber, frozen, partners)
     with gc_paused():  # tens of thousands of small acyclic models: GC passes would dominate
@@ -140,13 +140,16 @@ class _Builder(KeepFrozen):
         for pod in range(d.pods):
             spines = [f"spine{s + 1:02d}" if d.tiers == 2 else f"spine-p{pod + 1:02d}-{s + 1:02d}"
                       for s in range(d.spines_per_pod)]
+            if d.rails_per_plane:  # rail planes: each plane its own spines (2 tiers, one pod)
+                spines = [f"spine-pl{pl + 1:02d}-{s + 1:02d}" for pl in range(d.planes)
+                          for s in range(d.spines_per_pod)]
             mark = len(sws)
             before = len(units)
             first = pod * d.sus_per_pod
             for pos in range(first, min(first + d.sus_per_pod, d.sus)):
                 if pos < d.infra_sus:
-                    lo = pos * d.rails
-                    count = min(d.rails, d.infra_leaves - lo)
+                    lo = pos * d.unit_leaves
+                    count = min(d.unit_leaves, d.infra_leaves - lo)
                     leaves = {i: f"leaf-infra-{lo + i + 1:02d}" for i in range(count)} if infra else {}
                     units.append(Unit(pos, pos - first, leaves, (), True))
                     sws.extend(Sw(n, "leaf", d.leaf, None, None, pod) for n in leaves.values())
@@ -155,19 +158,24 @@ class _Builder(KeepFrozen):
                 mine = sorted(members.get(su, []), key=lambda t: t[0])
                 if not mine:
                     continue
-                if rail_opt and all(None not in node.ports for _, node in mine):
+                if rail_opt and d.leaves_per_rail == 1 and all(None not in node.ports for _, node in mine):
                     used = list(range(d.rails))  # the common case, without a look at every port
-                elif rail_opt:
+                elif rail_opt and d.leaves_per_rail == 1:
                     used = sorted({rail for _, node in mine for rail, ep in enumerate(node.ports) if ep is not None})
                 else:
                     used = sorted({geo.leaf_port(k, rail)[0] for k, node in mine
                                    for rail, ep in enumerate(node.ports) if ep is not None})
-                leaves = {i: f"leaf-su{su + 1:02d}-{'r' if rail_opt else ''}{i}" for i in used}
+                leaves = {i: _leaf_name(d, su, i) for i in used}
                 units.append(Unit(pos, pos - first, leaves, tuple(mine), False))
-                sws.extend(Sw(n, "leaf", d.leaf, su, i if rail_opt else None, pod) for i, n in leaves.items())
+                sws.extend(Sw(n, "leaf", d.leaf, su, i // d.leaves_per_rail if rail_opt else None, pod)
+                           for i, n in leaves.items())
             if d.tiers == 3 and not any(u.leaves for u in units[before:]):
                 spines = []  # every unit of the pod retired: its spines go too
-            sws[mark:mark] = [Sw(n, "spine", d.spine, pod, None, pod, s) for s, n in enumerate(spines)]
+            if d.rails_per_plane:  # group = the rail plane; Sw.plane too (keep.py pairs leaves with it)
+                sws[mark:mark] = [Sw(n, "spine", d.spine, s // d.spines_per_pod, None, pod, s // d.spines_per_pod)
+                                  for s, n in enumerate(spines)]
+            else:
+                sws[mark:mark] = [Sw(n, "spine", d.spine, pod, None, pod, s) for s, n in enumerate(spines)]
             pod_spines.append(spines)
         return sws, cores, pod_spines, units
 
@@ -272,7 +280,7 @@ class _Builder(KeepFrozen):
         new = [n for n in unit.leaves.values() if n not in self.kept_sw]
         if new:
             if unit.infra:
-                places = self.floor.place_leaves(infra[0].rack, d.leaf, d.rails - (len(unit.leaves) - len(new)),
+                places = self.floor.place_leaves(infra[0].rack, d.leaf, d.unit_leaves - (len(unit.leaves) - len(new)),
                                                  "the infrastructure leaves")
             else:
                 places = self.floor.place_leaves(unit.members[0][1].rack, d.leaf, len(new),
@@ -281,18 +289,23 @@ class _Builder(KeepFrozen):
         for name in unit.leaves.values():
             self._switch(by_name[name], lambda name=name: where[name])  # type: ignore[misc]
         p = d.leaf_spine_links
+        per_plane = d.plane_unit_leaves
         for i, leaf in unit.leaves.items():
-            pos = unit.in_pod * d.rails + i
-            for s, spine in enumerate(spines):
+            pos = unit.in_pod * per_plane + i % per_plane
+            mine = spines
+            if d.rails_per_plane:  # the spines of the leaf's own plane only
+                plane = i // per_plane
+                mine = spines[plane * d.spines_per_pod:(plane + 1) * d.spines_per_pod]
+            for s, spine in enumerate(mine):
                 if not self.constrained:  # from scratch: every port is the design's own (measured: 0.05 s at 2,048)
                     for j in range(p):
-                        self._up(1, leaf, d.su_size + s * p + j + 1, spine, pos * p + j + 1, self.rate_ls)
+                        self._up(1, leaf, d.leaf_down + s * p + j + 1, spine, pos * p + j + 1, self.rate_ls)
                     continue
-                self._pair(1, leaf, spine, [d.su_size + s * p + j + 1 for j in range(p)],
-                           [pos * p + j + 1 for j in range(p)], (d.su_size + 1, d.su_size + d.uplinks),
+                self._pair(1, leaf, spine, [d.leaf_down + s * p + j + 1 for j in range(p)],
+                           [pos * p + j + 1 for j in range(p)], (d.leaf_down + 1, d.leaf_down + d.uplinks),
                            (1, spine_ports), self.rate_ls)
         if unit.infra:
-            first = unit.pos * d.rails
+            first = unit.pos * d.unit_leaves
             for node, ports in zip(infra, spread, strict=True):
                 for ep, (leaf_no, port) in zip(node.ports, ports, strict=True):
                     if leaf_no - first in unit.leaves:
@@ -300,15 +313,18 @@ class _Builder(KeepFrozen):
                         self._host(node, ep, unit.leaves[leaf_no - first], port)
             return
         rail_opt = d.kind == "rail-optimized"
+        wide = d.leaves_per_rail > 1
         for k, node in unit.members:
             for rail, ep in enumerate(node.ports):
                 if ep is None:
                     continue
-                if rail_opt:
+                if rail_opt and not wide:
                     leaf, port = unit.leaves[rail], k + 1
+                elif rail_opt:
+                    leaf, port = unit.leaves[rail * d.leaves_per_rail + k // d.leaf_down], k % d.leaf_down + 1
                 else:
                     slot = k * d.rails + rail
-                    leaf, port = unit.leaves[slot // d.su_size], slot % d.su_size + 1
+                    leaf, port = unit.leaves[slot // d.leaf_down], slot % d.leaf_down + 1
                 self._host(node, ep, leaf, port)
 
     def _host(self, node: FabricNode, ep: Endpoint, leaf: str, port: int) -> None:
@@ -330,6 +346,16 @@ class _Builder(KeepFrozen):
         # whose lanes and panel ports are handed out in one growth order (no re-packing either way)
         self._link(0, cid, _ref(node.name, ep.port, ep.hca), node.rack, node.u, _ref(leaf, port), rate,
                    not node.infra, node.name, kept)
+
+
+def _leaf_name(d: Design, su: int, i: int) -> str:
+    """Leaf i of scalable unit su: `leaf-su01-r3`, with two or more leaves per rail `leaf-su01-r3-1`
+    (0-based leaf of the rail); fat-tree `leaf-su01-5`."""
+    if d.kind != "rail-optimized":
+        return f"leaf-su{su + 1:02d}-{i}"
+    if d.leaves_per_rail == 1:
+        return f"leaf-su{su + 1:02d}-r{i}"
+    return f"leaf-su{su + 1:02d}-r{i // d.leaves_per_rail}-{i % d.leaves_per_rail}"
 
 
 def _free(used: set[int], ideal: list[int], rng: tuple[int, int], switch: str) -> int:

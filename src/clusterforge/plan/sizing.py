@@ -33,6 +33,8 @@ class SizeRequest:
     spines: int | None = None
     split: bool = False
     kind: Literal["fat-tree", "rail-optimized"] = "rail-optimized"
+    leaves_per_rail: int | None = None
+    planes: Literal["rail"] | int | None = None  # rails per plane
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,8 @@ def size(req: SizeRequest, cat: Catalog | None = None) -> Planned:
         raise PlanError(f"--rate: unknown rate {rate!r}", [f"--rate {r}" for r in cat.rates])
     spec = FabricSpec(kind=req.kind, tiers=req.tiers, rate=rate, leaf_model=leaf, spine_model=spine,
                       core_model=core, split=req.split, oversubscription=req.oversubscription,
-                      su_size=req.su_size, max_sus=req.max_sus, spines=req.spines)
+                      su_size=req.su_size, max_sus=req.max_sus, spines=req.spines,
+                      leaves_per_rail=req.leaves_per_rail, planes=req.planes)
     return plan_synthetic(Shape(nodes=req.nodes, ports_per_node=req.ports_per_node, rate=rate), spec, cat)
 
 
@@ -94,13 +97,17 @@ def size_dict(p: Planned) -> dict[str, Any]:
         "oversubscription": d.oversubscription,
         "oversubscription_achieved": report.oversubscription,
         "bisection_gbps": report.bisection_gbps,
+        "bisection_across_rails_gbps": report.bisection_across_planes_gbps,
         "max_switch_hops": report.max_switch_hops,
         "models": {"leaf": d.leaf.model, "spine": d.spine.model, "core": d.core.model if d.core else None},
         "rate": d.rate,
         "su_size": d.su_size,
         "scalable_units": d.sus,
         "rails": d.rails,
-        "leaf_ports": {"down": d.su_size, "up": d.uplinks},
+        "leaves_per_rail": d.leaves_per_rail,
+        "planes": d.planes,
+        "rails_per_plane": d.rails_per_plane or d.rails,
+        "leaf_ports": {"down": d.leaf_down, "up": d.uplinks},
         "spines_per_pod": d.spines_per_pod,
         "pods": d.pods,
         "links_leaf_spine": d.leaf_spine_links,

@@ -29,7 +29,7 @@ from .endpoints import FabricNode
 from .errors import PlanError
 from .frozen import EMPTY, Frozen
 
-_LEAF = re.compile(r"^leaf-su(\d+)-(r?)(\d+)$")
+_LEAF = re.compile(r"^leaf-su(\d+)-(r?)(\d+)(?:-(\d+))?$")
 _INFRA = re.compile(r"^leaf-infra-(\d+)$")
 Slot = tuple[int, int]
 
@@ -39,6 +39,8 @@ class Units:
 
     def __init__(self, d: Design, partners: Mapping[str, frozenset[str]]) -> None:
         self.size = d.su_size
+        self.down = d.leaf_down
+        self.per_rail = d.leaves_per_rail
         self.rails = d.rails
         self.rail_opt = d.kind == "rail-optimized"
         self.partners = partners
@@ -46,19 +48,24 @@ class Units:
         self.ha_on: dict[tuple[int, int], set[str]] = {}
 
     def leaf_port(self, k: int, rail: int) -> tuple[int, int]:
-        """(leaf index in the SU, leaf port) of slot k on `rail`."""
+        """(leaf index in the SU, leaf port) of slot k on `rail`: rail-optimized, leaf
+        rail x leaves_per_rail + k // leaf_down (one leaf per rail: the rail)."""
         if self.rail_opt:
-            return rail, k + 1
+            if self.per_rail == 1:
+                return rail, k + 1
+            return rail * self.per_rail + k // self.down, k % self.down + 1
         s = k * self.rails + rail
-        return s // self.size, s % self.size + 1
+        return s // self.down, s % self.down + 1
 
     def slot_of(self, leaf: int, port: int) -> tuple[int, int] | None:
         """(k, rail) of a leaf port, or None when it is not a node port of this design."""
-        if not 1 <= port <= self.size:
+        if not 1 <= port <= self.down:
             return None
         if self.rail_opt:
-            return (port - 1, leaf) if leaf < self.rails else None
-        s = leaf * self.size + port - 1
+            if leaf >= self.rails * self.per_rail:
+                return None
+            return (leaf % self.per_rail) * self.down + port - 1, leaf // self.per_rail
+        s = leaf * self.down + port - 1
         return s // self.rails, s % self.rails
 
     def leaves(self, node: FabricNode, k: int) -> set[int]:
@@ -136,9 +143,11 @@ def _frozen_slot(node: FabricNode, units: Units, frozen: Frozen) -> Slot | None:
         if hit is None:
             continue
         m = _LEAF.match(hit[1])
-        if m is None or (m.group(2) == "r") != units.rail_opt:
+        if m is None or (m.group(2) == "r") != units.rail_opt or (m.group(4) is not None) != (units.per_rail > 1
+                                                                                               and units.rail_opt):
             continue
-        at = units.slot_of(int(m.group(3)), hit[2])
+        leaf = int(m.group(3)) * units.per_rail + int(m.group(4) or 0) if units.rail_opt else int(m.group(3))
+        at = units.slot_of(leaf, hit[2])
         if at is not None and at[1] == rail:
             return int(m.group(1)) - 1, at[0]
     return None

@@ -69,10 +69,12 @@ def test_su_size_not_divisible_by_ratio() -> None:
 
 
 def test_su_size_beyond_the_leaf_radix() -> None:
+    # a unit wider than a leaf takes two leaves per rail (tests/unit/plan/test_planes_sizes.py); pinned to one:
     with pytest.raises(PlanError) as info:
-        resolve(spec(su_size=40), CAT, nodes=80, rails=1)
+        resolve(spec(su_size=40, leaves_per_rail=1), CAT, nodes=80, rails=1)
     assert info.value.message == "su_size 40 at 1:1 needs 40 down + 40 up = 80 ports per leaf; QM9700 has 64 ports"
     assert info.value.suggestions[0] == "su_size: 32 (32 down + 32 up)"
+    assert "leaves_per_rail: 2" in info.value.suggestions
     assert any(s.startswith("split: true") for s in info.value.suggestions)
 
 
