@@ -83,6 +83,7 @@ def _env_commands(env: Path, tmp: Path) -> list[list[str]]:
         ["learn", str(env), "--from", str(source)],
         ["diff", str(env), str(env)],
         ["deploy", str(env), "--dry-run"],
+        ["export", "netbox", str(env), "--output", str(tmp / "netbox")],
     ]
 
 

@@ -302,14 +302,14 @@ def read_tables(texts: dict[str, str]) -> dict[str, _Table]:
                 raise NetboxImportError(name, None, "missing: an export has sites.csv and devices.csv at least")
             out[name] = _Table(name, [])
             continue
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        header = reader.fieldnames or []
-        needed = [c for c in columns if c in _REQUIRED.get(name, ())]
-        lacking = [c for c in needed if c not in header]
-        if lacking:
-            raise NetboxImportError(name, 1, f"no column {', '.join(lacking)} (header: {', '.join(header)})")
+        reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
         rows = []
         try:
+            header = reader.fieldnames or []
+            needed = [c for c in columns if c in _REQUIRED.get(name, ())]
+            lacking = [c for c in needed if c not in header]
+            if lacking:
+                raise NetboxImportError(name, 1, f"no column {', '.join(lacking)} (header: {', '.join(header)})")
             for row in reader:
                 rows.append((reader.line_num, {k: _uncell(v) for k, v in row.items() if isinstance(k, str)}))
         except csv.Error as exc:

@@ -170,3 +170,29 @@ def test_cli_refuses_bad_csv_without_a_traceback(prod: Checked, tmp_path: Path) 
     assert result.exit_code == 2
     assert "cables.csv:" in result.output and "cable type 'cat6'" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "env").exists()
+
+
+GARBAGE: dict[str, dict[str, bytes]] = {
+    "empty-dir": {},
+    "empty-files": {"sites.csv": b"", "devices.csv": b""},
+    "binary": {"sites.csv": b"\x00\xff\xfe" * 100, "devices.csv": b"\x89PNG\r\n\x1a\n"},
+    "header-only": {"sites.csv": b"name,slug\n", "devices.csv": b"name,role,device_type,rack,position\n"},
+    "no-columns": {"sites.csv": b"name\nx\n", "devices.csv": b"a,b\n1,2\n"},
+    "bad-position": {"sites.csv": b"name\nx\n", "device-types.csv": b"model,u_height\nm,1\n",
+                     "devices.csv": b"name,role,device_type,rack,position\nn1,compute,m,r1,top\n"},
+    "two-sites": {"sites.csv": b"name\nx\ny\n", "devices.csv": b"name,role,device_type,rack,position\n"},
+    "stray-quote": {"sites.csv": b'name\n"x\n', "devices.csv": b"name,role,device_type,rack,position\n"},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(GARBAGE))
+def test_import_of_garbage_is_refused_cleanly(kind: str, tmp_path: Path) -> None:
+    src = tmp_path / "csv"
+    src.mkdir()
+    for name, data in GARBAGE[kind].items():
+        (src / name).write_bytes(data)
+    result = CliRunner().invoke(app, ["import", "netbox", str(src), "--output", str(tmp_path / "env")])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() and not (tmp_path / "env").exists()
