@@ -320,7 +320,7 @@ def size_cmd(
 def compare_cmd(
     nodes: int = typer.Option(100, "--nodes", help="nodes to plan each design for"),
     design: list[str] = typer.Option([], "--design", help="A, B, C (the design brief's options) or "
-                                     "NAME[=BASE]:gpu=..,gpus=..,hca=..,hcas=..,rate=..,switch=..,ratio=.."),
+                                     "NAME[=BASE]:gpu=..,gpus=..,hca=..,hcas=..,rate=..,switch=..,ratio=..,su=..,planes=rail|N"),
     prices: Path | None = typer.Option(None, "--prices", help="YAML price table (default: example prices)"),
     fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
 ) -> None:
@@ -345,7 +345,10 @@ def compare_cmd(
         ("tiers", lambda r: r["tiers"]),
         ("switches leaf/spine/core", lambda r: "/".join(str(v) for v in r["switches"].values())),
         ("cables node/leaf-spine/spine-core", lambda r: "/".join(str(v) for v in r["cables"].values())),
-        ("bisection Gb/s", lambda r: f"{r['bisection_gbps']:,.0f}"),
+        ("planes", lambda r: r["planes"]),
+        ("optics (transceivers)", lambda r: f"{r['optics']:,}"),
+        ("bisection Gb/s (within planes)", lambda r: f"{r['bisection_gbps']:,.0f}"),
+        ("bisection across planes Gb/s", lambda r: f"{r['bisection_across_planes_gbps']:,.0f}"),
         ("bisection per node Gb/s", lambda r: f"{r['bisection_gbps_per_node']:,.0f}"),
         ("fabric cost / 100 nodes", lambda r: f"{r['cost_per_100_nodes']['fabric']:,.0f} {r['currency']}"),
         ("GPU cost / 100 nodes", lambda r: f"{r['cost_per_100_nodes']['gpus']:,.0f} {r['currency']}"),

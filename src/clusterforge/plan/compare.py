@@ -1,7 +1,9 @@
 """Design alternatives side by side: switch counts, cables, bisection and cost per 100 nodes.
 
 The design brief's three options are built in (A, B, C); others are written
-`NAME:key=value,...` with keys gpu, gpus, hca, hcas, rate, switch, ratio (see `parse_option`).
+`NAME:key=value,...` with keys gpu, gpus, hca, hcas, rate, switch, ratio, su, planes (see
+`parse_option`); `planes=rail` (or a number of rails per plane) makes a rail-plane design, shown
+beside the one-fabric (three-tier past one spine layer) option with the same nodes.
 Each option is planned for `nodes` nodes on a synthetic floor by the real generator,
 checked, and priced from a PriceTable (example prices unless one is given).
 """
@@ -34,6 +36,8 @@ class Option:
     rate: str
     switch: str
     ratio: Ratio
+    su: int | None = None  # su_size (default: the largest a leaf holds)
+    planes: str | None = None  # rail planes: "rail" or rails per plane (as text); None: one fabric
 
 
 OPTIONS: dict[str, Option] = {
@@ -42,7 +46,8 @@ OPTIONS: dict[str, Option] = {
     "C": Option("C", "density", "A30", 16, "ConnectX-5", 1, "EDR", "QM8700", "4:1"),
 }
 
-_KEYS = {"gpu": str, "gpus": int, "hca": str, "hcas": int, "rate": str, "switch": str, "ratio": str, "title": str}
+_KEYS = {"gpu": str, "gpus": int, "hca": str, "hcas": int, "rate": str, "switch": str, "ratio": str, "title": str,
+         "su": int, "planes": str}
 
 
 def parse_option(text: str) -> Option:
@@ -67,6 +72,9 @@ def parse_option(text: str) -> Option:
             raise PlanError(f"design {text!r}: {key}={value!r} is not a number") from None
     if values.get("ratio", "1:1") not in RATIOS:
         raise PlanError(f"design {text!r}: ratio must be one of {', '.join(RATIOS)}")
+    planes = values.get("planes")
+    if planes is not None and planes != "rail" and not (planes.isdigit() and int(planes) >= 1):
+        raise PlanError(f"design {text!r}: planes must be rail or a number of rails per plane")
     return replace(OPTIONS[base_name], **values)
 
 
@@ -92,6 +100,8 @@ class Compared:
             "oversubscription_achieved": report.oversubscription, "tiers": report.tiers,
             "switches": plan.switch_counts(), "cables": plan.cable_counts(), "media": plan.media_counts(),
             "trunks": len(plan.trunks), "bisection_gbps": report.bisection_gbps,
+            "planes": report.planes, "bisection_across_planes_gbps": report.bisection_across_planes_gbps,
+            "optics": sum(line.quantity for line in self.bom.lines if line.category == "transceiver"),
             "bisection_gbps_per_node": report.bisection_gbps / self.nodes,
             "max_switch_hops": report.max_switch_hops,
             "currency": self.bom.currency, "example_prices": self.bom.example_prices,
@@ -110,7 +120,9 @@ def compare(options: list[Option], prices: PriceTable, nodes: int = 100, cat: Ca
             value = cast(str, getattr(opt, what))
             if value not in known:
                 raise PlanError(f"design {opt.name}: unknown {what} {value!r}", [", ".join(sorted(known))])
-        spec = FabricSpec(rate=opt.rate, leaf_model=opt.switch, oversubscription=opt.ratio)
+        planes = None if opt.planes is None else "rail" if opt.planes == "rail" else int(opt.planes)
+        spec = FabricSpec(rate=opt.rate, leaf_model=opt.switch, oversubscription=opt.ratio, su_size=opt.su,
+                          planes=planes)
         shape = Shape(nodes=nodes, ports_per_node=opt.hcas, rate=opt.rate, hca_model=opt.hca, gpu_model=opt.gpu,
                       gpus_per_node=opt.gpus, node_u=8 if opt.gpus <= 8 else 4)
         planned = plan_synthetic(shape, spec, cat)
