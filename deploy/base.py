@@ -1,7 +1,7 @@
-"""The base component only (pyinfra CLI entry point)."""
+"""The base component only (pyinfra CLI entry point): one named operation per action, e.g. `base: files (...)`."""
 
 from pyinfra import host
 
-from clusterforge.deploy.ops import converge
+from clusterforge.deploy.ops import deploy_component
 
-converge(host.data.cf_plan, "base", name="clusterforge base")
+deploy_component(host.data.cf_plan, "base")

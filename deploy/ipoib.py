@@ -1,7 +1,7 @@
-"""The ipoib component only (pyinfra CLI entry point)."""
+"""The ipoib component only (pyinfra CLI entry point): one named operation per action, e.g. `ipoib: files (...)`."""
 
 from pyinfra import host
 
-from clusterforge.deploy.ops import converge
+from clusterforge.deploy.ops import deploy_component
 
-converge(host.data.cf_plan, "ipoib", name="clusterforge ipoib")
+deploy_component(host.data.cf_plan, "ipoib")

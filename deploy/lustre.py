@@ -1,7 +1,7 @@
-"""The lustre component only (pyinfra CLI entry point)."""
+"""The lustre component only (pyinfra CLI entry point): one named operation per action, e.g. `lustre: files (...)`."""
 
 from pyinfra import host
 
-from clusterforge.deploy.ops import converge
+from clusterforge.deploy.ops import deploy_component
 
-converge(host.data.cf_plan, "lustre", name="clusterforge lustre")
+deploy_component(host.data.cf_plan, "lustre")

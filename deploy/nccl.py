@@ -1,7 +1,7 @@
-"""The nccl component only (pyinfra CLI entry point)."""
+"""The nccl component only (pyinfra CLI entry point): one named operation per action, e.g. `nccl: files (...)`."""
 
 from pyinfra import host
 
-from clusterforge.deploy.ops import converge
+from clusterforge.deploy.ops import deploy_component
 
-converge(host.data.cf_plan, "nccl", name="clusterforge nccl")
+deploy_component(host.data.cf_plan, "nccl")

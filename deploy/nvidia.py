@@ -1,7 +1,7 @@
-"""The nvidia component only (pyinfra CLI entry point)."""
+"""The nvidia component only (pyinfra CLI entry point): one named operation per action, e.g. `nvidia: files (...)`."""
 
 from pyinfra import host
 
-from clusterforge.deploy.ops import converge
+from clusterforge.deploy.ops import deploy_component
 
-converge(host.data.cf_plan, "nvidia", name="clusterforge nvidia")
+deploy_component(host.data.cf_plan, "nvidia")

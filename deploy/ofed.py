@@ -1,7 +1,7 @@
-"""The ofed component only (pyinfra CLI entry point)."""
+"""The ofed component only (pyinfra CLI entry point): one named operation per action, e.g. `ofed: files (...)`."""
 
 from pyinfra import host
 
-from clusterforge.deploy.ops import converge
+from clusterforge.deploy.ops import deploy_component
 
-converge(host.data.cf_plan, "ofed", name="clusterforge ofed")
+deploy_component(host.data.cf_plan, "ofed")

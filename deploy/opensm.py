@@ -1,7 +1,7 @@
-"""The opensm component only (pyinfra CLI entry point)."""
+"""The opensm component only (pyinfra CLI entry point): one named operation per action, e.g. `opensm: files (...)`."""
 
 from pyinfra import host
 
-from clusterforge.deploy.ops import converge
+from clusterforge.deploy.ops import deploy_component
 
-converge(host.data.cf_plan, "opensm", name="clusterforge opensm")
+deploy_component(host.data.cf_plan, "opensm")

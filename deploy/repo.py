@@ -1,7 +1,7 @@
-"""The repo component only (pyinfra CLI entry point)."""
+"""The repo component only (pyinfra CLI entry point): one named operation per action, e.g. `repo: files (...)`."""
 
 from pyinfra import host
 
-from clusterforge.deploy.ops import converge
+from clusterforge.deploy.ops import deploy_component
 
-converge(host.data.cf_plan, "repo", name="clusterforge repo")
+deploy_component(host.data.cf_plan, "repo")

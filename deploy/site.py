@@ -1,14 +1,16 @@
 """Every component, in dependency order, on the hosts that need it (pyinfra CLI entry point).
 
-Every host gets the same operations in the same order (pyinfra lines operations up across
-hosts); a component a host does not have is a no-op there.
+Each component adds one operation per action it has on the host, named for what it does
+(`nccl: packages (libnccl2=..., ...)`, `opensm: files (/etc/opensm/opensm.conf, ...)`); see
+clusterforge.deploy.ops. `host.loop` keeps each component's place in pyinfra's operation order
+the same on every host, whether or not a host has the component.
 """
 
 from pyinfra import host
 
 from clusterforge.deploy.desired import COMPONENTS
-from clusterforge.deploy.ops import converge
+from clusterforge.deploy.ops import deploy_component
 
 plan = host.data.cf_plan
-for component in COMPONENTS:
-    converge(plan, component, name=f"clusterforge {component}")
+for component in host.loop(COMPONENTS):
+    deploy_component(plan, component)

@@ -1,35 +1,128 @@
-"""pyinfra operations over the pure layers, for the pyinfra CLI (`deploy/site.py`).
+"""pyinfra operations over the pure layers, for the pyinfra CLI (`deploy/site.py`, `deploy/<component>.py`).
 
-`converge(component)` reads the `HostState` fact and yields exactly the commands
-`changes.component_changes` says are still needed (nothing: pyinfra reports no change).
-`clusterforge deploy` drives the same functions through pyinfra's API with per-host isolation.
+`deploy_component(plan, component)` adds one operation per action the component has on this host, each
+named for what it does, so pyinfra's output reads like its own operations:
+
+    nccl: files (/etc/nccl.conf)
+    nccl: packages (libnccl2=2.21.5-1+cuda12.4, libnccl-dev=2.21.5-1+cuda12.4, nccl-tests)
+    nccl: hold (libnccl2, libnccl-dev)
+    opensm: re-sweep when its files changed
+
+Every operation reads the one `HostState` fact (a single read-only probe per host, read once for the
+run: pyinfra prepares all operations before executing any) and yields exactly the commands
+`changes.component_changes` says are still needed for its action: a converged host gets no command
+and pyinfra reports no change. `clusterforge deploy` drives the same pure functions through pyinfra's
+API with per-host isolation (runner.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import Any, cast
 
 from pyinfra.api.operation import operation
 from pyinfra.context import host
 
-from .changes import change_lines, component_changes
+from .changes import Change, change_lines, component_changes
 from .desired import Component, HostPlan
 from .facts import HostFacts, HostState
 from .runner import probe_args
 
+APT_UPDATE = "DEBIAN_FRONTEND=noninteractive apt-get -q update"
+ACTIONS = ("files", "packages", "hold", "services", "modules", "handler")
+"""The actions of a component, in the order they run (the order of `component_changes`)."""
+KIND = {"files": "file", "packages": "package", "hold": "hold", "services": "service", "modules": "module",
+        "handler": "handler"}
+HANDLERS = {"opensm-resweep": "re-sweep when its files changed",
+            "systemd-reload": "daemon-reload when its files changed",
+            "netplan-apply": "netplan apply when its files changed",
+            "timesync-restart": "restart systemd-timesyncd when its files changed",
+            "apt-update": "apt-get update when its files changed"}
+
+
+def op_name(comp: Component, action: str) -> str | None:
+    """`<component>: <action> (<what>)`, or None when the component has nothing of that action here."""
+    what: list[str] = []
+    if action == "files":
+        what = [f.dest for f in comp.files]
+    elif action == "packages":
+        what = [f"{p.package}={p.version}" for p in comp.pins] + list(comp.packages)
+    elif action == "hold":
+        what = [p.package for p in comp.pins if p.hold]
+    elif action == "services":
+        what = list(comp.services)
+    elif action == "modules":
+        what = list(comp.modules)
+    elif action == "handler":
+        return f"{comp.name}: {HANDLERS[comp.handler]}" if comp.handler in HANDLERS and comp.files else None
+    else:
+        raise ValueError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}")
+    return f"{comp.name}: {action} ({', '.join(what)})" if what else None
+
+
+def action_commands(comp: Component, action: str, facts: HostFacts) -> list[str]:
+    """Facts in -> the shell commands of one action out (file uploads inline as base64, as the runner's)."""
+    changes = component_changes(comp, facts)
+    if action == "handler" and comp.handler == "apt-update":
+        # the repo component's sources changed: refresh apt before any package is installed
+        return [APT_UPDATE] if any(c.kind == "file" for c in changes) else []
+    mine: list[Change] = [c for c in changes if c.kind == KIND[action]]
+    lines = [line for ch in mine for line in change_lines(ch)]
+    if action == "packages" and lines:
+        lines.insert(0, APT_UPDATE)
+    return lines
+
 
 def change_commands(component: Component, facts: HostFacts) -> list[str]:
-    """Facts in -> shell commands out (uploads inline as base64, like the runner's apply script)."""
-    return [line for ch in component_changes(component, facts) for line in change_lines(ch)]
+    """Every action's commands of one component, in order."""
+    return [line for action in ACTIONS for line in action_commands(component, action, facts)]
 
 
 @operation()
-def converge(plan: HostPlan, component: str) -> Generator[str, None, None]:
-    """Bring one component of this host to the plan."""
+def apply(plan: HostPlan, component: str, action: str) -> Generator[str, None, None]:
+    """Bring one action (files, packages, hold, services, modules, handler) of one component to the plan."""
     comp = plan.component(component)
     if comp is None:
         return
     if comp.problems:
         raise ValueError(f"{component} preflight: " + "; ".join(comp.problems))
-    facts: HostFacts = host.get_fact(HostState, **probe_args(plan))
-    yield from change_commands(comp, facts)
+    yield from action_commands(comp, action, _facts(plan))
+
+
+_FACTS: dict[tuple[int, str], HostFacts] = {}
+
+
+def _facts(plan: HostPlan) -> HostFacts:
+    """The host's `HostState`, probed once per host and run: pyinfra prepares every operation before it
+    executes any, so each operation would see this same state anyway; one probe instead of one per action."""
+    key = (id(host.state), host.name)
+    if key not in _FACTS:
+        _FACTS[key] = host.get_fact(HostState, **probe_args(plan))
+    return _FACTS[key]
+
+
+def deploy_component(plan: HostPlan, component: str) -> None:
+    """Add this host's named operations for `component` (none when the host does not have it).
+
+    One call line per action: pyinfra's CLI orders and lines up operations across hosts by their call
+    stack, so an action a host lacks leaves the others' places as they are."""
+    comp = plan.component(component)
+    if comp is None:
+        return
+    if comp.problems:
+        raise ValueError(f"{component} preflight: " + "; ".join(comp.problems))
+    _add = cast(Any, apply)  # pyinfra's operation typing does not see `name=` (a global argument)
+    if name := op_name(comp, "files"):
+        _add(plan, component, "files", name=name)
+    if (name := op_name(comp, "handler")) and comp.handler == "apt-update":
+        _add(plan, component, "handler", name=name)  # the repo's sources, the refresh, then packages
+    if name := op_name(comp, "packages"):
+        _add(plan, component, "packages", name=name)
+    if name := op_name(comp, "hold"):
+        _add(plan, component, "hold", name=name)
+    if name := op_name(comp, "services"):
+        _add(plan, component, "services", name=name)
+    if name := op_name(comp, "modules"):
+        _add(plan, component, "modules", name=name)
+    if (name := op_name(comp, "handler")) and comp.handler != "apt-update":
+        _add(plan, component, "handler", name=name)

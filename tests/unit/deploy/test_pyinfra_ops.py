@@ -1,0 +1,97 @@
+"""pyinfra's CLI on deploy/site.py: one operation per component and action, named for what it does, and a
+converged action reports no change. Runs `pyinfra --dry --json` on @local with every path under a
+temporary root (a dry run executes nothing; the one fact is a read-only probe)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clusterforge.deploy.desired import COMPONENTS, HostPlan
+from clusterforge.deploy.ops import ACTIONS, op_name
+
+ROOT = Path(__file__).resolve().parents[3]
+PYINFRA = Path(sys.executable).with_name("pyinfra")
+INVENTORY = """
+import os
+from pathlib import Path
+from clusterforge.api import load_checked
+from clusterforge.deploy.desired import host_plans
+from clusterforge.deploy.options import DeployOptions, Mirror
+
+_index = load_checked(Path(os.environ["CF_TEST_ENV"])).index
+_opts = DeployOptions("lab", root=os.environ["CF_TEST_ROOT"],
+                      repo=Mirror("http://198.19.77.1:8765/", "lab", ("main",), "trusted=yes"))
+cluster = [("@local", {"cf_plan": host_plans(_index, _opts)[os.environ["CF_TEST_HOST"]]})]
+"""
+
+
+def test_names_say_component_action_and_what(plans: dict[str, HostPlan]) -> None:
+    nccl = plans["gpu01"].component("nccl")
+    assert nccl is not None
+    assert [p.package for p in nccl.pins][:2] == ["libnccl2", "libnccl-dev"]
+    what = [f"{p.package}={p.version}" for p in nccl.pins] + list(nccl.packages)
+    assert op_name(nccl, "packages") == f"nccl: packages ({', '.join(what)})"
+    assert what[0].startswith("libnccl2=2.") and "+cuda" in what[0]
+    assert op_name(nccl, "files") == "nccl: files (/etc/nccl.conf)"
+    assert op_name(nccl, "services") is None  # nothing of that action: no operation
+    sm = plans["sm01"].component("opensm")
+    assert sm is not None and op_name(sm, "handler") == "opensm: re-sweep when its files changed"
+    assert (op_name(sm, "files") or "").startswith("opensm: files (/etc/opensm/opensm.conf, ")
+    with pytest.raises(ValueError, match="unknown action"):
+        op_name(sm, "reboot")
+
+
+def _dry_plan(tmp_path: Path, host: str) -> list[dict[str, object]]:
+    inv = tmp_path / "inventory.py"
+    inv.write_text(INVENTORY)
+    env = dict(os.environ, CF_TEST_ENV=str(ROOT / "inventories" / "lab"), CF_TEST_ROOT=str(tmp_path / "root"),
+               CF_TEST_HOST=host)
+    proc = subprocess.run([str(PYINFRA), "--json", "--dry", str(inv), str(ROOT / "deploy" / "site.py")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    plan: list[dict[str, object]] = json.loads(proc.stdout)["plan"]
+    return plan
+
+
+@pytest.mark.skipif(not PYINFRA.exists(), reason="pyinfra's CLI is not installed")
+def test_pyinfra_output_lists_each_component_action(tmp_path: Path) -> None:
+    from clusterforge.api import load_checked
+    from clusterforge.deploy.desired import host_plans
+    from clusterforge.deploy.options import DeployOptions, Mirror
+
+    ops = _dry_plan(tmp_path, "sm01")
+    opts = DeployOptions("lab", root=str(tmp_path / "root"),
+                         repo=Mirror("http://198.19.77.1:8765/", "lab", ("main",), "trusted=yes"))
+    plan = host_plans(load_checked(ROOT / "inventories" / "lab").index, opts)["sm01"]
+    expected = []
+    for component in COMPONENTS:
+        comp = plan.component(component)
+        if comp is None:
+            continue
+        names = [op_name(comp, a) for a in ACTIONS]
+        order = [names[0], names[5] if comp.handler == "apt-update" else None, *names[1:5],
+                 None if comp.handler == "apt-update" else names[5]]
+        expected += [n for n in order if n]
+    assert [o["name"] for o in ops] == expected
+    assert expected[:2] == [f"repo: files ({', '.join(f.dest for f in plan.component('repo').files)})",  # type: ignore[union-attr]
+                            "repo: apt-get update when its files changed"]
+    changed = {str(o["name"]).split(" (")[0] for o in ops if o["hosts_with_change"]}
+    assert {"repo: files", "repo: apt-get update when its files changed", "opensm: files",
+            "opensm: re-sweep when its files changed"} <= changed
+
+    # the repo's files in place (content and mode): that action, and its apt-get update, have nothing to do
+    repo = plan.component("repo")
+    assert repo is not None
+    for f in repo.files:
+        Path(f.dest).parent.mkdir(parents=True, exist_ok=True)
+        Path(f.dest).write_text(f.content)
+        Path(f.dest).chmod(f.mode)
+    again = {str(o["name"]).split(" (")[0]: o["hosts_with_change"] for o in _dry_plan(tmp_path, "sm01")}
+    assert again["repo: files"] == [] and again["repo: apt-get update when its files changed"] == []
+    assert again["opensm: files"] == ["@local"]
