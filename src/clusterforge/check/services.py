@@ -11,7 +11,37 @@ _SPECIAL = {"ALL", "ALL_CAS", "ALL_SWITCHES", "SELF"}
 
 
 def check(index: Index) -> list[InventoryIssue]:
-    return _opensm(index) + _lustre(index) + _fabric(index)
+    return _opensm(index) + _sm_planes(index) + _lustre(index) + _fabric(index)
+
+
+def _sm_planes(index: Index) -> list[InventoryIssue]:
+    """Rail planes (`fabric.planes`) are separate subnets, one OpenSM instance each: every SM node
+    needs an InfiniBand port on a rail of every plane."""
+    spec, sm = index.inv.fabric, index.inv.opensm
+    if spec is None or spec.planes is None or sm is None:
+        return []
+    from ..plan.endpoints import rail_ports  # only with rail planes: check stays light to import
+
+    rpp = 1 if spec.planes == "rail" else int(spec.planes)
+    roles = set(spec.roles) - set(spec.infra_roles)
+    rails = spec.rails or max((r + 1 for n in index.inv.nodes if n.role in roles and n.name in index.hardware
+                               for r, _ in rail_ports(index.hardware[n.name])), default=0)
+    planes = rails // rpp if rpp and rails % rpp == 0 else 0
+    out: list[InventoryIssue] = []
+    for i, smn in enumerate(sm.sm_nodes):
+        if smn.node not in index.hardware or planes < 2:
+            continue
+        mine = {r // rpp for r, _ in rail_ports(index.hardware[smn.node])}
+        missing = [p for p in range(planes) if p not in mine]
+        if missing:
+            out.append(InventoryIssue(
+                ("opensm", "sm_nodes", i, "node"),
+                f"SM node {smn.node} has no port in rail plane(s) {', '.join(map(str, missing))} of {planes} "
+                f"(fabric.planes: {spec.planes}): each plane is its own subnet with its own OpenSM instance, "
+                f"so an SM node needs an InfiniBand port on a rail of every plane "
+                f"(rails {', '.join(str(p * rpp) for p in missing[:4])}{', ...' if len(missing) > 4 else ''})",
+                rule="INV-SM"))
+    return out
 
 
 def _opensm(index: Index) -> list[InventoryIssue]:

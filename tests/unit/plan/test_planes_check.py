@@ -1,0 +1,54 @@
+"""`check` with rail planes: a subnet-manager node needs a port in every plane (INV-SM), and the
+plan of an environment with `planes: rail` keeps each plane apart."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from _plan_util import ROOT
+from typer.testing import CliRunner
+
+from clusterforge.cli.main import app
+
+runner = CliRunner()
+
+SM_ONE_PORT = "      - {name: mlx5_0, model: ConnectX-6, netdev: ib0, rail: 0, ports: [{port: 1, rate: HDR}]}\n"
+SM_TWO_PORTS = SM_ONE_PORT + \
+    "      - {name: mlx5_1, model: ConnectX-6, netdev: ib1, rail: 1, ports: [{port: 1, rate: HDR}]}\n"
+
+
+def _staging(tmp: Path, sm_ports: int) -> Path:
+    env = tmp / "staging"
+    shutil.copytree(ROOT / "inventories" / "staging", env)
+    fabric = env / "fabric.yaml"
+    text = fabric.read_text()
+    assert "  rails: 2\n" in text
+    fabric.write_text(text.replace("  rails: 2\n", "  rails: 2\n  planes: rail\n"))
+    (env / "cabling.generated.yaml").unlink()  # plan from scratch
+    hw = env / "hardware.yaml"
+    block = hw.read_text()
+    sm = block.index("  - name: sm-node")
+    at = block.index(SM_ONE_PORT, sm)
+    if sm_ports == 2:
+        hw.write_text(block[:at] + SM_TWO_PORTS + block[at + len(SM_ONE_PORT):])
+    return env
+
+
+def test_sm_node_without_a_port_in_every_plane(tmp_path: Path) -> None:
+    env = _staging(tmp_path, 1)
+    result = runner.invoke(app, ["check", str(env)])
+    assert result.exit_code == 3, result.output
+    assert "services.yaml:28:14: opensm.sm_nodes[0].node: SM node sm01 has no port in rail plane(s) 1 of 2" \
+        in result.output
+    assert "SM node sm02 has no port in rail plane(s) 1 of 2" in result.output
+    assert "[INV-SM]" in result.output
+
+
+def test_sm_nodes_with_a_port_in_each_plane_pass(tmp_path: Path) -> None:
+    env = _staging(tmp_path, 2)
+    result = runner.invoke(app, ["check", str(env)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["plan", str(env), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert '"planes": 2' in result.output
