@@ -30,7 +30,8 @@ def render(
     except InventoryInvalid as exc:
         if fmt is Format.json:
             print_json({"ok": False, "errors": [
-                {"file": i.file, "line": i.line, "col": i.col, "path": list(i.path), "message": i.message}
+                {"file": i.file, "line": i.line, "col": i.col, "rule": i.rule, "path": list(i.path),
+                 "message": i.message}
                 for i in exc.issues
             ]})
         fail_inventory(exc)
