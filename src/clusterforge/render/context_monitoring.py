@@ -11,6 +11,7 @@ Files (under out/<env>/):
   monitoring/<server>/etc/prometheus/alertmanager.yml            Alertmanager (Debian's path)
   monitoring/<server>/etc/clusterforge/monitoring/scrape.yml     vmagent -promscrape.config (exporters)
   monitoring/<server>/etc/default/victoria-metrics               the Debian unit's ARGS (retention, ...)
+  monitoring/<server>/etc/default/prometheus-alertmanager        its ARGS (the cluster of several servers)
   monitoring/<server>/etc/systemd/system/clusterforge-{vmalert,vmagent}.service
   monitoring/nodes/dcgm-counters.csv, monitoring/nodes/dcgm-exporter.service   GPU nodes
   hosts/<node>/etc/telegraf/telegraf.conf                        every node (telegraf path)
@@ -31,6 +32,7 @@ from .spec import FileSpec
 STORE_PORT = 8428
 VMALERT_PORT = 8880
 ALERTMANAGER_PORT = 9093
+ALERTMANAGER_CLUSTER_PORT = 9094
 NODE_EXPORTER_PORT = 9100
 DCGM_EXPORTER_PORT = 9400
 CONF_DIR = "/etc/clusterforge/monitoring"
@@ -173,10 +175,18 @@ def monitoring_files(fab: FabricView) -> list[FileSpec]:
     scrape = scrape_context(fab, mon) if mon.collector == "exporters" else None
     vm_args = {"retention_days": mon.retention_days, "port": STORE_PORT,
                "skip_single_field": mon.collector == "telegraf"}
-    units = {"store": f"http://127.0.0.1:{STORE_PORT}", "alertmanager": f"http://127.0.0.1:{ALERTMANAGER_PORT}",
+    # several monitoring nodes: each vmalert notifies every Alertmanager, and the Alertmanagers form one
+    # cluster (gossip on 9094) so that a notification goes out once
+    notifiers = ([f"http://{s}:{ALERTMANAGER_PORT}" for s in stores] if len(stores) > 1
+                 else [f"http://127.0.0.1:{ALERTMANAGER_PORT}"])
+    units = {"store": f"http://127.0.0.1:{STORE_PORT}", "alertmanagers": notifiers,
              "vmalert_port": VMALERT_PORT, "conf_dir": CONF_DIR, "remote_write": list(mon.remote_write)}
     for srv in stores:
         base = f"monitoring/{srv}"
+        specs.append(FileSpec(f"{base}/etc/default/prometheus-alertmanager",
+                              "monitoring/prometheus-alertmanager.default.j2",
+                              {"peers": [f"{s}:{ALERTMANAGER_CLUSTER_PORT}" for s in stores if s != srv],
+                               "cluster_port": ALERTMANAGER_CLUSTER_PORT, "port": ALERTMANAGER_PORT}))
         specs.append(FileSpec(f"{base}/etc/clusterforge/monitoring/rules.yml", "monitoring/rules.yml.j2", rules))
         specs.append(FileSpec(f"{base}/etc/prometheus/alertmanager.yml", "monitoring/alertmanager.yml.j2", am))
         specs.append(FileSpec(f"{base}/etc/default/victoria-metrics", "monitoring/victoria-metrics.default.j2",

@@ -161,3 +161,18 @@ def test_no_monitoring_section_renders_nothing() -> None:
     data = lab_data()
     del data["monitoring"]
     assert not [p for p in render_environment(index_of(data), "lab") if "monitoring" in p or "telegraf" in p]
+
+
+def test_several_monitoring_nodes_form_one_alertmanager_cluster() -> None:
+    data = lab_data()
+    data["monitoring"]["servers"] = ["sm01", "lus01"]
+    files = render_environment(index_of(data), "lab")
+    sm01 = files["monitoring/sm01/etc/default/prometheus-alertmanager"]
+    assert "--cluster.peer=lus01:9094" in sm01 and "--cluster.peer=sm01" not in sm01
+    unit = files["monitoring/lus01/etc/systemd/system/clusterforge-vmalert.service"]
+    assert "-notifier.url=http://sm01:9093 -notifier.url=http://lus01:9093 -httpListenAddr" in unit
+    alone = render_environment(lab_index(), "lab")
+    assert 'ARGS="--web.listen-address=:9093 --cluster.listen-address="' in \
+        alone["monitoring/sm01/etc/default/prometheus-alertmanager"]
+    assert "-notifier.url=http://127.0.0.1:9093 -httpListenAddr" in \
+        alone["monitoring/sm01/etc/systemd/system/clusterforge-vmalert.service"]
