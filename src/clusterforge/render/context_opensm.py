@@ -2,12 +2,20 @@
 
 Each SM node gets a complete /etc/opensm directory (`opensm/<sm-node>/`): the files are
 the same for every SM except opensm.conf (its `sm_priority` and bound port `guid`).
+
+Rail planes (`fabric.planes`, two or more planes cabled): each plane is its own subnet with its
+own OpenSM instance, so each SM node gets `opensm/<sm-node>/plane<P>/` (installed as
+/etc/opensm/plane<P>/) per plane: opensm.conf bound to the SM node's port in that plane, with
+its own log file and dump directory, and root / compute / I/O GUID files and partitions
+holding only that plane's switches and ports. A port's plane is the plane of the switch its
+cable reaches (a leaf: its rail's plane; a rail-plane spine: its group).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..model.index import PortKey
 from ..model.services import OpenSm, Partition, SmNode
 from .fabric import Ca, FabricView, rail_key
 from .guids import fmt
@@ -36,12 +44,15 @@ def cabled_ports(fab: FabricView, node: str) -> list[tuple[Ca, int]]:
     return [(ca, p) for ca in fab.rail_ordered[node] for p in ca.ports if (node, ca.name, p) in cabled]
 
 
-def _port_entries(fab: FabricView, nodes: list[str]) -> tuple[list[dict[str, str]], list[str]]:
+def _port_entries(fab: FabricView, nodes: list[str], only: set[PortKey] | None = None
+                  ) -> tuple[list[dict[str, str]], list[str]]:
     entries: list[dict[str, str]] = []
     labels: list[str] = []
     ports = fab.guids.ca_ports
     for node in nodes:
         for ca, p in cabled_ports(fab, node):
+            if only is not None and (node, ca.name, p) not in only:
+                continue
             label = f"{node}/{ca.name}/{p}"
             entries.append({"guid": f"0x{ports[(node, ca.name, p)]:016x}", "name": label})
             labels.append(label)
@@ -81,7 +92,8 @@ def node_name_map(fab: FabricView) -> tuple[dict[str, Any], list[str]]:
     return {"switches": switches, "cas": cas}, labels
 
 
-def _members(fab: FabricView, part: Partition) -> tuple[list[dict[str, str]], list[str]]:
+def _members(fab: FabricView, part: Partition, only: set[PortKey] | None = None
+             ) -> tuple[list[dict[str, str]], list[str]]:
     out: list[dict[str, str]] = []
     labels: list[str] = []
     for m in part.members:
@@ -93,13 +105,15 @@ def _members(fab: FabricView, part: Partition) -> tuple[list[dict[str, str]], li
         else:
             for ca in fab.rail_ordered.get(m.device, []):
                 for p in ca.ports:
+                    if only is not None and (ca.node, ca.name, p) not in only:
+                        continue
                     guid = fmt(fab.guids.port(ca.node, ca.name, p))
                     out.append({"spec": f"{guid}={m.membership}", "comment": f"{ca.label}/{p}"})
                     labels.append(f"{ca.label}/{p}")
     return out, labels
 
 
-def partitions(fab: FabricView, sm: OpenSm) -> tuple[dict[str, Any], list[str]]:
+def partitions(fab: FabricView, sm: OpenSm, only: set[PortKey] | None = None) -> tuple[dict[str, Any], list[str]]:
     """OpenSM partitions.conf entries; the Default (0x7fff) partition is always written."""
     parts: list[dict[str, Any]] = []
     labels: list[str] = []
@@ -109,7 +123,7 @@ def partitions(fab: FabricView, sm: OpenSm) -> tuple[dict[str, Any], list[str]]:
         parts.append({"name": "Default", "pkey": f"0x{DEFAULT_PKEY:04x}", "flags": ["ipoib", "defmember=full"],
                       "members": [{"spec": "ALL=full", "comment": ""}], "inline": True})
     for part in declared:
-        members, used = _members(fab, part)
+        members, used = _members(fab, part, only)
         labels += used
         flags: list[str] = []
         if part.ipoib:
@@ -152,6 +166,75 @@ def opensm_conf(fab: FabricView, sm: OpenSm, smn: SmNode) -> dict[str, Any]:
     }
 
 
+def switch_planes(fab: FabricView) -> dict[str, int]:
+    """Rail planes: switch -> plane (leaves by rail, spines by group); {} without two planes or more."""
+    spec = fab.index.inv.fabric
+    if spec is None or spec.planes is None:
+        return {}
+    rpp = 1 if spec.planes == "rail" else int(spec.planes)
+    out: dict[str, int] = {}
+    for sw in fab.index.inv.switches:
+        if sw.role == "leaf" and sw.rail is not None:
+            out[sw.name] = sw.rail // rpp
+        elif sw.role == "spine" and sw.group is not None:
+            out[sw.name] = sw.group
+    return out if len(set(out.values())) >= 2 else {}
+
+
+def port_planes(fab: FabricView, planes: dict[str, int]) -> dict[PortKey, int]:
+    """Each cabled CA port -> the plane of the switch its cable reaches."""
+    out: dict[PortKey, int] = {}
+    for key, (far, _) in fab.peer.items():
+        if far[0] in planes and key[0] not in planes:
+            out[key] = planes[far[0]]
+    return out
+
+
+def _plane_files(fab: FabricView, sm: OpenSm, planes: dict[str, int],
+                 nnm: tuple[dict[str, Any], tuple[str, ...]]) -> list[FileSpec]:
+    ports = port_planes(fab, planes)
+    top = fab.top_role
+    out: list[FileSpec] = []
+    for plane in sorted(set(planes.values())):
+        mine = {k for k, v in ports.items() if v == plane}
+        d = f"{OPENSM_DIR}/plane{plane}"
+        roots = [s.name for s in fab.switches_of(top or "") if planes.get(s.name) == plane]
+        root_ctx = {"title": f"root switches of rail plane {plane}: its {top} tier",
+                    "entries": [{"guid": fmt(fab.guids.switch(n)), "name": n} for n in roots]}
+        cn, cn_labels = _port_entries(fab, [n.name for n in fab.nodes_of("compute")], mine)
+        io, io_labels = _port_entries(fab, io_nodes(fab), mine)
+        parts, part_labels = partitions(fab, sm, mine)
+        shared = [
+            (FILES["root_guid_file"], "opensm/guids.conf.j2", root_ctx, fab.guids.unknown(roots)),
+            (FILES["cn_guid_file"], "opensm/guids.conf.j2",
+             {"title": f"compute node port GUIDs of rail plane {plane}", "entries": cn}, fab.guids.unknown(cn_labels)),
+            (FILES["io_guid_file"], "opensm/guids.conf.j2",
+             {"title": f"I/O node port GUIDs of rail plane {plane}", "entries": io}, fab.guids.unknown(io_labels)),
+            (FILES["partition_config_file"], "opensm/partitions.conf.j2", parts, fab.guids.unknown(part_labels)),
+        ]
+        if sm.node_name_map:
+            shared.append((FILES["node_name_map_name"], "opensm/node-name-map.j2", nnm[0], nnm[1]))
+        for smn in sm.sm_nodes:
+            base = f"opensm/{smn.node}/plane{plane}"
+            conf = opensm_conf(fab, sm, smn)
+            own = [(ca, p) for ca, p in cabled_ports(fab, smn.node) if (smn.node, ca.name, p) in mine]
+            if own:
+                ca, p = own[0]
+                label = f"{ca.label}/{p}"
+                guid = None if label in fab.guids.placeholders else fmt(fab.guids.port(smn.node, ca.name, p))
+                why = label if guid else f"{label}: port GUID not known yet"
+            else:
+                guid, why = None, f"no cabled InfiniBand port in rail plane {plane}"
+            conf.update(guid=guid, guid_comment=why, plane=plane,
+                        files={k: f"{d}/{n}" for k, n in FILES.items() if k != "node_name_map_name"
+                               or sm.node_name_map},
+                        log_file=f"/var/log/opensm-plane{plane}.log", dump_files_dir=f"/var/log/opensm-plane{plane}")
+            notes = () if guid else (f"opensm.conf for {smn.node} plane {plane}: guid 0 ({why})",)
+            out.append(FileSpec(f"{base}/opensm.conf", "opensm/opensm.conf.j2", conf, notes=notes))
+            out += [FileSpec(f"{base}/{name}", template, ctx, unknown) for name, template, ctx, unknown in shared]
+    return out
+
+
 def opensm_files(fab: FabricView) -> list[FileSpec]:
     nnm_ctx, nnm_labels = node_name_map(fab)
     nnm_unknown = fab.guids.unknown(nnm_labels)
@@ -160,6 +243,9 @@ def opensm_files(fab: FabricView) -> list[FileSpec]:
     sm = fab.index.inv.opensm
     if sm is None:
         return out
+    planes = switch_planes(fab)
+    if planes:
+        return out + _plane_files(fab, sm, planes, (nnm_ctx, nnm_unknown))
     shared: list[tuple[str, str, dict[str, Any], tuple[str, ...]]] = []
     for name, template, (ctx, labels) in (
         (FILES["root_guid_file"], "opensm/guids.conf.j2", root_guids(fab)),

@@ -1,0 +1,53 @@
+"""Rendering a rail-plane fabric: one OpenSM instance per plane on every SM node (its own opensm.conf
+bound to the SM node's port in that plane, GUID files and partitions of that plane only)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from _plan_util import ROOT
+from typer.testing import CliRunner
+
+from clusterforge.cli.main import app
+
+runner = CliRunner()
+ONE = "      - {name: mlx5_0, model: ConnectX-6, netdev: ib0, rail: 0, ports: [{port: 1, rate: HDR}]}\n"
+TWO = ONE + "      - {name: mlx5_1, model: ConnectX-6, netdev: ib1, rail: 1, ports: [{port: 1, rate: HDR}]}\n"
+
+
+def _render(tmp: Path) -> Path:
+    env = tmp / "staging"
+    shutil.copytree(ROOT / "inventories" / "staging", env)
+    (env / "cabling.generated.yaml").unlink()
+    fabric = env / "fabric.yaml"
+    fabric.write_text(fabric.read_text().replace("  rails: 2\n", "  rails: 2\n  planes: rail\n"))
+    hw = env / "hardware.yaml"
+    text = hw.read_text()
+    at = text.index(ONE, text.index("  - name: sm-node"))
+    hw.write_text(text[:at] + TWO + text[at + len(ONE):])
+    out = tmp / "out"
+    result = runner.invoke(app, ["render", str(env), "-o", str(out), "--no-svg"])
+    assert result.exit_code == 0, result.output
+    return out / "opensm"
+
+
+def test_one_opensm_instance_per_plane(tmp_path: Path) -> None:
+    osm = _render(tmp_path)
+    assert sorted(p.name for p in osm.iterdir()) == ["sm01", "sm02"]
+    for sm in ("sm01", "sm02"):
+        assert sorted(p.name for p in (osm / sm).iterdir()) == ["plane0", "plane1"]
+    for plane, hca, spines in ((0, "mlx5_0", "spine-pl01-"), (1, "mlx5_1", "spine-pl02-")):
+        d = osm / "sm01" / f"plane{plane}"
+        conf = (d / "opensm.conf").read_text()
+        assert f"(sm01/{hca}/1" in conf  # bound to the SM node's port in this plane
+        assert f"root_guid_file /etc/opensm/plane{plane}/root-guids.conf" in conf
+        assert f"log_file /var/log/opensm-plane{plane}.log" in conf
+        assert "sm_priority 15" in conf
+        assert "sm_priority 14" in (osm / "sm02" / f"plane{plane}" / "opensm.conf").read_text()
+        roots = [ln for ln in (d / "root-guids.conf").read_text().splitlines() if ln.startswith("0x")]
+        assert roots and all(ln.split("# ")[1].startswith(spines) for ln in roots)
+        cn = [ln for ln in (d / "cn-guids.conf").read_text().splitlines() if ln.startswith("0x")]
+        assert len(cn) == 32 and all(ln.endswith(f"/{hca}/1") for ln in cn)  # 32 GPU nodes, this plane's port
+        other = "mlx5_1" if hca == "mlx5_0" else "mlx5_0"
+        assert f"/{other}/" not in (d / "partitions.conf").read_text()
