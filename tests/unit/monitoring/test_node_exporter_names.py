@@ -69,3 +69,37 @@ def test_stand_in_tree_updates_counters_in_place(tmp_path: Path) -> None:
     write_tree(tmp_path, [SysfsPort("mlx5_0", 1, counters={"symbol_error": 9})])
     assert (counters / "symbol_error").read_text() == "9\n"
     assert sorted(p.name for p in counters.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.skipif(NODE_EXPORTER is None, reason="node_exporter is not installed")
+def test_dcgm_stand_in_served_by_node_exporters_textfile_collector(tmp_path: Path) -> None:
+    from clusterforge.render.monitoring_rules import GPU
+    from clusterforge.sim.dcgm_textfile import gpus_of, write_textfile
+
+    write_textfile(tmp_path, "gpu01", "NVIDIA A100-SXM4-80GB", gpus_of("gpu01", 8),
+                   {3: {"DCGM_FI_DEV_MEMORY_TEMP": 91, "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": 1200}})
+    assert NODE_EXPORTER is not None
+    port = _free_port()
+    proc = subprocess.Popen([NODE_EXPORTER, f"--collector.textfile.directory={tmp_path}",
+                             f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
+                             "--collector.textfile"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                    text = r.read().decode()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert "node_textfile_scrape_error 0" in text
+    hot = [line for line in text.splitlines() if line.startswith(GPU["hbm_temp"] + "{") and 'gpu="3"' in line]
+    assert len(hot) == 1 and hot[0].endswith(" 91") and 'Hostname="gpu01"' in hot[0]
+    assert sum(line.startswith(GPU["ecc_sbe"] + "{") for line in text.splitlines()) == 8
+    for name in (GPU["gpu_temp"], GPU["xid"], GPU["row_remap_failure"]):
+        assert f"\n{name}{{" in text, name
