@@ -47,7 +47,7 @@ def change_plan(old: Index, new: Index, env: str, env_name: str) -> ChangePlan:
     environment's name in rendered files.
     """
     diff = diff_inventories(old, new)
-    hosts = tuple(diff_hosts(old, new, env_name))
+    hosts = tuple(diff_hosts(old, new, env_name, diff))
     return _Planner(old, new, env, diff, hosts).build()
 
 

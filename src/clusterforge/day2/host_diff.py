@@ -17,10 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..deploy.desired import Component, HostPlan, ManagedFile, host_plans
+from ..deploy.desired import Component, HostPlan, ManagedFile, host_plans, rendered_by_host
 from ..deploy.options import DeployOptions, Mirror
 from ..model.index import Index
 from ..render.env import environment
+from ..render.spec import FileSpec
+from .inventory_diff import InventoryDiff
+
+Rendered = tuple[dict[str, list[tuple[str, FileSpec]]], FileSpec | None]  # deploy.desired.rendered_by_host
 
 LEAVES = "it leaves"  # the drain reason of a host the new inventory no longer has
 
@@ -61,14 +65,23 @@ class HostChange:
         return tuple(c.component for c in self.components)
 
 
-def desired(index: Index, env_name: str) -> dict[str, HostPlan]:
+def desired(index: Index, env_name: str, rendered: Rendered | None = None) -> dict[str, HostPlan]:
     """Every host's desired state, as a deploy computes it (no secrets: credentials are not compared)."""
-    return host_plans(index, DeployOptions(env_name, repo=Mirror.of_inventory(index.inv)), render=False)
+    return host_plans(index, DeployOptions(env_name, repo=Mirror.of_inventory(index.inv)), render=False,
+                      rendered=rendered)
 
 
-def diff_hosts(old: Index, new: Index, env_name: str) -> list[HostChange]:
-    """Hosts whose desired state differs, in the new inventory's node order (removed hosts last)."""
-    before, after = desired(old, env_name), desired(new, env_name)
+def diff_hosts(old: Index, new: Index, env_name: str, diff: InventoryDiff | None = None) -> list[HostChange]:
+    """Hosts whose desired state differs, in the new inventory's node order (removed hosts last).
+
+    When nothing the rendered host files are built from differs (`same_host_file_inputs`: a pin bump, a
+    rack's cooling, nodes moved between slots), the old side's file specs serve both sides: built once,
+    and equal by construction."""
+    if same_host_file_inputs(old, new, diff):
+        shared = rendered_by_host(old)
+        before, after = desired(old, env_name, shared), desired(new, env_name, shared)
+    else:
+        before, after = desired(old, env_name), desired(new, env_name)
     memo: dict[tuple[int, int], ComponentChange] = {}  # components shared by many hosts: compared once
     out: list[HostChange] = []
     for name, plan in after.items():
@@ -86,6 +99,34 @@ def diff_hosts(old: Index, new: Index, env_name: str) -> list[HostChange]:
         if name not in after:
             out.append(HostChange(name, prev.rack, "removed", (), (LEAVES,), False))
     return out
+
+
+# Inventory sections the host-file builders (render HOST_BUILDERS: OpenSM, hosts/NCCL/IPoIB, Lustre) never
+# read: a change confined to them leaves every rendered host file as it was. Every other section is compared.
+_NOT_IN_HOST_FILES = frozenset({"site", "racks", "software", "patch_panels", "trunks", "prices", "deploy",
+                                "monitoring"})
+_NODE_PLACE = frozenset({"rack", "u"})  # where a node stands: no host file names it
+_ENDS_CHANGE = frozenset({"added", "removed", "moved"})  # cable changes that change which ports are cabled
+
+
+def same_host_file_inputs(old: Index, new: Index, diff: InventoryDiff | None = None) -> bool:
+    """Whether every input of the rendered host files is equal on both sides, so they render alike:
+    every inventory section but those no host file reads, the nodes (in order) but where they stand, and
+    which ports are cabled (the only thing host files take from the cables: OpenSM lists cabled ports).
+    `diff`, when given, answers the last without comparing the cables again."""
+    a, b = old.inv, new.inv
+    for name in type(a).model_fields:
+        if name not in _NOT_IN_HOST_FILES and name not in ("nodes", "cables") and getattr(a, name) != getattr(b, name):
+            return False
+    if len(a.nodes) != len(b.nodes):
+        return False
+    fields = [f for f in type(a.nodes[0]).model_fields if f not in _NODE_PLACE] if a.nodes else []
+    for x, y in zip(a.nodes, b.nodes, strict=True):
+        if x is not y and any(getattr(x, f) != getattr(y, f) for f in fields):
+            return False
+    if diff is not None:
+        return not any(c.change in _ENDS_CHANGE for c in diff.cables)
+    return set(old.cable_at) == set(new.cable_at)
 
 
 def _components_diff(before: HostPlan, after: HostPlan,

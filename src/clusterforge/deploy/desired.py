@@ -113,11 +113,15 @@ def rendered_by_host(index: Index) -> tuple[dict[str, list[tuple[str, FileSpec]]
     return out, hosts_spec
 
 
-def host_plans(index: Index, options: DeployOptions, *, render: bool = True) -> dict[str, HostPlan]:
+def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
+               rendered: tuple[dict[str, list[tuple[str, FileSpec]]], FileSpec | None] | None = None,
+               ) -> dict[str, HostPlan]:
     """Every node's plan, in inventory order. `render=False` leaves each host's rendered files' content
-    empty (template and context are there): day-2 compares contexts and renders only those that differ."""
+    empty (template and context are there): day-2 compares contexts and renders only those that differ.
+    `rendered`: `rendered_by_host(index)`, when the caller has it (day-2 shares one side's with the other
+    when nothing the host files are built from differs)."""
     inv = index.inv
-    rendered, hosts_spec = rendered_by_host(index)
+    by_host, hosts_spec = rendered if rendered is not None else rendered_by_host(index)
     addresses = _mgmt_addresses(index)
     sm_nodes = {sm.node for sm in inv.opensm.sm_nodes} if inv.opensm else set()
     plans: dict[str, HostPlan] = {}
@@ -127,14 +131,21 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True) -> 
     ofed_for: dict[bool, Component | None] = {}
     nvidia_for: dict[bool, Component | None] = {}
     repo_for: dict[tuple[Pin, ...], Component | None] = {}
+    extra = {"banner": banner(options.env_name), "environment": options.env_name}
+    jinja = environment()
+    kind_of: dict[tuple[str, str], tuple[str, int, str]] = {}  # (dest, template) -> component, mode, full dest
     for node in inv.nodes:
         files: dict[str, list[ManagedFile]] = {}
-        for dest, spec in rendered.get(node.name, []):
-            comp = _TEMPLATE_COMPONENT.get(spec.template.split("/", 1)[0], "base")
-            mode = file_mode(dest.lstrip("/"))
-            context = _context(spec, options.env_name)
-            text = environment().get_template(spec.template).render(context) if render else ""
-            files.setdefault(comp, []).append(ManagedFile(_dest(options, dest), spec.template, context, text, mode))
+        for dest, spec in by_host.get(node.name, []):
+            kind = kind_of.get((dest, spec.template))
+            if kind is None:
+                kind = kind_of[(dest, spec.template)] = (
+                    _TEMPLATE_COMPONENT.get(spec.template.split("/", 1)[0], "base"),
+                    file_mode(dest.lstrip("/")), _dest(options, dest))
+            comp, mode, full = kind
+            context = {**spec.context, **extra}
+            text = jinja.get_template(spec.template).render(context) if render else ""
+            files.setdefault(comp, []).append(ManagedFile(full, spec.template, context, text, mode))
         hw = index.hardware[node.name]
         has_gpus = hw.gpus is not None and hw.gpus.count > 0
         nvswitch = has_gpus and hw.gpus is not None and hw.gpus.nvlink_topology == "nvswitch"
