@@ -27,9 +27,15 @@ def nccl_conf(fab: FabricView, node: str) -> dict[str, Any] | None:
     ports = [f"{ca.name}:{p}" for ca in hcas for p in ca.ports]
     if not ports:
         return None
-    return {"node": node, "ib_hca": "=" + ",".join(ports), "socket_ifname": hw.mgmt_netdev,
-            "rails": [{"rail": "-" if ca.rail is None else str(ca.rail), "hca": ca.name,
-                       "gpu": "-" if ca.gpu is None else str(ca.gpu)} for ca in hcas]}
+    out = {"node": node, "ib_hca": "=" + ",".join(ports), "socket_ifname": hw.mgmt_netdev,
+           "rails": [{"rail": "-" if ca.rail is None else str(ca.rail), "hca": ca.name,
+                      "gpu": "-" if ca.gpu is None else str(ca.gpu)} for ca in hcas]}
+    spec = fab.index.inv.fabric
+    if spec is not None and spec.planes is not None and (spec.planes == "rail" or len(ports) > int(spec.planes)):
+        # rail planes: no path between rails of different planes in the fabric; NCCL keeps each ring/tree
+        # on one rail (no cross-NIC) and moves cross-rail data over NVLink to the GPU of the right rail (PXN)
+        out["rail_planes"] = "rail" if spec.planes == "rail" else f"{spec.planes} rails per plane"
+    return out
 
 
 def ipoib_interfaces(fab: FabricView, node: str) -> tuple[list[dict[str, Any]], list[str]]:

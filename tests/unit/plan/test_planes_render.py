@@ -51,3 +51,12 @@ def test_one_opensm_instance_per_plane(tmp_path: Path) -> None:
         assert len(cn) == 32 and all(ln.endswith(f"/{hca}/1") for ln in cn)  # 32 GPU nodes, this plane's port
         other = "mlx5_1" if hca == "mlx5_0" else "mlx5_0"
         assert f"/{other}/" not in (d / "partitions.conf").read_text()
+
+
+def test_nccl_for_rail_planes(tmp_path: Path) -> None:
+    osm = _render(tmp_path)
+    confs = sorted(osm.parent.glob("**/gpu0001/etc/nccl.conf"))
+    assert len(confs) == 1
+    text = confs[0].read_text()
+    assert "NCCL_CROSS_NIC=0" in text and "NCCL_PXN_DISABLE=0" in text
+    assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1" in text
