@@ -21,6 +21,7 @@ RULES: dict[str, str] = {
     "FAB-GUID-MISMATCH": "a device answers with another GUID than the locked one (replaced hardware)",
     "FAB-DUP-DESC": "two devices on the fabric share a node description",
     "FAB-RAIL": "a node's HCA is cabled to a leaf of another rail",
+    "FAB-PLANE": "rail planes: a node's HCA is cabled to a leaf of another plane (another subnet)",
     "FAB-NO-DATA": "no fabric discovery output: the fabric was not checked",
     "HOST-NO-DATA": "a declared host's outputs are missing: it (or that part of it) was not checked",
     "HOST-UNKNOWN": "outputs saved for a host the inventory does not declare (not checked)",

@@ -196,6 +196,25 @@ def _crosses_rails(index: Index, x: PortKey, y: PortKey) -> str:
     return f"rail-{hca.rail} HCA on a rail-{leaf.rail} leaf"
 
 
+def plane_crossing(index: Index, x: PortKey, y: PortKey) -> str:
+    """Rail planes (`fabric.planes`): "rail 3 HCA reaches plane 5's leaf L" when the host end of x-y is on
+    a rail of another plane than the leaf it reaches, else ""."""
+    spec = index.inv.fabric
+    if spec is None or spec.planes is None:
+        return ""
+    host, sw = (x, y) if x[1] is not None else (y, x)
+    if host[1] is None or sw[1] is not None:
+        return ""
+    hca = index.hca(host[0], host[1])
+    leaf = index.switches.get(sw[0])
+    if hca is None or leaf is None or hca.rail is None or leaf.rail is None or leaf.role != "leaf":
+        return ""
+    rpp = 1 if spec.planes == "rail" else int(spec.planes)
+    if hca.rail // rpp == leaf.rail // rpp:
+        return ""
+    return f"rail {hca.rail} HCA reaches plane {leaf.rail // rpp}'s leaf {leaf.name}"
+
+
 def _one_miswire(index: Index, position: dict[int, int], s: Seen) -> Finding:
     # Report from the end that has a declared cable, preferring the host end.
     for x, y in ((s.a, s.b), (s.b, s.a)):
@@ -204,12 +223,14 @@ def _one_miswire(index: Index, position: dict[int, int], s: Seen) -> Finding:
             continue
         want = other_end(cable, x)
         note = _crosses_rails(index, x, y)
+        plane = plane_crossing(index, x, y)
         return Finding(
-            "FAB-MISWIRED",
+            "FAB-PLANE" if plane else "FAB-MISWIRED",
             "error",
             port_text(x),
-            f"{port_text(x)} reaches {port_text(y)}, declared {port_text(want)} ({cable_label(cable)})"
-            + (f"; this crosses rails ({note})" if note else ""),
+            (f"{plane} ({port_text(y)}): the cable is in another rail plane, another subnet; " if plane else "")
+            + f"{port_text(x)} reaches {port_text(y)}, declared {port_text(want)} ({cable_label(cable)})"
+            + (f"; this crosses rails ({note})" if note and not plane else ""),
             expected=port_text(want),
             observed=port_text(y),
             action=f"move {cable_text(index, cable)} from {port_text(y)} to {port_text(want)}",
