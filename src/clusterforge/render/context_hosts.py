@@ -71,7 +71,7 @@ def hosts_entries(fab: FabricView) -> dict[str, Any]:
     switches = [{"ip": str(s.mgmt_ip), "names": names(s.name)} for s in inv.switches if s.mgmt_ip]
     extra = [{"ip": str(addr), "names": names(name)} for name, addr in sorted(inv.addressing.extra_hosts.items())]
     sections = [
-        {"title": "management", "entries": mgmt},
+        {"title": _mgmt_title(fab), "entries": mgmt},
         {"title": "IPoIB", "entries": ipoib},
         {"title": "switch management", "entries": switches},
         {"title": "extra hosts", "entries": extra},
@@ -91,3 +91,10 @@ def host_files(fab: FabricView) -> list[FileSpec]:
             out.append(FileSpec(f"{base}/{NETPLAN_FILE}", "ipoib/netplan.yaml.j2",
                                 {"node": node.name, "interfaces": ifaces}, notes=tuple(notes)))
     return out
+
+
+def _mgmt_title(fab: FabricView) -> str:
+    """`management (eth0)` when every node with a management address uses the same interface."""
+    hardware, mgmt = fab.index.hardware, fab.index.addresses.mgmt
+    ifnames = {hardware[n.name].mgmt_netdev for n in fab.index.inv.nodes if n.name in mgmt}
+    return f"management ({ifnames.pop()})" if len(ifnames) == 1 else "management"
