@@ -62,6 +62,8 @@ def test_nccl_socket_ifname_is_the_nodes_management_interface() -> None:
     assert "NCCL_SOCKET_IFNAME=eno1\n" in files["hosts/gpu01/etc/nccl.conf"]
     assert "NCCL_SOCKET_IFNAME=enp65s0f0\n" in files["hosts/gpu02/etc/nccl.conf"]
     assert "eth0" not in files["hosts/gpu02/etc/nccl.conf"]
+    assert "# management\n" in files["network/hosts"]  # no one interface name to give
+    assert "# management (eth0)\n" in render_environment(lab_index(), "lab")["network/hosts"]
 
 
 def test_no_nccl_conf_without_gpus() -> None:
