@@ -11,8 +11,8 @@ Files are written in the order NetBox must import them (FILES).
 Mapping (docs/interchange.md has the whole table):
 
 * rows are Locations of the site; racks, devices (nodes, switches, patch panels) sit in them;
-* a node's profile is its device type; HCAs, DPUs and GPUs are inventory items (the catalog model
-  as part_id), each HCA/DPU port an interface `<hca>/<port>` with the rate as type and speed and
+* a node's profile is its device type; HCAs, DPUs, GPUs and disks are inventory items (the catalog
+  model as part_id), each HCA/DPU port an interface `<hca>/<port>` with the rate as type and speed and
   the port GUID as WWN (an EUI-64); a switch has one interface per (logical) port, named by number;
 * a patch panel has one MPO rear port per trunk end and, for each lane group, a front port at that
   position; a trunk is a cable between two rear ports; a link that rides a trunk is two patch
@@ -65,7 +65,7 @@ FILES: dict[str, tuple[str, ...]] = {
 SWITCH_ROLES = {"leaf": "ib-leaf", "spine": "ib-spine", "core": "ib-core"}
 PANEL_ROLE = "patch-panel"
 ROLE_COLORS = {"ib-leaf": "4caf50", "ib-spine": "2196f3", "ib-core": "9c27b0", PANEL_ROLE: "9e9e9e"}
-ITEM_ROLES = {"gpu": "76b900", "hca": "ff9800", "dpu": "795548"}
+ITEM_ROLES = {"gpu": "76b900", "hca": "ff9800", "dpu": "795548", "disk": "607d8b"}
 
 RATE_TYPE: dict[str, tuple[str, int]] = {  # rate -> (NetBox interface type, speed in kbit/s)
     "EDR": ("infiniband-edr", 100_000_000),
@@ -151,6 +151,13 @@ def export_tables(index: Index) -> dict[str, list[dict[str, object]]]:
                     "device": node.name, "name": f"GPU{g}", "status": "active", "role": "gpu",
                     "manufacturer": MANUFACTURER, "part_id": hw.gpus.model,
                     "description": " ".join(p for p in (words(numa=numa), extra) if p)})
+        disks: dict[str, int] = {}
+        for dev in hw.storage:
+            for _ in range(dev.count):
+                disks[dev.kind] = disks.get(dev.kind, -1) + 1
+                t["inventory-items.csv"].append({
+                    "device": node.name, "name": f"{dev.kind}{disks[dev.kind]}", "status": "active", "role": "disk",
+                    "part_id": dev.kind, "description": words(size_tb=dev.size_tb, role=dev.role)})
         for kind, cas in (("hca", hw.hcas), ("dpu", hw.dpus)):
             for ca in cas:
                 t["inventory-items.csv"].append({
@@ -499,6 +506,17 @@ class _Importer:
             if r.get("wwn"):
                 port["guid"] = "0x" + r["wwn"].replace(":", "").lower()
             ports.setdefault(owner, []).append(port)
+        storage: list[dict[str, Any]] = []
+        for line, r in items.get("disk", []):
+            kv = parse_words(r.get("description", ""))
+            size = self.num("inventory-items.csv", line, kv.get("size_tb", ""), "size_tb", float)
+            if storage and (storage[-1]["kind"], storage[-1]["size_tb"], storage[-1]["role"]) == (
+                    r["part_id"], size, kv.get("role", "scratch")):
+                storage[-1]["count"] += 1
+            else:
+                storage.append({"kind": r["part_id"], "count": 1, "size_tb": size, "role": kv.get("role", "scratch")})
+        if storage:
+            hw["storage"] = storage
         for kind, key in (("hca", "hcas"), ("dpu", "dpus")):
             out = []
             for line, r in items.get(kind, []):
