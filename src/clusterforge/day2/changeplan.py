@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
-from .ha import Groups, groups, replaced_switches
+from .ha import Groups, groups, moved_racks, relaid_trunks, replaced_switches
 from .host_diff import LEAVES, HostChange, diff_hosts
-from .inventory_diff import CableChange, DeviceChange, InventoryDiff, diff_inventories
+from .inventory_diff import CableChange, DeviceChange, InventoryDiff, diff_inventories, unit_heights
 from .steps import ChangePlan, Phase, Step
 
 _BEFORE_TRUNKS: tuple[Phase, ...] = ("unplug", "remove", "install")
@@ -81,11 +81,15 @@ class _Planner:
         self.g: Groups = groups(old, new, diff)
         moved = {d.name for d in diff.devices if d.change == "moved" and d.kind in ("node", "switch")}
         self.swapped = replaced_switches(diff)
-        self.rehomed = moved | self.swapped  # devices whose every cable comes out and goes back
-        self.placed = {d.name for d in diff.devices if d.kind in ("node", "switch", "patch_panel")
-                       and (d.change != "changed" or d.name in self.swapped)}
         self.places_old = _places(old)
         self.places_new = _places(new)
+        self.rolled = moved_racks(diff)  # racks that move with their devices in them
+        self.inside = {name: place[0] for name, place in self.places_old.items() if place[0] in self.rolled}
+        self.relaid = relaid_trunks(old, diff)  # trunks whose panel moves: pulled and laid again
+        self.rehomed = moved | self.swapped | set(self.inside)  # devices whose every cable comes out and goes back
+        self.placed = {d.name for d in diff.devices if d.kind in ("node", "switch", "patch_panel")
+                       and (d.change != "changed" or d.name in self.swapped)} | set(self.inside)
+        self._heights: dict[int, dict[str, int]] = {}
 
     # -- where things are ---------------------------------------------------------------
     def _rack_of(self, device: str, index: Index) -> str:
@@ -103,6 +107,13 @@ class _Planner:
         route = f", trunk {c.trunk} lanes {c.lane_group}" if c.trunk else ""
         return (f"{self._where(c.a.key, index)} - {self._where(c.b.key, index)}{label}: "
                 f"{c.media} {c.length_m:g} m{' ' + c.fiber_type if c.fiber_type else ''}{route}")
+
+    def _slots(self, device: str, place: tuple[str, int], index: Index) -> tuple[str, ...]:
+        """Every rack unit the device takes at `place` (a multi-U device shares each with what overlaps it)."""
+        heights = self._heights.get(id(index))
+        if heights is None:
+            heights = self._heights[id(index)] = unit_heights(index)
+        return tuple(f"slot:{place[0]}/{u}" for u in range(place[1], place[1] + heights.get(device, 1)))
 
     def _interrupt(self, host: str, why: str) -> None:
         reasons = self.reasons.setdefault(host, [])
@@ -150,14 +161,23 @@ class _Planner:
                 relabel_of[c.old.id] = c
         # every cable of a device that moves or is swapped comes out and goes back, by label
         new_by_ends = {frozenset((c.a.key, c.b.key)): c for c in new.inv.cables}
+        relaid = self.relaid
         for cable in old.inv.cables:
-            if cable.id in touched or not ({cable.a.device, cable.b.device} & self.rehomed):
+            if cable.id in touched or not ({cable.a.device, cable.b.device} & self.rehomed
+                                           or (relaid and cable.trunk in relaid)):
                 continue
-            mover = next(d for d in (cable.a.device, cable.b.device) if d in self.rehomed)
+            mover = next((d for d in (cable.a.device, cable.b.device) if d in self.rehomed), None)
             after = new_by_ends.get(frozenset((cable.a.key, cable.b.key)))
             if after is None:  # its device was rehomed and the cable's ends changed: handled above
                 continue
-            why = "its switch is replaced" if mover in self.swapped else f"{mover} moves"
+            if mover is None:
+                why = f"trunk {cable.trunk} is re-laid: a patch panel moves"
+            elif mover in self.swapped:
+                why = "its switch is replaced"
+            elif mover in self.inside:
+                why = f"rack {self.inside[mover]} moves"
+            else:
+                why = f"{mover} moves"
             self._unplug(cable, f"unplug ({why})")
             self._plug(after)
             relabel_of.pop(cable.id, None)
@@ -186,6 +206,10 @@ class _Planner:
                 self._trunk(d)
             else:
                 self._device(d)
+        changed = {d.name for d in self.diff.devices if d.kind == "trunk"}
+        for tid in sorted(self.relaid - changed):
+            if tid in self.new.trunks:  # unchanged itself, but a panel it ends at moves
+                self._trunk(DeviceChange("trunk", tid, "changed", None, None, ("a panel moves",)))
 
     def _device(self, d: DeviceChange) -> None:
         noun = d.kind.replace("_", " ")
@@ -195,9 +219,9 @@ class _Planner:
             sw = self.new.switches[d.name]
             why = f"a {sw.model} replaces it" if "model" in d.fields else "failed unit: same model, new GUID"
             self._task("remove", d.old_place[0], d.name, f"take out switch at {_u(d.old_place)} ({why})",
-                       keys=(f"dev:{d.name}", f"slot:{_slot(d.old_place)}"))
+                       keys=(f"dev:{d.name}", *self._slots(d.name, d.old_place, self.old)))
             self._task("install", d.new_place[0], d.name, f"install the replacement {sw.model} at {_u(d.new_place)}",
-                       keys=(f"dev:{d.name}", f"slot:{_slot(d.new_place)}"))
+                       keys=(f"dev:{d.name}", *self._slots(d.name, d.new_place, self.new)))
             self.learn.add(d.name)
             return
         if d.change in ("removed", "moved") and d.old_place is not None:
@@ -205,14 +229,14 @@ class _Planner:
             hosts = {d.name} if d.kind == "node" else set()
             if d.kind == "node":
                 self._interrupt(d.name, "it is taken out of its rack" if d.change == "moved" else LEAVES)
-            keys = (f"dev:{d.name}", f"slot:{_slot(d.old_place)}") + ((f"rack:{d.old_place[0]}",) if old_rack_gone
-                                                                      else ())
+            keys = (f"dev:{d.name}", *self._slots(d.name, d.old_place, self.old),
+                    *((f"rack:{d.old_place[0]}",) if old_rack_gone else ()))
             self._task("remove", d.old_place[0], d.name, f"{verb} {noun} at {_u(d.old_place)}", hosts, keys)
         if d.change in ("added", "moved") and d.new_place is not None:
             model = _model(self.new, d)
             hosts = {d.name} if d.kind == "node" and d.change == "moved" else set()
-            keys = (f"dev:{d.name}", f"slot:{_slot(d.new_place)}") + ((f"rack:{d.new_place[0]}",) if new_rack_new
-                                                                      else ())
+            keys = (f"dev:{d.name}", *self._slots(d.name, d.new_place, self.new),
+                    *((f"rack:{d.new_place[0]}",) if new_rack_new else ()))
             self._task("install", d.new_place[0], d.name, f"install {noun} at {_u(d.new_place)}"
                        + (f" ({model})" if model else ""), hosts, keys)
             if d.change == "added" and d.kind in ("node", "switch"):
@@ -234,8 +258,9 @@ class _Planner:
                     self._task("install", d.new_place[0], d.name, f"update {', '.join(rest)}")
             if addresses:
                 self.warnings.append(f"{d.kind} {d.name} is renumbered ({', '.join(f[8:] for f in addresses)}): "
-                                     "a node inserted before it in its address pool shifts it; add new nodes "
-                                     "at the end of the list, or declare mgmt_ip/bmc_ip")
+                                     "addresses are frozen (addresses.generated.yaml), so it was asked for "
+                                     "(`plan --renumber --write`, a declared mgmt_ip/bmc_ip, an edited pool); "
+                                     "it is drained, and every host's /etc/hosts redeployed")
 
     def _rack(self, d: DeviceChange) -> None:
         key = (f"rack:{d.name}",)
@@ -245,10 +270,17 @@ class _Planner:
             self._task("remove", d.name, d.name, f"take the rack out of row {_pl(d.old_place)} (it is empty now)",
                        keys=key, last=True)
         elif d.change == "moved":
-            self.warnings.append(f"rack {d.name} moves ({_pl(d.old_place)} -> {_pl(d.new_place)}): the plan does "
-                                 "not take its devices out; empty it first (move them to another rack), then move it")
-            self._task("install", d.name, d.name, f"move the rack: row {_pl(d.old_place)} -> {_pl(d.new_place)}",
-                       keys=key)
+            # it rolls with its devices in it: everything in it out of service and uncabled (its panels'
+            # trunks pulled), moved, then cabled again (plug), learned and validated before anyone resumes
+            inside = sorted(n for n, rack in self.inside.items() if rack == d.name)
+            aboard = {n for n in inside if n in self.old.nodes}
+            for h in sorted(aboard):
+                self._interrupt(h, f"rack {d.name} moves")
+            what = f" with {len(inside)} device(s) in it" if inside else ""
+            self._task("install", d.name, d.name, f"move the rack{what}: row {_pl(d.old_place)} -> "
+                       f"{_pl(d.new_place)}", aboard, (*key, *(f"dev:{n}" for n in inside)))
+            if d.fields:
+                self._rack(DeviceChange("rack", d.name, "changed", d.new_place, d.new_place, d.fields))
         else:
             before = self.old.racks[d.name].model_dump(mode="json")
             after = self.new.racks[d.name].model_dump(mode="json")
@@ -548,10 +580,6 @@ def _places(index: Index) -> dict[str, tuple[str, int]]:
 def _port(key: PortKey) -> str:
     device, hca, port = key
     return f"{device}/{hca}/{port}" if hca else f"{device}/{port}"
-
-
-def _slot(place: tuple[str, int]) -> str:
-    return f"{place[0]}/{place[1]}"
 
 
 def _relabel(c: CableChange) -> str:

@@ -10,8 +10,9 @@ Shared by the planner (which packs the work into waves that respect them) and th
 * compute: at most `deploy.max_drain.rack_percent` of a rack's compute nodes and
   `cluster_percent` of all compute nodes drained at once (at least one node each).
   Physically indivisible work may exceed the cap, alone: every compute node of a rack whose
-  cooling changes or that is retired, every compute node cabled to a switch that is removed,
-  moved or replaced, nodes that exchange slots or ports, and any of these that overlap
+  cooling changes, that moves or that is retired, every compute node cabled to a switch that is
+  removed, moved (alone or with its rack) or replaced, the nodes on cables over the trunks of a
+  patch panel that moves, nodes that exchange slots or ports, and any of these that overlap
   (`forced_groups`).
 """
 
@@ -98,6 +99,24 @@ def replaced_switches(diff: InventoryDiff) -> set[str]:
             if d.kind == "switch" and d.change == "changed" and ("guid" in d.fields or "model" in d.fields)}
 
 
+def moved_racks(diff: InventoryDiff) -> set[str]:
+    """Racks that roll to another row or position, with their devices in them."""
+    return {d.name for d in diff.devices if d.kind == "rack" and d.change == "moved"}
+
+
+def moved_panels(old: Index, diff: InventoryDiff) -> set[str]:
+    """Patch panels that move: to another rack or U, or with the rack they are in."""
+    rolled = moved_racks(diff)
+    return ({d.name for d in diff.devices if d.kind == "patch_panel" and d.change == "moved"}
+            | {p.name for p in old.inv.patch_panels if p.rack in rolled})
+
+
+def relaid_trunks(old: Index, diff: InventoryDiff) -> set[str]:
+    """Trunks (as built) that end at a panel that moves: pulled off it and laid again once it stands."""
+    panels = moved_panels(old, diff)
+    return {t.id for t in old.inv.trunks if t.a_panel in panels or t.b_panel in panels} if panels else set()
+
+
 def forced_groups(old: Index, new: Index, diff: InventoryDiff) -> tuple[frozenset[str], ...]:
     """Compute nodes that physically must be out together: a rack whose cooling changes or that goes;
     the nodes cabled to a switch that goes, moves or is replaced; nodes that exchange slots (one goes
@@ -105,12 +124,17 @@ def forced_groups(old: Index, new: Index, diff: InventoryDiff) -> tuple[frozense
     compute = {n.name for n in old.inv.nodes if n.role == "compute"}
     groups_: list[set[str]] = []
     racks = {d.name for d in diff.devices if d.kind == "rack"
-             and (d.change == "removed" or (d.change == "changed" and "cooling" in d.fields))}
+             and (d.change in ("removed", "moved") or "cooling" in d.fields)}
     for rack in sorted(racks):
         groups_.append({n.name for n in old.inv.nodes if n.rack == rack} | {n.name for n in new.inv.nodes
                                                                            if n.rack == rack})
+    rolled = moved_racks(diff)
     switches = replaced_switches(diff) | {d.name for d in diff.devices
                                           if d.kind == "switch" and d.change in ("removed", "moved")}
+    switches |= {s.name for s in old.inv.switches if s.rack in rolled}
+    relaid = relaid_trunks(old, diff)
+    if relaid:  # the hosts on cables patched over trunks re-laid for a panel that moves
+        groups_.append({e.device for c in old.inv.cables if c.trunk in relaid for e in (c.a, c.b)})
     if switches:
         cabled: dict[str, set[str]] = {}
         for c in old.inv.cables:

@@ -8,8 +8,9 @@ unplugged and another plugged in.
 * device: `added`, `removed`, `moved` (rack or U changed: it is taken out and put back),
   `changed` (anything else: the fields that differ are named; for nodes the effective
   hardware, profile included, is compared, so a profile edit shows on every node using it,
-  and so are the allocated addresses: `address ib0 198.18.128.18 -> 198.18.128.19` when
-  a node inserted before it in the list renumbers it).
+  and so are the allocated addresses: `address ib0 198.18.128.18 -> 198.18.128.19`. Addresses
+  are frozen in addresses.generated.yaml, so inserting or removing nodes moves no one else's:
+  only an asked-for renumbering (`plan --renumber --write`, a declared address) shows here).
 * cable: `added`, `removed`, `moved` (same id, other ends: the ends that change are named),
   `replaced` (same ends, other medium, length or fiber: a new cable goes in),
   `rerouted` (same ends and cable, other trunk or lane group: patched differently),
@@ -82,6 +83,18 @@ def diff_inventories(old: Index, new: Index) -> InventoryDiff:
                            {p.name: p for p in new.inv.patch_panels}, lambda p: (p.rack, p.u))
     devices += _diff_named("trunk", old.trunks, new.trunks, lambda t: (f"{t.a_panel} - {t.b_panel}", 0))
     return InventoryDiff(tuple(_merge_node_changes(devices)), tuple(diff_cables(old.inv.cables, new.inv.cables)))
+
+
+def unit_heights(index: Index) -> dict[str, int]:
+    """Rack units each device takes from its U up, as check/placement.py counts them: a node its
+    hardware's `u_height`, a switch its catalog model's `ru` (1 when unknown), a patch panel 1."""
+    out = {n.name: index.hardware[n.name].u_height for n in index.inv.nodes}
+    switches = index.cat.switches
+    for sw in index.inv.switches:
+        model = switches.get(sw.model)
+        out[sw.name] = model.ru if model else 1
+    out.update({p.name: 1 for p in index.inv.patch_panels})
+    return out
 
 
 def _dump(model: Any) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from typing import Any
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
 from .ha import Groups, groups, replaced_switches
+from .inventory_diff import unit_heights
 from .steps import ChangePlan, Step
 
 _OUT = ("drained", "out")
@@ -82,8 +83,9 @@ def _limit(argv: tuple[str, ...]) -> list[str] | None:
 @dataclass
 class _State:
     racks: dict[str, dict[str, Any]]  # rack -> settings
-    at: dict[str, tuple[str, int]]  # device -> (rack, U)
-    slot: dict[tuple[str, int], str]
+    at: dict[str, tuple[str, int]]  # device -> (rack, lowest U)
+    slot: dict[tuple[str, int], str]  # every (rack, U) a device takes -> the device
+    height: dict[str, int]  # units each standing device takes from its lowest U
     plugged: dict[frozenset[PortKey], Cable]
     by_id: dict[str, frozenset[PortKey]]
     port_busy: dict[PortKey, str]
@@ -132,12 +134,20 @@ class _Replay:
             by_id[c.id] = ends
             busy[ka] = busy[kb] = c.id
         places = _places(old)
+        height = unit_heights(old)
+        self.new_heights = unit_heights(new)
         self.s = _State(
             racks={r.name: r.model_dump(mode="json") for r in old.inv.racks},
-            at=places, slot={p: d for d, p in places.items()},
+            at=places, slot={(p[0], u): d for d, p in places.items() for u in range(p[1], p[1] + height.get(d, 1))},
+            height={d: height.get(d, 1) for d in places},
             plugged=plugged, by_id=by_id, port_busy=busy,
             host={n: "in" for n in old.nodes}, trunks=set(old.trunks), master=self.g.master,
         )
+        self.panel_trunks: dict[str, set[str]] = {}  # panel -> trunks ending at it (old or new)
+        for t in (*old.inv.trunks, *new.inv.trunks):
+            for panel in (t.a_panel, t.b_panel):
+                self.panel_trunks.setdefault(panel, set()).add(t.id)
+        self.new_spot = {r.name: (r.row, r.position) for r in new.inv.racks}  # where each rack stands
         self.n = 0
         self.out_compute: set[str] = set()  # compute drained or out now
         self.out_per_rack: dict[str, int] = {}
@@ -248,8 +258,12 @@ class _Replay:
         still = sorted(c.id for k, c in s.plugged.items() if any(p[0] == name for p in k))
         if still:
             self.bad("CABLE", f"{name} is taken out with cable(s) {', '.join(still[:5])} still plugged")
+        if name in self.panel_trunks:  # a panel taken out: its trunks come off it
+            self._trunks_off(name, f"panel {name} is taken out")
         del s.at[name]
-        s.slot.pop(place, None)
+        for u in range(place[1], place[1] + s.height.pop(name, 1)):
+            if s.slot.get((place[0], u)) == name:
+                del s.slot[(place[0], u)]
         s.learned.discard(name)
         if name in s.host:
             s.host[name] = "removed"
@@ -260,6 +274,9 @@ class _Replay:
         name, s = step.subject, self.s
         if name in self.new.racks and name not in self.new_places:
             if name in s.racks:  # settings of a standing rack
+                before = s.racks[name]
+                if (before.get("row"), before.get("position")) != self.new_spot[name]:
+                    self._rack_moves(name)
                 if name in self.cooling:
                     live = sorted(d for d, p in s.at.items() if p[0] == name and s.host.get(d) == "in")
                     if live:
@@ -285,14 +302,50 @@ class _Replay:
             return
         if want[0] not in s.racks:
             self.bad("SLOT", f"{name} is installed into rack {want[0]}, which does not stand")
-        occupant = s.slot.get(want)
-        if occupant is not None:
-            self.bad("SLOT", f"{name} is installed at {want[0]} U{want[1]}, occupied by {occupant}")
+        height = self.new_heights.get(name, 1)
+        units = [(want[0], u) for u in range(want[1], want[1] + height)]
+        clash = next(((u, s.slot[u]) for u in units if u in s.slot), None)
+        if clash is not None:
+            span = f"U{want[1]}" if height == 1 else f"U{want[1]}-U{want[1] + height - 1}"
+            self.bad("SLOT", f"{name} is installed at {want[0]} {span}, occupied by {clash[1]}"
+                     + ("" if height == 1 else f" at U{clash[0][1]}"))
         s.at[name] = want
-        s.slot[want] = name
+        s.height[name] = height
+        for u in units:
+            s.slot.setdefault(u, name)
         if name in self.new.nodes:
             s.host[name] = "out" if name in self.old.nodes else "new"
             s.hw_done.add(name)
+
+    def _rack_moves(self, rack: str) -> None:
+        """A rack rolls to another place with its devices: nothing in it in service or cabled, its
+        panels' trunks off."""
+        s = self.s
+        inside = {d for d, p in s.at.items() if p[0] == rack}
+        live = sorted(d for d in inside if s.host.get(d) == "in")
+        if live:
+            self.bad("DRAIN", f"rack {rack} moves while {', '.join(live[:5])} in service")
+        still = sorted(c.id for k, c in s.plugged.items() if any(p[0] in inside for p in k))
+        if still:
+            self.bad("CABLE", f"rack {rack} moves with cable(s) {', '.join(still[:5])} still plugged")
+        for panel in sorted(inside & self.panel_trunks.keys()):
+            self._trunks_off(panel, f"rack {rack} moves")
+
+    def _trunks_off(self, panel: str, why: str) -> None:
+        s = self.s
+        for trunk in sorted(self.panel_trunks[panel] & s.trunks):
+            used = sorted(c.id for c in s.plugged.values() if c.trunk == trunk)
+            if used:
+                self.bad("CABLE", f"{why} with {', '.join(used[:5])} patched over trunk {trunk}")
+            s.trunks.discard(trunk)
+
+    def _standing(self, device: str) -> bool:
+        """The device is where the new inventory puts it, in a rack that stands where it should."""
+        place = self.s.at.get(device)
+        if place is None or place != self.new_places.get(device):
+            return False
+        rack = self.s.racks.get(place[0])
+        return rack is not None and (rack.get("row"), rack.get("position")) == self.new_spot.get(place[0])
 
     def _unplug(self, step: Step) -> None:
         s = self.s
@@ -316,8 +369,7 @@ class _Replay:
             self.bad("CABLE", f"cable {step.subject} is plugged but the new inventory has no such cable")
             return
         for end in (cable.a, cable.b):
-            want = self.new_places.get(end.device)
-            if s.at.get(end.device) != want:
+            if not self._standing(end.device):
                 self.bad("CABLE", f"cable {cable.id} is plugged into {end.device}, which is not installed where "
                                   "the new inventory puts it")
             busy = s.port_busy.get(end.key)
@@ -357,8 +409,9 @@ class _Replay:
                     break
             t = self.new.trunks[step.subject]
             for panel in (t.a_panel, t.b_panel):
-                if panel not in s.at:
-                    self.bad("SLOT", f"trunk {step.subject} is laid to panel {panel}, which is not installed")
+                if not self._standing(panel):
+                    self.bad("SLOT", f"trunk {step.subject} is laid to panel {panel}, which is not installed "
+                                     "where the new inventory puts it")
             s.trunks.add(step.subject)
         else:
             used = sorted(c.id for c in s.plugged.values() if c.trunk == step.subject)

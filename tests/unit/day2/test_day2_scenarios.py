@@ -123,7 +123,8 @@ def test_ofed_alone_redeploys_the_lustre_client() -> None:
     data = lab_data()
     data["software"]["doca_ofed"] = "23.10-2.1.3.1"  # 2.15.5 is built for it too (compat.yaml)
     plan = proven(data)
-    gpu = next(s for s in plan.steps if s.phase == "deploy" and "gpu01" in s.argv[s.argv.index("--limit") + 1].split(","))
+    gpu = next(s for s in plan.steps
+               if s.phase == "deploy" and "gpu01" in s.argv[s.argv.index("--limit") + 1].split(","))
     assert gpu.argv[-2:] == ("--component", "lustre") and "rebuilt against the new OFED" in gpu.action
 
 
