@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from clusterforge.api import load_checked, summary  # noqa: E402
 from gen_inventory import bench_spec, generate  # noqa: E402
+from planes_bench import bench_planes  # noqa: E402
 
 SIZES = (256, 512, 1024, 2048)
 
@@ -236,8 +237,8 @@ def bench_hostile(tmp: Path) -> list[dict[str, object]]:
     return hostile_bench.hostile(tmp)
 
 
-BENCHES = {"load": bench_load, "validate": bench_validate, "plan": bench_plan, "day2": bench_day2,
-           "hostile": bench_hostile, "lab": bench_lab, "deploy": bench_deploy}
+BENCHES = {"load": bench_load, "validate": bench_validate, "plan": bench_plan, "planes": bench_planes,
+           "day2": bench_day2, "hostile": bench_hostile, "lab": bench_lab, "deploy": bench_deploy}
 
 
 def main() -> None:
