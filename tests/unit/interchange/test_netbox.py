@@ -197,3 +197,20 @@ def test_import_of_garbage_is_refused_cleanly(kind: str, tmp_path: Path) -> None
     assert "Traceback" not in result.output
     assert result.exit_code == 2, result.output
     assert result.output.strip() and not (tmp_path / "env").exists()
+
+
+@pytest.mark.parametrize("env", ["lab", "staging"])
+def test_other_environments_round_trip(env: str, tmp_path: Path) -> None:
+    source = ROOT / "inventories" / env
+    runner = CliRunner()
+    assert runner.invoke(app, ["export", "netbox", str(source), "--output", str(tmp_path / "csv")]).exit_code == 0
+    back = runner.invoke(app, ["import", "netbox", str(tmp_path / "csv"), "--output", str(tmp_path / "env")])
+    assert back.exit_code == 0, back.output
+    a, b = load_checked(source), load_checked(tmp_path / "env")
+    assert [s.model_dump() for s in a.inv.switches] == [s.model_dump() for s in b.inv.switches]
+    assert {n: hw.model_dump() for n, hw in a.index.hardware.items()} == {
+        n: hw.model_dump() for n, hw in b.index.hardware.items()}
+    assert a.index.host_ports == b.index.host_ports and a.index.switch_ports == b.index.switch_ports
+    assert {c.id: c.model_dump(exclude={"generated"}) for c in a.inv.cables} == {
+        c.id: c.model_dump(exclude={"generated"}) for c in b.inv.cables}
+    assert [t.model_dump() for t in a.inv.trunks] == [t.model_dump() for t in b.inv.trunks]
