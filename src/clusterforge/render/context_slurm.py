@@ -9,11 +9,14 @@ Slurm's tree wants every node under one leaf (it warns "Multiple leaf switches c
 nodes" otherwise). In a rail-optimized fabric a node has one HCA on each rail leaf of
 its scalable unit, so leaves that share nodes are written as one Slurm switch, named
 after the leaves' common prefix (`leaf-su01-r0`, `leaf-su01-r1` -> `leaf-su01`), with a
-comment naming its members.
+comment naming its members; with two or more leaves per rail, leaf j of every rail of a unit
+(`leaf-su01-r0-1`, `leaf-su01-r1-1`) -> `leaf-su01-1`. Rail planes need nothing else: every
+plane's spines list the same unit groups, so the one tree (and the blocks) hold.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .fabric import ROLE_TIER, FabricView
@@ -31,7 +34,15 @@ def _common_prefix(names: list[str]) -> str:
     return first[:size]
 
 
+_WIDE = re.compile(r"^(.*)-r\d+-(\d+)$")  # leaf-su01-r3-1: leaf 1 of rail 3 (two or more leaves per rail)
+
+
 def _group_name(members: list[str], taken: set[str]) -> str:
+    wide = {(m.group(1), m.group(2)) for m in map(_WIDE.match, members) if m is not None}
+    if len(wide) == 1 and all(_WIDE.match(x) for x in members):  # a unit's j-th leaves of every rail
+        ((unit, j),) = wide
+        if f"{unit}-{j}" not in taken:
+            return f"{unit}-{j}"
     prefix = _common_prefix(members)
     cut = max(prefix.rfind(c) for c in _SEPARATORS)
     name = prefix[:cut].rstrip(_SEPARATORS) if cut > 0 else ""
