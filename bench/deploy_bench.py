@@ -48,10 +48,32 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+class BenchFailed(RuntimeError):
+    """A timed deploy did not do what it was timed for: its figure would be nonsense."""
+
+
+def verify(bench: str, engine: str, phase: str, hosts: int, result: Any) -> None:
+    """Every host reached and answered; a first run changed every host, a second run changed none."""
+    if isinstance(result, tuple):  # run_playbook: (results, output)
+        result = result[0]
+    results = list(getattr(result, "results", result))
+    what = f"{bench} {engine} {phase} on {hosts} hosts"
+    if len(results) != hosts:
+        raise BenchFailed(f"{what}: {len(results)} host results, expected {hosts}")
+    bad = [r for r in results if r.failed]
+    if bad:
+        raise BenchFailed(f"{what}: {len(bad)} host(s) {bad[0].status}, e.g. {bad[0].name}: {bad[0].error[:300]}")
+    if phase == "first" and (same := [r.name for r in results if r.status != "changed"]):
+        raise BenchFailed(f"{what}: the first run changed nothing on {', '.join(same[:5])}")
+    if phase == "second" and (changed := [r.name for r in results if r.status == "changed"]):
+        raise BenchFailed(f"{what}: the second run changed {', '.join(changed[:5])} again (not idempotent)")
+
+
 def _measure(bench: str, engine: str, phase: str, hosts: int, fn: Callable[[], Any]) -> dict[str, Any]:
     cpu0, t0 = _cpu(), time.monotonic()
-    fn()
+    result = fn()
     wall, cpu = time.monotonic() - t0, _cpu() - cpu0
+    verify(bench, engine, phase, hosts, result)
     return {"bench": bench, "engine": engine, "phase": phase, "hosts": hosts, "wall_s": round(wall, 3),
             "cpu_s": round(cpu, 3), "cpu_ms_per_host": round(1000 * cpu / max(1, hosts), 1)}
 
@@ -105,8 +127,21 @@ def _ensure_user() -> None:
     _sh(["usermod", "-p", "*", BENCH_USER])  # key-only, but not locked (sshd refuses locked accounts)
 
 
+REQUIRED = {"/usr/sbin/sshd": "openssh-server", "ssh": "openssh-client", "ssh-keygen": "openssh-client",
+            "ip": "iproute2", "podman": "podman"}
+
+
+def missing() -> list[str]:
+    """What this bench needs and this machine lacks: root, and the Debian packages of REQUIRED."""
+    gaps = [] if os.geteuid() == 0 else ["root (network namespaces, podman)"]
+    gaps += sorted({pkg for tool, pkg in REQUIRED.items() if shutil.which(tool) is None})
+    return gaps
+
+
 def start_hosts(n: int, subnet: str = "198.18.200") -> tuple[SshSettings, list[subprocess.Popen[bytes]]]:
     """n namespaces `cfb<i>` on bridge `cfbench0` (gateway .1), one sshd each; returns ssh settings + sshds."""
+    if gaps := missing():
+        raise BenchFailed(f"deploy bench: missing {', '.join(gaps)} (run `sh scripts/lab-deps.sh --netns` as root)")
     stop_hosts(n)
     _ensure_user()
     keys = WORK / "keys"
@@ -141,6 +176,10 @@ def start_hosts(n: int, subnet: str = "198.18.200") -> tuple[SshSettings, list[s
         sshds.append(subprocess.Popen(["ip", "netns", "exec", ns, "/usr/sbin/sshd", "-D", "-e", "-f", str(conf)],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     time.sleep(1.0)
+    dead = [i for i, proc in enumerate(sshds) if proc.poll() is not None]
+    if dead:
+        raise BenchFailed(f"sshd exited at once in {len(dead)} namespace(s) "
+                          f"(cfb{dead[0]}: see {WORK}/sshd-{dead[0]}.conf)")
     ssh = SshSettings(user=BENCH_USER, key=keys / "client", known_hosts=known, connect_timeout_s=10)
     return ssh, sshds
 

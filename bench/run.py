@@ -86,9 +86,12 @@ def print_table(rows: list[dict[str, object]]) -> None:
 
 
 def bench_validate(tmp: Path) -> list[dict[str, object]]:
-    """Parse + diff an ibnetdiscover text of the whole fabric against its declaration."""
+    """Parse + diff an ibnetdiscover text of the whole fabric against its declaration, beside the real
+    ibnetdiscover under ibsim on the same fabric (measured in this run)."""
+    from cli_bench import BenchFailed, ibnetdiscover_s
     from clusterforge.gcpause import gc_paused
     from clusterforge.parse import ibnetdiscover
+    from clusterforge.render import render_environment
     from clusterforge.sim.ibnetdiscover import from_index, render
     from clusterforge.validate.fabric import diff_fabric
 
@@ -105,6 +108,15 @@ def bench_validate(tmp: Path) -> list[dict[str, object]]:
 
         diff_s = best_of(diff)
         assert diff_fabric(index, topo) == [], "the simulated fabric must validate clean"
+        # the reference, measured now: the real ibnetdiscover against ibsim serving this fabric, and its
+        # output validated clean too (the simulator's text and ours must agree)
+        netfile = tmp / f"validate-{n}.net"
+        netfile.write_text(render_environment(index, f"bench-{n}")["fabric/ibsim.net"])
+        disc_s, real = ibnetdiscover_s(netfile)
+        found = diff_fabric(index, ibnetdiscover.parse(real))
+        if found:
+            raise BenchFailed(f"{n} nodes: ibnetdiscover's output under ibsim gives {len(found)} finding(s), "
+                              f"first: {found[0]}")
         rows.append(
             {
                 "bench": "parse+diff",
@@ -115,7 +127,8 @@ def bench_validate(tmp: Path) -> list[dict[str, object]]:
                 "parse_s": round(parse_s, 3),
                 "diff_s": round(diff_s, 3),
                 "total_s": round(parse_s + diff_s, 3),
-                "ibsim_ibnetdiscover_s (reference)": 2.6 if n == 1024 else "",
+                "ibnetdiscover_s (ibsim)": round(disc_s, 3),
+                "total/ibnetdiscover": round((parse_s + diff_s) / disc_s, 3),
             }
         )
     return rows
@@ -222,9 +235,8 @@ def bench_lab(tmp: Path) -> list[dict[str, object]]:
 
 
 def bench_deploy(tmp: Path) -> list[dict[str, object]]:
-    """pyinfra vs Ansible on the lab (4 containers) and on 32/64 plain SSH hosts (network namespaces)."""
-    if os.geteuid() != 0:
-        return [{"bench": "deploy", "skipped": "needs root (network namespaces, podman)"}]
+    """pyinfra vs Ansible on the lab (4 containers) and on 32/64 plain SSH hosts (network namespaces); every
+    run checked (hosts reached, first run changed each host, second run changed none)."""
     import deploy_bench
 
     return deploy_bench.run()
@@ -237,7 +249,32 @@ def bench_hostile(tmp: Path) -> list[dict[str, object]]:
     return hostile_bench.hostile(tmp)
 
 
-BENCHES = {"load": bench_load, "validate": bench_validate, "plan": bench_plan, "planes": bench_planes,
+def bench_cli(tmp: Path) -> list[dict[str, object]]:
+    """Wall-clock of whole commands (a fresh process each): `--help`, `check prod`, `validate prod --from DIR`,
+    beside `pyinfra --help`, `ansible-playbook --version` and ibnetdiscover under ibsim (bench/cli_bench.py)."""
+    import cli_bench
+
+    return cli_bench.cli_rows()
+
+
+def preflight(names: list[str]) -> list[str]:
+    """What the selected benches need and this machine lacks (empty: go)."""
+    import shutil
+
+    gaps = []
+    if {"validate", "cli", "lab"} & set(names):
+        gaps += [f"{tool} (sh scripts/lab-deps.sh)" for tool in ("ibsim", "ibnetdiscover", "opensm")
+                 if shutil.which(tool) is None]
+    if "lab" in names and (os.geteuid() != 0 or shutil.which("podman") is None):
+        gaps.append("root and podman for the lab benches (sh scripts/lab-deps.sh)")
+    if "deploy" in names:
+        import deploy_bench
+
+        gaps += [f"{gap} for the deploy bench (sh scripts/lab-deps.sh --netns)" for gap in deploy_bench.missing()]
+    return gaps
+
+
+BENCHES = {"cli": bench_cli, "load": bench_load, "validate": bench_validate, "plan": bench_plan, "planes": bench_planes,
            "day2": bench_day2, "hostile": bench_hostile, "lab": bench_lab, "deploy": bench_deploy}
 
 
@@ -254,9 +291,19 @@ def main() -> None:
         },
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+    names = args.only or list(BENCHES)
+    gaps = preflight(names)
+    if gaps:  # a bench that cannot run what it times would print nonsense: refuse up front
+        sys.exit("make bench: this machine lacks " + "; ".join(gaps) + ". Nothing was measured.")
+    from cli_bench import BenchFailed as CliFailed
+    from deploy_bench import BenchFailed as DeployFailed
+
     with tempfile.TemporaryDirectory(prefix="cf-bench-") as tmp:
-        for name in args.only or list(BENCHES):  # deploy last: its 64 Ansible forks load the machine for minutes
-            rows = BENCHES[name](Path(tmp))
+        for name in names:  # deploy last: its 64 Ansible forks load the machine for minutes
+            try:
+                rows = BENCHES[name](Path(tmp))
+            except (CliFailed, DeployFailed) as exc:
+                sys.exit(f"bench {name} FAILED, no figure: {exc}")
             print(f"\n== {name}")
             print_table(rows)
             results[name] = rows
