@@ -10,7 +10,9 @@ With them, in this order:
    `lustre[].failover_pairs`) is already on one of the leaves it would use;
 2. the other nodes, in list order, take their list-order slot when it is free and keeps them
    apart from their partners; else the lowest free slot of that SU that does; else of the
-   following units in use, then of the earlier ones; else of a new unit after the last.
+   following units in use, then of the earlier ones; else of a new unit after the last. In
+   those searches slots that a later node takes in list order come last, so that a node
+   moved away from its partners does not push every later node along.
 
 **Infrastructure leaves** (`fabric.infra_roles`): port j of the k-th infrastructure node goes to
 leaf (k + j) mod leaves, or the next leaf with a free port, on the lowest free port; a node's
@@ -89,10 +91,11 @@ class Units:
             for leaf in self.leaves(node, k):
                 self.ha_on.setdefault((su, leaf), set()).add(node.name)
 
-    def first_fit(self, node: FabricNode, su: int, prefer: int | None) -> int | None:
+    def first_fit(self, node: FabricNode, su: int, prefer: int | None, skip: set[Slot] | None = None) -> int | None:
         if prefer is not None and self.fits(node, su, prefer):
             return prefer
-        return next((k for k in range(self.size) if self.fits(node, su, k)), None)
+        return next((k for k in range(self.size) if (skip is None or (su, k) not in skip) and self.fits(node, su, k)),
+                    None)
 
 
 def assign_slots(nodes: list[FabricNode], d: Design, frozen: Frozen = EMPTY,
@@ -111,17 +114,24 @@ def assign_slots(nodes: list[FabricNode], d: Design, frozen: Frozen = EMPTY,
                 units.take(node, *kept)
                 out[i] = kept
     top = max(math.ceil(len(nodes) / size), max((s for s, _ in filter(None, out)), default=-1) + 1)
+    # list-order slots that nodes still to be placed will ask for: a node moved for its HA partners takes
+    # one of them only when nothing else is free, so that it does not push every later node along
+    wanted = {divmod(i, size) for i in range(len(nodes)) if out[i] is None}
     for i, node in enumerate(nodes):
         if out[i] is not None:
             continue
         want, k_want = divmod(i, size)
+        wanted.discard((want, k_want))
         want = min(want, top)
         order = [*range(want, top), *range(min(want, top) - 1, -1, -1)]
         slot: Slot | None = None
-        for su in order:
-            k = units.first_fit(node, su, k_want if su == want else None)
-            if k is not None:
-                slot = (su, k)
+        for skip in (wanted, None):
+            for su in order:
+                k = units.first_fit(node, su, k_want if su == want else None, skip)
+                if k is not None:
+                    slot = (su, k)
+                    break
+            if slot is not None:
                 break
         while slot is None:  # a new unit after the last one
             k = units.first_fit(node, top, None)
