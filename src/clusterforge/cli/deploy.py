@@ -49,7 +49,7 @@ def deploy_cmd(
     record: Path | None = typer.Option(None, "--record", help="deploy record directory for the inventory's hosts "
                                        "(default state/<env>, or $CLUSTERFORGE_STATE_DIR/<env>; a lab keeps its own)"),
 ) -> None:
-    """Deploy the inventory (pyinfra or Ansible); per-host summary; exit 2 when any host failed."""
+    """Deploy the inventory (pyinfra or Ansible); per-host summary; exit 1 when a host failed, 5 unreachable."""
     # the deploy engines (pyinfra, gevent, ansible-core) take 0.5 s to import: only when deploying
     from ..deploy.api import EXIT_USAGE, DeployError, DeployRequest, deploy
     from ..deploy.record import default_dir
