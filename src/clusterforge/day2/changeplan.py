@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
+from ..unionfind import DisjointSets
 from .ha import Groups, groups, moved_racks, relaid_trunks, replaced_switches
 from .host_diff import LEAVES, HostChange, diff_hosts
 from .inventory_diff import CableChange, DeviceChange, InventoryDiff, diff_inventories, unit_heights
@@ -320,19 +321,8 @@ class _Planner:
 
     # -- units and waves ----------------------------------------------------------------------
     def _units(self) -> list[tuple[list[_Task], list[str]]]:
-        parent: dict[str, str] = {}
-
-        def find(x: str) -> str:
-            while parent.setdefault(x, x) != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
-        def union(a: str, b: str) -> None:
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                parent[rb] = ra
-
+        sets: DisjointSets[str] = DisjointSets()
+        find, union = sets.find, sets.union
         for i, t in enumerate(self.tasks):
             me = f"task:{i}"
             find(me)

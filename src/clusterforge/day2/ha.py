@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.index import Index
+from ..unionfind import DisjointSets
 from .inventory_diff import InventoryDiff
 
 
@@ -164,21 +165,10 @@ def forced_groups(old: Index, new: Index, diff: InventoryDiff) -> tuple[frozense
 
 def _merge(groups_: list[set[str]]) -> list[set[str]]:
     """Connected components of sets that share a member."""
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        while parent.setdefault(x, x) != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    sets: DisjointSets[str] = DisjointSets()
     for g in groups_:
         first = next(iter(g), None)
         for x in g:
             if first is not None:
-                parent[find(x)] = find(first)
-    out: dict[str, set[str]] = {}
-    for g in groups_:
-        for x in g:
-            out.setdefault(find(x), set()).add(x)
-    return sorted(out.values(), key=lambda g: sorted(g))
+                sets.union(first, x)
+    return sorted((set(members) for members in sets.groups()), key=lambda g: sorted(g))

@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..model.index import Index
+from ..unionfind import DisjointSets
 
 LEVEL = {"node": 0, "leaf": 1, "spine": 2, "core": 3}
 
@@ -82,23 +83,10 @@ def build_graph(index: Index) -> FabricGraph:
 
 def components(pairs: list[tuple[str, str]]) -> list[list[str]]:
     """Connected components (each sorted) of the graph given by its edges."""
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    sets: DisjointSets[str] = DisjointSets()
     for a, b in pairs:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    groups: dict[str, list[str]] = defaultdict(list)
-    for x in parent:
-        groups[find(x)].append(x)
-    return sorted((sorted(v) for v in groups.values()), key=lambda v: v[0])
+        sets.union(a, b)
+    return sorted((sorted(v) for v in sets.groups()), key=lambda v: v[0])
 
 
 def worst_hops(g: FabricGraph) -> tuple[int | None, list[str]]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..unionfind import DisjointSets
 from .fabric import ROLE_TIER, FabricView
 from .hostlist import compress
 from .spec import FileSpec
@@ -56,30 +57,20 @@ def _group_name(members: list[str], taken: set[str]) -> str:
 def leaf_groups(fab: FabricView, compute: set[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
     """leaf -> Slurm switch name, and each multi-leaf Slurm switch's member leaves."""
     leaves = [s.name for s in fab.switches_of("leaf")]
-    parent = {leaf: leaf for leaf in leaves}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    sets: DisjointSets[str] = DisjointSets(leaves)
     first_leaf: dict[str, str] = {}
     for leaf in leaves:
         for node in fab.leaf_nodes[leaf]:
             if node not in compute:
                 continue
             if node in first_leaf:
-                parent[find(leaf)] = find(first_leaf[node])
+                sets.union(first_leaf[node], leaf)
             else:
                 first_leaf[node] = leaf
-    members: dict[str, list[str]] = {}
-    for leaf in leaves:
-        members.setdefault(find(leaf), []).append(leaf)
     taken = {s.name for s in fab.index.inv.switches}
     name_of: dict[str, str] = {}
     groups: dict[str, list[str]] = {}
-    for group in members.values():
+    for group in sets.groups():
         if len(group) == 1:
             name_of[group[0]] = group[0]
             continue
