@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..guid import format_guid
 from ..lab import LabState, PortRef
 from ..lab.lab import technician
 from ..lab.technician import Technician
@@ -43,7 +44,7 @@ def lab_port(end: InvPortRef | str) -> PortRef:
 def new_switch_guid(name: str, salt: str) -> str:
     """A GUID for a replacement switch the inventory does not know yet (as if read off the new box)."""
     low = int.from_bytes(hashlib.sha256(f"{name}#{salt}".encode()).digest()[:4], "big")
-    return f"0x0002c903{low:08x}"
+    return format_guid(0x0002C903 << 32 | low)
 
 
 @dataclass
