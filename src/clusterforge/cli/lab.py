@@ -26,6 +26,26 @@ def _fail(exc: Exception) -> NoReturn:
     raise typer.Exit(int(ExitCode.FAILURE))
 
 
+DEFAULT_ENV = Path("inventories/lab")
+_ENV_OPT = typer.Option(None, "--env", hidden=True, help="the environment (old form: ENV goes first now)")
+
+
+def _env_first(args: list[str], env_opt: Path | None, want: int, usage: str,
+               exact: bool = True) -> tuple[Path, list[str]]:
+    """ENV is the first argument, as in every command; the older `--env ENV` (hidden) is still understood.
+    With neither, the lab environment (inventories/lab) when the other arguments fill `want` exactly."""
+    if env_opt is not None:
+        env, rest = env_opt, args
+    elif len(args) > want:
+        env, rest = Path(args[0]), args[1:]
+    else:
+        env, rest = DEFAULT_ENV, args
+    if len(rest) < want or (exact and len(rest) != want):
+        err.print(f"usage: clusterforge lab {usage}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    return env, rest
+
+
 def _running(env: Path) -> LabState:
     state = labenv.running(env)
     if state is None:
@@ -96,7 +116,7 @@ def lab_down(env: Path = typer.Argument(Path("inventories/lab"))) -> None:
 
 @app.command("status")
 def lab_status(env: Path = typer.Argument(Path("inventories/lab")),
-               as_json: bool = typer.Option(False, "--json", help="same as --format json"),
+               as_json: bool = typer.Option(False, "--json", hidden=True, help="same as --format json"),
                fmt: Format = typer.Option(Format.text, "--format", help="text or json")) -> None:
     """What runs where (inventory address -> lab address), and whether it is healthy (exit 1 when not)."""
     try:
@@ -165,12 +185,19 @@ def lab_services(env: Path = typer.Argument(Path("inventories/lab")),
 
 @app.command("fault")
 def lab_fault(
-    kind: str = typer.Argument(..., help="remove | swap | degrade | down"),
-    cables: list[str] = typer.Argument(..., help="inventory cable id(s); swap takes two"),
-    env: Path = typer.Option(Path("inventories/lab"), "--env"),
+    args: list[str] = typer.Argument(..., metavar="[ENV] KIND CABLE...",
+                                     help="environment (default inventories/lab); remove | swap | degrade | down; "
+                                          "inventory cable id(s), swap takes two"),
+    env_opt: Path | None = _ENV_OPT,
     width: str = typer.Option("1X", help="degrade: link width"),
 ) -> None:
     """Inject a fault on inventory cables (validate then reports it)."""
+    if env_opt is None and len(args) >= 2 and args[0] in ("remove", "swap", "degrade", "down") \
+            and not Path(args[0]).is_dir():
+        env, rest = DEFAULT_ENV, args
+    else:
+        env, rest = _env_first(args, env_opt, 2, "fault [ENV] KIND CABLE...", exact=False)
+    kind, cables = rest[0], rest[1:]
     try:
         checked = load_checked(env)
     except InventoryInvalid as exc:
@@ -201,9 +228,10 @@ def lab_fault(
 
 
 @app.command("heal")
-def lab_heal(env: Path = typer.Option(Path("inventories/lab"), "--env")) -> None:
+def lab_heal(env_arg: Path | None = typer.Argument(None, metavar="[ENV]", help="environment (default inventories/lab)"),
+             env_opt: Path | None = _ENV_OPT) -> None:
     """Undo every injected fault."""
-    state = _running(env)
+    state = _running(env_opt or env_arg or DEFAULT_ENV)
     try:
         inj = fault_injector(state)
         n = inj.heal()
@@ -245,10 +273,12 @@ def _settle(state: LabState) -> None:
 
 @cable_app.command("unplug")
 def cable_unplug(
-    end: str = typer.Argument(..., help="the port the cable is in: node/HCA/PORT or switch/PORT"),
-    env: Path = typer.Option(Path("inventories/lab"), "--env"),
+    args: list[str] = typer.Argument(..., metavar="[ENV] END",
+                                     help="environment; the port the cable is in: node/HCA/PORT or switch/PORT"),
+    env_opt: Path | None = _ENV_OPT,
 ) -> None:
     """Pull the cable out of END (and of whatever port its other end is in)."""
+    env, (end,) = _env_first(args, env_opt, 1, "cable unplug [ENV] END")
     state, tech = _technician(env)
     try:
         peer = tech.unplug(_port(end))
@@ -260,11 +290,12 @@ def cable_unplug(
 
 @cable_app.command("plug")
 def cable_plug(
-    end: str = typer.Argument(..., help="one free port: node/HCA/PORT or switch/PORT"),
-    peer: str = typer.Argument(..., help="the other free port"),
-    env: Path = typer.Option(Path("inventories/lab"), "--env"),
+    args: list[str] = typer.Argument(..., metavar="[ENV] END PEER",
+                                     help="environment; two free ports: node/HCA/PORT or switch/PORT"),
+    env_opt: Path | None = _ENV_OPT,
 ) -> None:
     """Plug a cable between two free ports."""
+    env, (end, peer) = _env_first(args, env_opt, 2, "cable plug [ENV] END PEER")
     state, tech = _technician(env)
     try:
         tech.plug(_port(end), _port(peer))
@@ -276,11 +307,13 @@ def cable_plug(
 
 @cable_app.command("move")
 def cable_move(
-    end: str = typer.Argument(..., help="the port whose cable moves (stays plugged here): node/HCA/PORT"),
-    to: str = typer.Argument(..., help="the free port its other end goes to: switch/PORT"),
-    env: Path = typer.Option(Path("inventories/lab"), "--env"),
+    args: list[str] = typer.Argument(..., metavar="[ENV] END TO",
+                                     help="environment; the port whose cable moves (stays plugged here): "
+                                          "node/HCA/PORT; the free port its other end goes to: switch/PORT"),
+    env_opt: Path | None = _ENV_OPT,
 ) -> None:
     """Move the far end of END's cable to another port (a node re-cabled to another leaf port)."""
+    env, (end, to) = _env_first(args, env_opt, 2, "cable move [ENV] END TO")
     state, tech = _technician(env)
     try:
         old = tech.move(_port(end), _port(to))
@@ -292,13 +325,14 @@ def cable_move(
 
 @cable_app.command("replace")
 def cable_replace(
-    switch: str = typer.Argument(..., help="the switch replaced by a new box"),
+    args: list[str] = typer.Argument(..., metavar="[ENV] SWITCH", help="environment; the switch replaced by a new box"),
     guid: str | None = typer.Option(None, "--guid", help="the new box's node GUID (default: a fresh one)"),
-    env: Path = typer.Option(Path("inventories/lab"), "--env"),
+    env_opt: Path | None = _ENV_OPT,
 ) -> None:
     """Replace a switch with a new one (another GUID), every cable back in the same port."""
     from ..day2.lab_technician import new_switch_guid
 
+    env, (switch,) = _env_first(args, env_opt, 1, "cable replace [ENV] SWITCH")
     state, tech = _technician(env)
     new = guid or new_switch_guid(switch, str(len(tech.journal())))
     try:
@@ -310,14 +344,16 @@ def cable_replace(
 
 
 @app.command("drain")
-def lab_drain(host: str = typer.Argument(...), env: Path = typer.Option(Path("inventories/lab"), "--env")) -> None:
+def lab_drain(args: list[str] = typer.Argument(..., metavar="[ENV] HOST"), env_opt: Path | None = _ENV_OPT) -> None:
     """Lab only: mark a host drained (the lab's stand-in for a scheduler; the lab inventory's drain hook)."""
+    env, (host,) = _env_first(args, env_opt, 1, "drain [ENV] HOST")
     _drain(env, host, True)
 
 
 @app.command("resume")
-def lab_resume(host: str = typer.Argument(...), env: Path = typer.Option(Path("inventories/lab"), "--env")) -> None:
+def lab_resume(args: list[str] = typer.Argument(..., metavar="[ENV] HOST"), env_opt: Path | None = _ENV_OPT) -> None:
     """Lab only: return a drained host to service (the lab inventory's resume hook)."""
+    env, (host,) = _env_first(args, env_opt, 1, "resume [ENV] HOST")
     _drain(env, host, False)
 
 
