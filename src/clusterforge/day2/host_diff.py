@@ -83,6 +83,7 @@ def diff_hosts(old: Index, new: Index, env_name: str, diff: InventoryDiff | None
     else:
         before, after = desired(old, env_name), desired(new, env_name)
     memo: dict[tuple[int, int], ComponentChange] = {}  # components shared by many hosts: compared once
+    texts: dict[tuple[str, int], str] = {}  # files rendered to compare them, by template and context
     out: list[HostChange] = []
     for name, plan in after.items():
         prev = before.get(name)
@@ -90,7 +91,7 @@ def diff_hosts(old: Index, new: Index, env_name: str, diff: InventoryDiff | None
             comps = tuple(_component_diff(None, c) for c in plan.components)
             out.append(HostChange(name, plan.rack, "added", comps, (), False))
             continue
-        comps = _components_diff(prev, plan, memo)
+        comps = _components_diff(prev, plan, memo, texts)
         if comps:
             reasons = tuple(dict.fromkeys(r for c in comps if (r := _disruption(c))))
             reboot = any(c.component == "nvidia" and c.pins for c in comps)
@@ -129,8 +130,8 @@ def same_host_file_inputs(old: Index, new: Index, diff: InventoryDiff | None = N
     return set(old.cable_at) == set(new.cable_at)
 
 
-def _components_diff(before: HostPlan, after: HostPlan,
-                     memo: dict[tuple[int, int], ComponentChange]) -> tuple[ComponentChange, ...]:
+def _components_diff(before: HostPlan, after: HostPlan, memo: dict[tuple[int, int], ComponentChange],
+                     texts: dict[tuple[str, int], str]) -> tuple[ComponentChange, ...]:
     was = {c.name: c for c in before.components}
     now = {c.name: c for c in after.components}
     out = []
@@ -140,7 +141,7 @@ def _components_diff(before: HostPlan, after: HostPlan,
         key = (id(a), id(b))
         change = memo.get(key) if a is not None and b is not None else None
         if change is None:
-            change = _component_diff(a, b)
+            change = _component_diff(a, b, texts)
             if a is not None and b is not None:
                 memo[key] = change
         if change.files or change.pins or change.other:
@@ -148,14 +149,16 @@ def _components_diff(before: HostPlan, after: HostPlan,
     return tuple(out)
 
 
-def _component_diff(a: Component | None, b: Component | None) -> ComponentChange:
+def _component_diff(a: Component | None, b: Component | None,
+                    texts: dict[tuple[str, int], str] | None = None) -> ComponentChange:
     either = b or a
     assert either is not None
     name = either.name
     fa = {f.dest: f for f in a.files} if a else {}
     fb = {f.dest: f for f in b.files} if b else {}
     files = [f"+{d}" for d in fb if d not in fa]
-    files += [f"~{d}" for d in fb if d in fa and _differs(fa[d], fb[d])]
+    texts = {} if texts is None else texts
+    files += [f"~{d}" for d in fb if d in fa and _differs(fa[d], fb[d], texts)]
     files += [f"-{d}" for d in fa if d not in fb]
     pa = {p.package: p.version for p in a.pins} if a else {}
     pb = {p.package: p.version for p in b.pins} if b else {}
@@ -170,7 +173,7 @@ def _component_diff(a: Component | None, b: Component | None) -> ComponentChange
     return ComponentChange(name, tuple(files), tuple(pins), tuple(other))
 
 
-def _differs(a: ManagedFile, b: ManagedFile) -> bool:
+def _differs(a: ManagedFile, b: ManagedFile, texts: dict[tuple[str, int], str] | None = None) -> bool:
     """Whether a deploy would rewrite the file: its mode or its text differs. Host files come unrendered
     (`host_plans(render=False)`): the same template with the same context renders the same text, so
     only files whose context differs are rendered, and compared as text."""
@@ -178,13 +181,20 @@ def _differs(a: ManagedFile, b: ManagedFile) -> bool:
         return True
     if a.content or b.content or not (a.template and b.template):
         return a.content != b.content
-    if a.template == b.template and a.context == b.context:
+    if a.template == b.template and (a.context is b.context or a.context == b.context):
         return False
-    return _text(a) != _text(b)
+    texts = {} if texts is None else texts
+    return _text(a, texts) != _text(b, texts)
 
 
-def _text(f: ManagedFile) -> str:
-    return environment().get_template(f.template).render(f.context)
+def _text(f: ManagedFile, texts: dict[tuple[str, int], str]) -> str:
+    # one render per context in a diff: the subnet managers share OpenSM's GUID tables (one context
+    # object, alive while the diff runs, so its id is not reused)
+    key = (f.template, id(f.context))
+    text = texts.get(key)
+    if text is None:
+        text = texts[key] = environment().get_template(f.template).render(f.context)
+    return text
 
 
 def _disruption(c: ComponentChange) -> str:

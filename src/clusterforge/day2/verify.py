@@ -89,6 +89,7 @@ class _State:
     plugged: dict[frozenset[PortKey], Cable]
     by_id: dict[str, frozenset[PortKey]]
     port_busy: dict[PortKey, str]
+    busy_on: dict[str, set[PortKey]]  # device -> its ports with a cable in them
     host: dict[str, str]  # in, drained, out, new
     trunks: set[str]
     master: str | None
@@ -133,6 +134,9 @@ class _Replay:
             plugged[ends] = c
             by_id[c.id] = ends
             busy[ka] = busy[kb] = c.id
+        busy_on: dict[str, set[PortKey]] = {}
+        for k in busy:
+            busy_on.setdefault(k[0], set()).add(k)
         places = _places(old)
         height = unit_heights(old)
         self.new_heights = unit_heights(new)
@@ -140,7 +144,7 @@ class _Replay:
             racks={r.name: r.model_dump(mode="json") for r in old.inv.racks},
             at=places, slot={(p[0], u): d for d, p in places.items() for u in range(p[1], p[1] + height.get(d, 1))},
             height={d: height.get(d, 1) for d in places},
-            plugged=plugged, by_id=by_id, port_busy=busy,
+            plugged=plugged, by_id=by_id, port_busy=busy, busy_on=busy_on,
             host={n: "in" for n in old.nodes}, trunks=set(old.trunks), master=self.g.master,
         )
         self.panel_trunks: dict[str, set[str]] = {}  # panel -> trunks ending at it (old or new)
@@ -255,7 +259,7 @@ class _Replay:
             return
         if name in s.host and not self._is_out(name):
             self.bad("DRAIN", f"{name} is taken out of its rack while in service")
-        still = sorted(c.id for k, c in s.plugged.items() if any(p[0] == name for p in k))
+        still = sorted({s.port_busy[k] for k in s.busy_on.get(name, ())})
         if still:
             self.bad("CABLE", f"{name} is taken out with cable(s) {', '.join(still[:5])} still plugged")
         if name in self.panel_trunks:  # a panel taken out: its trunks come off it
@@ -357,6 +361,7 @@ class _Replay:
         del s.by_id[step.subject]
         for k in ends:
             s.port_busy.pop(k, None)
+            s.busy_on.get(k[0], set()).discard(k)
             dev = k[0]
             if dev in s.host and not self._is_out(dev):
                 self.bad("DRAIN", f"cable {cable.id} is unplugged from {dev} while it is in service")
@@ -384,6 +389,7 @@ class _Replay:
         s.by_id[cable.id] = ends
         for end in (cable.a, cable.b):
             s.port_busy[end.key] = cable.id
+            s.busy_on.setdefault(end.device, set()).add(end.key)
             s.validated.discard(end.device)
 
     def _relabel(self, step: Step) -> None:

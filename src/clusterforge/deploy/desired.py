@@ -134,6 +134,7 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
     extra = {"banner": banner(options.env_name), "environment": options.env_name}
     jinja = environment()
     kind_of: dict[tuple[str, str], tuple[str, int, str]] = {}  # (dest, template) -> component, mode, full dest
+    contexts: dict[int, dict[str, Any]] = {}
     for node in inv.nodes:
         files: dict[str, list[ManagedFile]] = {}
         for dest, spec in by_host.get(node.name, []):
@@ -143,7 +144,9 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
                     _TEMPLATE_COMPONENT.get(spec.template.split("/", 1)[0], "base"),
                     file_mode(dest.lstrip("/")), _dest(options, dest))
             comp, mode, full = kind
-            context = {**spec.context, **extra}
+            context = contexts.get(id(spec))  # a spec several hosts get (OpenSM's shared files): one context
+            if context is None:
+                context = contexts[id(spec)] = {**spec.context, **extra}
             text = jinja.get_template(spec.template).render(context) if render else ""
             files.setdefault(comp, []).append(ManagedFile(full, spec.template, context, text, mode))
         hw = index.hardware[node.name]
