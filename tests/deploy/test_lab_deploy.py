@@ -32,6 +32,10 @@ def _status(out: DeployOutcome) -> dict[str, str]:
     return {r.name: r.status for r in out.results}
 
 
+def _notes(out: DeployOutcome, host: str) -> list[str]:
+    return next(r.notes for r in out.results if r.name == host)
+
+
 def _snapshot(lab: DeployLab) -> dict[str, dict[str, str]]:
     """sha256 of every file the deploy manages, per host, read over SSH."""
     index = load_checked(ENV).index
@@ -155,8 +159,20 @@ def test_engines_write_identical_bytes(deploy_lab: DeployLab) -> None:
     assert py.exit_code == 0, [r.error for r in py.results]
     ours = _snapshot(deploy_lab)
     deploy_lab.reset()
+    # check mode on fresh containers is honest: no failure hidden, every host reports what it would change
+    dry = deploy_ansible(ENV, DeployRequest(lab_state=deploy_lab.state_dir, dry_run=True))
+    assert dry.exit_code == 0, [(r.name, r.error) for r in dry.results]
+    assert set(_status(dry).values()) == {"changed"}
+    assert {"changed: nccl: Write configuration files",
+            "changed: nccl: Report what check mode would install"} <= set(_notes(dry, "gpu01"))
     ans = deploy_ansible(ENV, DeployRequest(lab_state=deploy_lab.state_dir))
     assert ans.exit_code == 0, [(r.name, r.error) for r in ans.results]
+    assert set(_status(ans).values()) == {"changed"}
+    # a second Ansible run changes nothing (changed=0 in the callback's stats)
+    again = deploy_ansible(ENV, DeployRequest(lab_state=deploy_lab.state_dir))
+    assert again.exit_code == 0, [(r.name, r.error) for r in again.results]
+    assert _status(again) == dict.fromkeys(NODES, "ok"), [(r.name, r.notes) for r in again.results]
+    assert all("ansible: changed=0 " in " ".join(r.notes) for r in again.results)
     record = read_record(deploy_lab.state_dir)  # Ansible's runs are on record too, for the new containers
     assert {name: r["engine"] for name, r in record.items()} == dict.fromkeys(NODES, "ansible")
     theirs = _snapshot(deploy_lab)
