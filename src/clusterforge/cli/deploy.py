@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,7 +13,7 @@ from .. import labenv
 from ..deploy.confirm import needs_confirmation, prompt, refusal
 from ..errors import ExitCode, InventoryInvalid
 from ..selection import split_tokens
-from .common import err, fail_inventory, out
+from .common import Format, err, fail_inventory, out, print_json
 
 if TYPE_CHECKING:
     from ..deploy.api import DeployOutcome, DeployRequest
@@ -48,12 +49,13 @@ def deploy_cmd(
                                       "on record (day-2)"),
     record: Path | None = typer.Option(None, "--record", help="deploy record directory for the inventory's hosts "
                                        "(default state/<env>, or $CLUSTERFORGE_STATE_DIR/<env>; a lab keeps its own)"),
+    fmt: Format = typer.Option(Format.text, "--format", help="text or json (the plan/result document on stdout)"),
 ) -> None:
     """Deploy the inventory (pyinfra or Ansible); per-host summary; exit 1 when a host failed, 5 unreachable."""
     # the deploy engines (pyinfra, gevent, ansible-core) take 0.5 s to import: only when deploying
     from ..deploy.api import EXIT_USAGE, DeployError, DeployRequest, deploy
     from ..deploy.record import default_dir
-    from ..deploy.report import format_changes, format_summary, to_json, write_plan
+    from ..deploy.report import format_changes, to_json, write_plan
 
     tokens = split_tokens(limit)
     if lab is not None and no_lab:
@@ -89,6 +91,10 @@ def deploy_cmd(
     data["seconds"] = round(outcome.seconds, 3)
     target = plan_file or Path("out") / env.name / ("deploy-plan.json" if dry_run else "deploy-result.json")
     write_plan(target, data)
+    if fmt is Format.json:
+        print_json(data)
+        err.print(f"{'plan' if dry_run else 'result'} written to {target} ({outcome.seconds:.1f}s)", markup=False)
+        raise typer.Exit(outcome.exit_code)
     changes = format_changes(outcome.results, diffs=diffs)
     if changes:
         out.print(changes, markup=False)
@@ -98,7 +104,7 @@ def deploy_cmd(
         out.print("nothing changed since the last deploy on record", markup=False)
     for note in outcome.notes:
         out.print(note, markup=False)
-    out.print(format_summary(outcome.results), markup=False)
+    print_summary(outcome.results)
     out.print(f"{'plan' if dry_run else 'result'} written to {target} ({outcome.seconds:.1f}s)", markup=False)
     raise typer.Exit(outcome.exit_code)
 
@@ -113,7 +119,7 @@ def _confirm(env: Path, req: DeployRequest, engine: Engine, diffs: bool) -> None
 
     from ..api import load_checked
     from ..deploy.api import DeployError, deploy, select_hosts
-    from ..deploy.report import format_changes, format_summary
+    from ..deploy.report import format_changes
 
     try:
         hosts = select_hosts(load_checked(env).index, req.limit)
@@ -137,7 +143,27 @@ def _confirm(env: Path, req: DeployRequest, engine: Engine, diffs: bool) -> None
     changes = format_changes(outcome.results, diffs=diffs)
     if changes:
         out.print(changes, markup=False)
-    out.print(format_summary(outcome.results), markup=False)
+    print_summary(outcome.results)
     if not typer.confirm(prompt(env.name, outcome.results), default=False):
         err.print("deploy: not confirmed; nothing changed", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+
+
+def print_summary(results: Sequence[HostResult]) -> None:
+    """The per-host summary as a table, then the totals line (`N host(s), M change(s): ok 3, changed 1`)."""
+    from rich.table import Table
+
+    from ..deploy.report import totals
+
+    if results:
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for name, justify in (("HOST", "left"), ("STATUS", "left"), ("CHANGES", "right"), ("SECONDS", "right"),
+                              ("DETAIL", "left")):
+            table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        for r in results:
+            detail = r.error or "; ".join(filter(None, [r.reboot and f"REBOOT NEEDED: {r.reboot}", *r.notes[:1]]))
+            table.add_row(r.name, r.status, str(len(r.changes)), f"{r.seconds:.2f}", detail)
+        out.print(table, markup=False)
+    t = totals(results)
+    parts = ", ".join(f"{k} {v}" for k, v in t.items() if k not in ("hosts", "changes"))
+    out.print(f"{t['hosts']} host(s), {t['changes']} change(s)" + (f": {parts}" if parts else ""), markup=False)
