@@ -161,9 +161,10 @@ class _Planner:
             if c.change == "relabelled" and c.old is not None and c.new is not None:
                 relabel_of[c.old.id] = c
         # every cable of a device that moves or is swapped comes out and goes back, by label
-        new_by_ends = {frozenset((c.a.key, c.b.key)): c for c in new.inv.cables}
         relaid = self.relaid
-        for cable in old.inv.cables:
+        new_by_ends = ({frozenset((c.a.key, c.b.key)): c for c in new.inv.cables} if self.rehomed or relaid
+                       else {})
+        for cable in old.inv.cables if new_by_ends else ():
             if cable.id in touched or not ({cable.a.device, cable.b.device} & self.rehomed
                                            or (relaid and cable.trunk in relaid)):
                 continue
@@ -415,7 +416,7 @@ class _Planner:
 
         for wi, wave in enumerate(waves):
             lastwave = wi == len(waves) - 1
-            out_hosts = [h for h in self.reasons if h in set(wave.hosts)]
+            out_hosts = [h for h in self.reasons if h in wave.held]
             by_rack: dict[str | None, dict[Phase, list[_Task]]] = {}
             for t in wave.tasks:
                 by_rack.setdefault(t.rack, {}).setdefault(t.phase, []).append(t)

@@ -8,7 +8,7 @@ Nothing here touches a host.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,6 +135,7 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
     jinja = environment()
     kind_of: dict[tuple[str, str], tuple[str, int, str]] = {}  # (dest, template) -> component, mode, full dest
     contexts: dict[int, dict[str, Any]] = {}
+    pins_of: dict[str, tuple[Pin, ...]] = {}  # the same for every host: computed once
     for node in inv.nodes:
         files: dict[str, list[ManagedFile]] = {}
         for dest, spec in by_host.get(node.name, []):
@@ -158,8 +159,8 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
             nvidia_for[nvswitch] = _nvidia(index, nvswitch)
         ofed = ofed_for[has_gpus] if hw.hcas else None
         nvidia = nvidia_for[nvswitch] if has_gpus else None
-        comp_list = [base, ofed, nvidia, _nccl(index, files.get("nccl", [])),
-                     _lustre(index, files.get("lustre", [])), _ipoib(files.get("ipoib", [])),
+        comp_list = [base, ofed, nvidia, _nccl(index, files.get("nccl", []), pins_of),
+                     _lustre(index, files.get("lustre", []), pins_of), _ipoib(files.get("ipoib", [])),
                      _opensm(files.get("opensm", []), node.name in sm_nodes)]
         comps = [c for c in comp_list if c is not None]
         pins = tuple(p for c in comps for p in c.pins)
@@ -230,21 +231,33 @@ def _nvidia(index: Index, nvswitch: bool) -> Component | None:
     return Component("nvidia", pins=tuple(nvidia_pins(sw, nvswitch)), services=services)
 
 
-def _nccl(index: Index, files: list[ManagedFile]) -> Component | None:
+def _nccl(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin, ...]] | None = None,
+          ) -> Component | None:
     if not files:
         return None
-    return Component("nccl", tuple(files), tuple(nccl_pins(index.inv.software)))
+    pins = _pins(pins_of, "nccl", lambda: tuple(nccl_pins(index.inv.software)))
+    return Component("nccl", tuple(files), pins)
 
 
-def _lustre(index: Index, files: list[ManagedFile]) -> Component | None:
+def _lustre(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin, ...]] | None = None,
+            ) -> Component | None:
     if not files:
         return None
     sw = index.inv.software
     client = any(f.dest.endswith(".mount") for f in files)
     problem = lustre_ofed_problem(sw.doca_ofed, sw.lustre_client) if client else None
     units = tuple(f.dest.rsplit("/", 1)[1] for f in files if f.dest.endswith(".mount"))
-    return Component("lustre", tuple(files), tuple(lustre_pins(sw)) if client else (), services=units,
+    pins = _pins(pins_of, "lustre", lambda: tuple(lustre_pins(sw))) if client else ()
+    return Component("lustre", tuple(files), pins, services=units,
                      handler="systemd-reload", problems=(problem,) if problem else ())
+
+
+def _pins(memo: dict[str, tuple[Pin, ...]] | None, key: str, make: Callable[[], tuple[Pin, ...]]) -> tuple[Pin, ...]:
+    if memo is None:
+        return make()
+    if key not in memo:
+        memo[key] = make()
+    return memo[key]
 
 
 def _ipoib(files: list[ManagedFile]) -> Component | None:
