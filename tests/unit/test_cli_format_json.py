@@ -66,3 +66,23 @@ def test_deploy_text_summary_is_a_table() -> None:
     assert lines[0].split() == ["HOST", "STATUS", "CHANGES", "SECONDS", "DETAIL"]
     assert lines[2].split() == ["gpu02", "failed", "0", "0.00", "boom"]
     assert lines[-1] == "2 host(s), 0 change(s): changed 1, failed 1"
+
+
+def test_progress_only_on_a_terminal(monkeypatch: Any) -> None:
+    import io
+
+    from rich.console import Console
+
+    from clusterforge.cli import common
+
+    piped = io.StringIO()
+    monkeypatch.setattr(common, "err", Console(file=piped, force_terminal=False))
+    with common.progress("deploy lab", total=2) as advance:
+        advance("gpu01")
+    assert piped.getvalue() == ""
+    tty = io.StringIO()
+    monkeypatch.setattr(common, "err", Console(file=tty, force_terminal=True, width=100))
+    with common.progress("deploy lab", total=2) as advance:
+        advance("gpu01")
+        advance("gpu02")
+    assert "2/2" in tty.getvalue()

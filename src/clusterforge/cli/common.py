@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, NoReturn
@@ -75,3 +77,27 @@ def check_output_path(path: Path, option: str, *, directory: bool) -> None:
     if problem:
         err.print(f"{option} {path}: {problem}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+
+
+def _no_progress(note: str = "") -> None:
+    return None
+
+
+@contextmanager
+def progress(description: str, total: int | None = None) -> Iterator[Callable[[str], None]]:
+    """A progress bar on stderr while long work runs (a deploy across hosts, ...), shown only when stderr is a
+    terminal: yields `advance(note)`, one call per unit of work done. Elsewhere (pipes, CI, tests) `advance`
+    does nothing, so the output stays the same lines as before."""
+    if not err.is_terminal:
+        yield _no_progress
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task(description, total=total)
+
+        def advance(note: str = "") -> None:
+            bar.update(task, advance=1, description=f"{description} {note}".rstrip())
+
+        yield advance

@@ -13,7 +13,7 @@ from .. import labenv
 from ..deploy.confirm import needs_confirmation, prompt, refusal
 from ..errors import ExitCode, InventoryInvalid
 from ..selection import split_tokens
-from .common import Format, err, fail_inventory, out, print_json
+from .common import Format, err, fail_inventory, out, print_json, progress
 
 if TYPE_CHECKING:
     from ..deploy.api import DeployOutcome, DeployRequest
@@ -70,17 +70,19 @@ def deploy_cmd(
     if needs_confirmation(lab=lab is not None, dry_run=dry_run, yes=yes):
         _confirm(env, req, engine, diffs)
 
-    def progress(r: HostResult) -> None:
-        err.print(f"{r.name}: {r.status} ({len(r.changes)} change(s), {r.seconds:.1f}s)"
-                  + (f" - {r.error}" if r.error else ""), markup=False)
-
     try:
-        if engine is Engine.ansible:
-            from ..deploy.ansible_api import deploy_ansible
+        with progress(f"{'dry run' if dry_run else 'deploy'} {env.name}") as advance:
+            def host_done(r: HostResult) -> None:
+                err.print(f"{r.name}: {r.status} ({len(r.changes)} change(s), {r.seconds:.1f}s)"
+                          + (f" - {r.error}" if r.error else ""), markup=False)
+                advance(r.name)
 
-            outcome: DeployOutcome = deploy_ansible(env, req)
-        else:
-            outcome = deploy(env, req, progress=progress)
+            if engine is Engine.ansible:
+                from ..deploy.ansible_api import deploy_ansible
+
+                outcome: DeployOutcome = deploy_ansible(env, req)
+            else:
+                outcome = deploy(env, req, progress=host_done)
     except InventoryInvalid as exc:
         fail_inventory(exc)
     except DeployError as exc:
