@@ -16,7 +16,7 @@ def design_dict(d: Design) -> dict[str, Any]:
         "kind": d.kind, "tiers": d.tiers, "rate": d.rate, "rails": d.rails, "su_size": d.su_size,
         "scalable_units": d.compute_sus, "sized_for_units": d.design_sus - d.infra_sus,
         "infra_leaves": d.infra_leaves, "oversubscription": d.oversubscription,
-        "leaves_per_rail": d.leaves_per_rail, "planes": d.planes,
+        "leaves_per_rail": d.leaves_per_rail, "planes": d.planes, "rails_per_plane": d.rails_per_plane or d.rails,
         "leaf": {"model": d.leaf.model, "ports": d.leaf.ports, "down": d.leaf_down, "up": d.uplinks},
         "spine": {"model": d.spine.model, "per_pod": d.spines_per_pod, "links_from_each_leaf": d.leaf_spine_links},
         "core": None if d.core is None else {"model": d.core.model, "per_plane": d.cores_per_plane,
@@ -39,6 +39,7 @@ def summary_dict(report: PlanReport, design: Design | None, deviations: tuple[De
         "oversubscription": {"asked": design.oversubscription if design else None,
                              "achieved": report.oversubscription},
         "bisection_gbps": report.bisection_gbps,
+        "bisection_across_planes_gbps": report.bisection_across_planes_gbps,
         "node_gbps": report.node_gbps,
         "max_switch_hops": report.max_switch_hops,
         "free_ports": {"total": sum(free.values()), "by_switch": free},
@@ -60,9 +61,13 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
         core = f", {d['core']['per_plane']} core(s) per plane" if d["core"] else ""
         out.append(f"design: {d['kind']}, {d['tiers']} tiers at {d['rate']}; {d['scalable_units']} scalable unit(s) "
                    f"of {d['su_size']} nodes x {d['rails']} rail(s) (sized for {d['sized_for_units']}); leaf "
-                   f"{d['leaf']['model']} {d['leaf']['down']} down / {d['leaf']['up']} up; "
-                   f"{d['spine']['per_pod']} {d['spine']['model']} spine(s) per pod, "
-                   f"{d['spine']['links_from_each_leaf']} link(s) from each leaf{core}"
+                   f"{d['leaf']['model']} {d['leaf']['down']} down / {d['leaf']['up']} up"
+                   + (f", {d['leaves_per_rail']} leaves per rail" if d.get("leaves_per_rail", 1) > 1 else "")
+                   + (f"; {d['planes']} rail planes of {d['rails_per_plane']} rail(s), "
+                      f"{d['spine']['per_pod']} {d['spine']['model']} spine(s) per plane, "
+                      if d.get("planes", 1) > 1 else
+                      f"; {d['spine']['per_pod']} {d['spine']['model']} spine(s) per pod, ")
+                   + f"{d['spine']['links_from_each_leaf']} link(s) from each leaf{core}"
                    + (f"; {d['infra_leaves']} infrastructure leaves" if d["infra_leaves"] else ""))
     sw, cb = s["switches"], s["cables"]
     out.append(f"switches: {sw['leaf']} leaf, {sw['spine']} spine, {sw['core']} core")
@@ -75,7 +80,10 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
     asked = f"{over['asked']} asked, " if over["asked"] else ""
     out.append(f"oversubscription: {asked}{over['achieved']} achieved (worst leaf)")
     hops = s["max_switch_hops"]
-    out.append(f"bisection: {_n(s['bisection_gbps'])} Gb/s of {_n(s['node_gbps'])} Gb/s node bandwidth; "
+    planes = d.get("planes", 1) if d else 1
+    across = (f" within the planes, {_n(s.get('bisection_across_planes_gbps', 0.0))} across them (cross-plane "
+              "traffic stays in the node: NVLink, PXN)" if planes > 1 else "")
+    out.append(f"bisection: {_n(s['bisection_gbps'])} Gb/s of {_n(s['node_gbps'])} Gb/s node bandwidth{across}; "
                f"worst case {hops if hops is not None else '?'} switch hop(s)")
     by = s["free_ports"]["by_switch"]
     if by:

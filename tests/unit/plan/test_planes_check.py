@@ -52,3 +52,6 @@ def test_sm_nodes_with_a_port_in_each_plane_pass(tmp_path: Path) -> None:
     result = runner.invoke(app, ["plan", str(env), "--format", "json"])
     assert result.exit_code == 0, result.output
     assert '"planes": 2' in result.output
+    text = runner.invoke(app, ["plan", str(env)]).output
+    assert "2 rail planes of 1 rail(s), 2 QM8700 spine(s) per plane" in text
+    assert "0 across them" in text
