@@ -181,6 +181,8 @@ def prod_rehearsal(env: Path = ROOT / "inventories" / "prod",
                     row[f"{step} s"] = round(time.perf_counter() - t, 1)
                     if result.exit_code != 0:
                         row[f"{step} exit"] = result.exit_code
+                        why = result.output.strip().splitlines()[-1:] or [repr(result.exception)]
+                        row[f"{step} error"] = why[0][:200]
                         ok = False
                         break
                 if ok:
