@@ -44,6 +44,36 @@ def sm_node(index: Index) -> str | None:
     return max(sm.sm_nodes, key=lambda s: s.priority).node
 
 
+def plane_ports(index: Index, node: str) -> dict[int, tuple[str, int]]:
+    """Rail planes (`fabric.planes`): plane -> the (HCA, port) of `node` cabled into it, first in port
+    order; {} without two planes or more. A plane is its own subnet: discovery runs once per plane."""
+    spec = index.inv.fabric
+    if spec is None or spec.planes is None or node not in index.hardware:
+        return {}
+    rpp = 1 if spec.planes == "rail" else int(spec.planes)
+    out: dict[int, tuple[str, int]] = {}
+    for hca in index.hardware[node].hcas:
+        for p in hca.ports:
+            cable = index.cable_at.get((node, hca.name, p.port))
+            if cable is None:
+                continue
+            far = cable.b if cable.a.device == node else cable.a
+            sw = index.switches.get(far.device)
+            if sw is not None and sw.role == "leaf" and sw.rail is not None:
+                out.setdefault(sw.rail // rpp, (hca.name, p.port))
+    return dict(sorted(out.items())) if len(out) >= 2 else {}
+
+
+def fabric_commands(index: Index, node: str) -> dict[str, tuple[str, ...]]:
+    """The fabric tools on the SM node; with rail planes once per plane through its port there
+    (`ibnetdiscover-plane<P>`: ibnetdiscover -C HCA -P PORT)."""
+    planes = plane_ports(index, node)
+    if not planes:
+        return dict(FABRIC_TOOLS)
+    return {f"{stem}-plane{plane}": (*argv, "-C", hca, "-P", str(port))
+            for plane, (hca, port) in planes.items() for stem, argv in FABRIC_TOOLS.items()}
+
+
 def default_targets(index: Index, addresses: dict[str, str]) -> tuple[list[Target], Target | None]:
     """Host targets for every node with an address, and the fabric target (the SM node)."""
     hosts = []
@@ -63,5 +93,5 @@ def default_targets(index: Index, addresses: dict[str, str]) -> tuple[list[Targe
             cmds["lctl-list-nids"] = HOST_TOOLS["lctl-list-nids"]
         hosts.append(Target(node.name, addr, cmds))
     sm = sm_node(index)
-    fabric = Target(sm, addresses[sm], dict(FABRIC_TOOLS)) if sm and sm in addresses else None
+    fabric = Target(sm, addresses[sm], fabric_commands(index, sm)) if sm and sm in addresses else None
     return hosts, fabric

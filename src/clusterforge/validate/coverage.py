@@ -35,7 +35,7 @@ def coverage_findings(index: Index, obs: Observations, *, hosts: bool = True) ->
     """FAB-NO-DATA, HOST-NO-DATA and HOST-UNKNOWN for what `obs` lacks or cannot place."""
     out: list[Finding] = []
     saved = f" ({obs.root}/fabric/ibnetdiscover.txt)" if obs.root is not None else ""
-    if "ibnetdiscover" not in obs.fabric and index.inv.cables:
+    if not any(k == "ibnetdiscover" or k.startswith("ibnetdiscover-plane") for k in obs.fabric) and index.inv.cables:
         out.append(
             Finding(
                 "FAB-NO-DATA",

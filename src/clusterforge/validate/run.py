@@ -147,13 +147,44 @@ def _parse(
 def _fabric(index: Index, obs: Observations, report: Report) -> None:
     text = obs.fabric.get("ibnetdiscover")
     if text is None:
-        return  # FAB-NO-DATA (coverage)
+        _planes(index, obs, report)  # rail planes: one discovery per plane; else FAB-NO-DATA (coverage)
+        return
     topo = _parse(obs, None, "ibnetdiscover", text, ibnetdiscover.parse, report)
     if topo is None:
         return
     links = None
     if "iblinkinfo" in obs.fabric:
         links = _parse(obs, None, "iblinkinfo", obs.fabric["iblinkinfo"], iblinkinfo.parse, report)
+    report.findings += diff_fabric(index, topo, links)
+    report.fabric_checked = True
+
+
+def _planes(index: Index, obs: Observations, report: Report) -> None:
+    """Rail planes: `ibnetdiscover-plane<P>` (and `iblinkinfo-plane<P>`) per plane, read as one fabric:
+    the planes are disjoint subnets, so their devices and links add up (a device seen in two planes,
+    e.g. an SM node's second HCA port, is listed once)."""
+    stems = sorted(k for k in obs.fabric if k.startswith("ibnetdiscover-plane"))
+    if not stems:
+        return
+    topos = [_parse(obs, None, s, obs.fabric[s], ibnetdiscover.parse, report) for s in stems]
+    if any(t is None for t in topos):
+        return
+    infos = [_parse(obs, None, k, obs.fabric[k], iblinkinfo.parse, report)
+             for k in sorted(k for k in obs.fabric if k.startswith("iblinkinfo-plane"))]
+
+    def once(items: list[Any]) -> tuple[Any, ...]:
+        return tuple({id_key(x): x for x in items}.values())
+
+    def id_key(x: Any) -> Any:
+        return getattr(x, "guid", None) or x
+
+    topo = ibnetdiscover.IbTopology(
+        switches=once([n for t in topos if t for n in t.switches]), cas=once([n for t in topos if t for n in t.cas]),
+        routers=once([n for t in topos if t for n in t.routers]), links=tuple(ln for t in topos if t for ln in t.links))
+    links = None
+    if infos and all(i is not None for i in infos):
+        links = iblinkinfo.IblinkinfoReport(nodes=tuple(n for i in infos if i for n in i.nodes),
+                                            links=tuple(ln for i in infos if i for ln in i.links))
     report.findings += diff_fabric(index, topo, links)
     report.fabric_checked = True
 

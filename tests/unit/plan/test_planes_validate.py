@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
 from _plan_util import ROOT
 
 from clusterforge.api import load_checked
+from clusterforge.collect.plan import default_targets
+from clusterforge.collect.store import Observations
+from clusterforge.model.index import Index
 from clusterforge.parse import ibnetdiscover
-from clusterforge.sim.ibnetdiscover import from_index, render
+from clusterforge.sim.ibnetdiscover import SimFabric, from_index, render
 from clusterforge.validate.fabric import diff_fabric
+from clusterforge.validate.run import validate
 
 ONE = "      - {name: mlx5_0, model: ConnectX-6, netdev: ib0, rail: 0, ports: [{port: 1, rate: HDR}]}\n"
 TWO = ONE + "      - {name: mlx5_1, model: ConnectX-6, netdev: ib1, rail: 1, ports: [{port: 1, rate: HDR}]}\n"
@@ -54,3 +59,36 @@ def test_a_cable_moved_within_its_plane_stays_a_miswire(tmp_path: Path) -> None:
     link = fab.by_cable(index.cable_at[("gpu0001", "mlx5_1", 1)].id)
     link.b = ("leaf-su01-r1", None, 40)
     assert [f.rule for f in diff_fabric(index, ibnetdiscover.parse(render(index, fab)))] == ["FAB-MISWIRED"]
+
+
+def _per_plane(index: Index, fab: SimFabric) -> dict[str, str]:
+    """The ibnetdiscover text each plane's discovery prints (a link belongs to its switch end's plane)."""
+    plane_of = {s.name: (s.rail if s.role == "leaf" else s.group) for s in index.inv.switches}
+    out: dict[str, str] = {}
+    for plane in (0, 1):
+        links = [ln for ln in fab.links if plane_of.get(ln.b[0], plane_of.get(ln.a[0])) == plane]
+        out[f"ibnetdiscover-plane{plane}"] = render(index, dataclasses.replace(fab, links=links))
+    return out
+
+
+def test_discovery_per_plane(tmp_path: Path) -> None:
+    index = load_checked(_env(tmp_path)).index
+    # the SM node runs discovery once per plane, through its port in that plane
+    _, target = default_targets(index, {n: "192.0.2.1" for n in index.nodes})
+    assert target is not None and target.host == "sm01"
+    assert target.commands["ibnetdiscover-plane0"] == ("ibnetdiscover", "-C", "mlx5_0", "-P", "1")
+    assert target.commands["ibnetdiscover-plane1"] == ("ibnetdiscover", "-C", "mlx5_1", "-P", "1")
+    assert "ibnetdiscover" not in target.commands
+    fab = from_index(index)
+    texts = _per_plane(index, fab)
+    assert "spine-pl02" not in texts["ibnetdiscover-plane0"] and "spine-pl01" not in texts["ibnetdiscover-plane1"]
+    report = validate(index, Observations(fabric=texts), fabric_only=True)
+    assert report.findings == [] and report.fabric_checked
+    # one plane's output alone: the other plane's links are missing
+    half = validate(index, Observations(fabric={"ibnetdiscover-plane0": texts["ibnetdiscover-plane0"]}),
+                    fabric_only=True)
+    assert half.findings and {f.rule for f in half.findings} <= {"FAB-MISSING", "FAB-DEVICE-MISSING"}
+    # a cable moved into the other plane shows up in that plane's discovery as FAB-PLANE
+    fab.by_cable(index.cable_at[("gpu0001", "mlx5_1", 1)].id).b = ("leaf-su01-r0", None, 40)
+    moved = validate(index, Observations(fabric=_per_plane(index, fab)), fabric_only=True)
+    assert [f.rule for f in moved.findings] == ["FAB-PLANE"]
