@@ -1,21 +1,24 @@
 """The same work as deploy/site.py, written with pyinfra's own operations (the bench's comparison).
 
-Per component: files.put / files.block for its files (handlers through `_if=` on their changes),
+Per component: files.put for its files (a managed block: merged, rewritten in place, see below),
+handlers through `_if=` on their changes,
 apt.update after the repo's sources changed, apt.packages with the pins (`pkg=version`) and the unpinned
 packages, `apt-mark hold` for pins not held yet (pyinfra has no hold operation: a fact guards a shell),
 systemd.service where systemd runs, server.modprobe once the GPU driver is loaded. It skips, as the
 CLI path of deploy/site.py does, the runner's kernel-headers preflight and ofed_info check.
 """
 
+import base64
+import shlex
 from io import StringIO
 
 from pyinfra import host
-from pyinfra.facts.files import Directory
+from pyinfra.facts.files import Directory, FileContents
 from pyinfra.facts.server import Command
 from pyinfra.operations import apt, files, server, systemd
 from pyinfra.operations.util import any_changed
 
-from clusterforge.deploy.desired import COMPONENTS, HOSTS_MARKER
+from clusterforge.deploy.desired import COMPONENTS, merge_block
 
 plan = host.data.cf_plan
 systemd_runs = bool(host.get_fact(Directory, "/run/systemd/system"))
@@ -35,8 +38,16 @@ for name in host.loop(COMPONENTS):
     changed = []
     for f in comp.files:
         if f.block:
-            op = files.block(name=f"{name}: block in {f.dest}", path=f.dest, content=f.content.rstrip("\n"),
-                             marker=HOSTS_MARKER)
+            # files.block (like files.put) replaces the file by rename, which a bind-mounted file refuses (a
+            # container's /etc/hosts: "Device or resource busy"); the block is merged here and the file
+            # rewritten in place when it differs, as clusterforge's engine does
+            lines = host.get_fact(FileContents, f.dest) or []
+            current = "\n".join(lines) + ("\n" if lines else "")
+            want = merge_block(current, f.content)
+            payload = base64.b64encode(want.encode()).decode()
+            op = server.shell(name=f"{name}: block in {f.dest}",
+                              commands=[] if want == current else
+                              [f"printf %s {payload} | base64 -d > {shlex.quote(f.dest)}"])
         else:
             op = files.put(name=f"{name}: {f.dest}", src=StringIO(f.content), dest=f.dest, mode=f"{f.mode:o}")
         changed.append(op)
