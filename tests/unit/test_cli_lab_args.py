@@ -3,6 +3,7 @@ No lab is started: each case stops at the environment, which names the ENV that 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,32 @@ def test_wrong_count_is_a_usage_error(args: tuple[str, ...]) -> None:
 def test_status_json_is_a_hidden_alias() -> None:
     code, output = _run("status", "--help")
     assert code == 0 and "--format" in output and "--json" not in output
+
+
+def _fake_lab(monkeypatch: pytest.MonkeyPatch, ssh_ok: bool) -> None:
+    from clusterforge.cli import lab as lab_cli
+    from clusterforge.lab.lab import HostStatus, LabStatus
+
+    st = LabStatus(lab="x", mode="podman", complete=True, network=True, ibsim=True, opensm=True,
+                   hosts=[HostStatus("gpu01", "running", True), HostStatus("sm01", "running", ssh_ok)])
+    monkeypatch.setattr(lab_cli, "status", lambda _dir: st)
+    mapping = {"lab_network": "198.18.10.0/24", "inventory_network": "10.0.0.0/24",
+               "hosts": {"gpu01": {"lab_address": "198.18.10.11", "inventory_address": "10.0.0.11"},
+                         "sm01": {"lab_address": "198.18.10.12", "inventory_address": "10.0.0.12"}}}
+    monkeypatch.setattr(lab_cli.labenv, "read_mapping", lambda _env: mapping)
+
+
+@pytest.mark.parametrize("ssh_ok", [True, False])
+def test_status_table_and_json(monkeypatch: pytest.MonkeyPatch, ssh_ok: bool) -> None:
+    _fake_lab(monkeypatch, ssh_ok)
+    code, output = _run("status", "inventories/lab")
+    healthy = ssh_ok  # LabStatus.healthy: every host running and reachable over SSH
+    assert code == (0 if healthy else 1)
+    rows = [line.split() for line in output.splitlines()]
+    assert ["host", "container", "ssh", "lab", "address", "inventory", "address"] in rows
+    assert ["sm01", "running", "ok" if ssh_ok else "FAILED", "198.18.10.12", "10.0.0.12"] in rows
+    for flag in (["--format", "json"], ["--json"]):
+        result = CliRunner().invoke(app, ["lab", "status", "inventories/lab", *flag])
+        assert result.exit_code == code
+        doc = json.loads(result.stdout)
+        assert doc["hosts"]["sm01"]["ssh"] is ssh_ok and doc["healthy"] is healthy

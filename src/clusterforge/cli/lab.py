@@ -138,9 +138,15 @@ def lab_status(env: Path = typer.Argument(Path("inventories/lab")),
     else:
         out.print(f"healthy: {st.healthy} ({st.mode} mode), lab network {mapping.get('lab_network', '?')} "
                   f"(inventory {mapping.get('inventory_network', '?')}: never contacted)", markup=False)
+        from rich.table import Table
+
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for column in ("host", "container", "ssh", "lab address", "inventory address"):
+            table.add_column(column)
         for h in st.hosts:
-            out.print(f"  {h.name:<12} {h.state or 'missing':<10} ssh {'ok' if h.ssh else 'FAILED':<6} "
-                      f"{lab_addr.get(h.name) or '?':<15} <- {inv.get(h.name) or '?'}", markup=False)
+            table.add_row(h.name, h.state or "missing", "ok" if h.ssh else "FAILED", lab_addr.get(h.name) or "?",
+                          inv.get(h.name) or "?")
+        out.print(table, markup=False)
         n_out = len(mapping.get("without_container") or [])
         if n_out:
             out.print(f"  {n_out} node(s) without a container (HCAs simulated)", markup=False)
