@@ -64,5 +64,13 @@ def test_unknown_command_is_a_usage_error() -> None:
 
 
 def test_completion_is_on() -> None:
-    result = CliRunner().invoke(app, ["--show-completion", "bash"], env={"SHELL": "/bin/bash"})
-    assert result.exit_code == 0 and "_CLUSTERFORGE_COMPLETE" in result.output
+    proc = subprocess.run([str(Path(sys.executable).with_name("clusterforge")), "--show-completion", "bash"],
+                          capture_output=True, text=True, timeout=60, check=False, env={"SHELL": "/bin/bash",
+                                                                                        "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0 and "_CLUSTERFORGE_COMPLETE" in proc.stdout
+    # the shell asks for candidates through the same entry point: the command names, from the table
+    proc = subprocess.run([str(Path(sys.executable).with_name("clusterforge"))], capture_output=True, text=True,
+                          timeout=60, check=False, env={"_CLUSTERFORGE_COMPLETE": "complete_bash",
+                                                        "COMP_WORDS": "clusterforge ch", "COMP_CWORD": "1",
+                                                        "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0 and "check" in proc.stdout.split()
