@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 import typer
 
 from ..errors import ExitCode, InventoryInvalid
-from .common import err, out
+from .common import Format, err, out, print_json
 
 if TYPE_CHECKING:
     from ..day2.apply import State
@@ -33,6 +33,8 @@ def apply(
                                             help="ask for each manual step (default: when stdin is a terminal)"),
     lab_technician: bool = typer.Option(False, "--lab-technician",
                                         help="lab only: the lab does the physical steps in its simulated fabric"),
+    fmt: Format = typer.Option(Format.text, "--format", help="text or json (the outcome on stdout; the steps' "
+                               "lines go to stderr)"),
 ) -> None:
     """Run the plan's machine steps (drain/resume hooks, deploy, learn, OpenSM files, validate) and wait for
     the operator on its physical ones; a journal beside the plan lets a re-run resume where it stopped.
@@ -63,7 +65,7 @@ def apply(
         run=lambda step: _run(step.argv, cwd),
         ask=_ask,
         state=lambda prev: _state(plan.env, plan.record, prev),
-        echo=lambda line: out.print(line, markup=False),
+        echo=lambda line: (err if fmt is Format.json else out).print(line, markup=False),
         technician=tech,
     )
     opts = Options(dry_run=dry_run, confirm_through=confirm_through,
@@ -76,8 +78,12 @@ def apply(
         err.print(f"interrupted; run `clusterforge apply {plan_file}` again to resume (journal "
                   f"{journal.path})", markup=False)
         raise typer.Exit(130) from None
+    if fmt is Format.json:
+        print_json({"plan": str(plan_file), "status": outcome.status, "message": outcome.message,
+                    "step": outcome.step, "ran": list(outcome.ran), "journal": str(journal.path)})
     if outcome.status in ("done", "dry-run"):
-        out.print(outcome.message, markup=False)
+        if fmt is Format.text:
+            out.print(outcome.message, markup=False)
         return
     err.print(outcome.message, markup=False)
     raise typer.Exit(int(ExitCode.USAGE_OR_PARSE if outcome.status == "stale" else ExitCode.FAILURE))

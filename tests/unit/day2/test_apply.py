@@ -319,3 +319,13 @@ def test_one_apply_of_a_plan_at_a_time(world: dict[str, Path]) -> None:
         os.close(fd)
     code, out = cf("apply", str(world["plan"]))
     assert code == 1 and world["hooks"].read_text() == "drain gpu01\n"
+
+
+def test_format_json(world: dict[str, Path]) -> None:
+    result = CliRunner().invoke(app, ["apply", str(world["plan"]), "--dry-run", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["status"] == "dry-run" and doc["plan"] == str(world["plan"])
+    result = CliRunner().invoke(app, ["apply", str(world["plan"]), "--format", "json"])
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 1 and doc["status"] != "done" and doc["step"] is not None  # waits for the operator
