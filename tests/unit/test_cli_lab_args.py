@@ -73,3 +73,20 @@ def test_status_table_and_json(monkeypatch: pytest.MonkeyPatch, ssh_ok: bool) ->
         assert result.exit_code == code
         doc = json.loads(result.stdout)
         assert doc["hosts"]["sm01"]["ssh"] is ssh_ok and doc["healthy"] is healthy
+
+
+@pytest.mark.parametrize(("verb", "word"), [("drain", "drained"), ("resume", "resumed")])
+def test_drain_resume_format_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, verb: str, word: str) -> None:
+    from types import SimpleNamespace
+
+    from clusterforge.cli import lab as lab_cli
+
+    calls: list[tuple[str, bool]] = []
+    monkeypatch.setattr(lab_cli, "_running", lambda env: SimpleNamespace(state_dir=tmp_path, hosts={"gpu01": {}}))
+    monkeypatch.setattr(lab_cli, "set_drained", lambda _d, host, drain, _hosts: calls.append((host, drain)) or True)
+    result = CliRunner().invoke(app, ["lab", verb, "inventories/lab", "gpu01", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"message": f"gpu01 {word}", "host": "gpu01", "state": word, "changed": True}
+    assert calls == [("gpu01", verb == "drain")]
+    text = CliRunner().invoke(app, ["lab", verb, "gpu01", "--env", "inventories/lab"])
+    assert text.exit_code == 0 and text.stdout == f"gpu01 {word}\n"

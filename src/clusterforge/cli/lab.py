@@ -15,7 +15,7 @@ from ..lab import LabError, LabState, PortRef, down, fault_injector, status
 from ..lab.lab import technician
 from ..lab.technician import Technician, set_drained
 from ..selection import split_tokens
-from .common import Format, err, fail_inventory, out
+from .common import Format, err, fail_inventory, out, print_json
 
 app = typer.Typer(help="The local lab: containers with sshd on a simulated InfiniBand fabric.",
                   no_args_is_help=True)
@@ -44,6 +44,17 @@ def _env_first(args: list[str], env_opt: Path | None, want: int, usage: str,
         err.print(f"usage: clusterforge lab {usage}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     return env, rest
+
+
+_FMT = typer.Option(Format.text, "--format", help="text or json")
+
+
+def _say(fmt: Format, text: str, **data: object) -> None:
+    """The command's one-line result: the line, or with --format json an object with it and its fields."""
+    if fmt is Format.json:
+        print_json({"message": text, **data})
+    else:
+        out.print(text, markup=False)
 
 
 def _running(env: Path) -> LabState:
@@ -195,6 +206,7 @@ def lab_fault(
                                      help="environment (default inventories/lab); remove | swap | degrade | down; "
                                           "inventory cable id(s), swap takes two"),
     env_opt: Path | None = _ENV_OPT,
+    fmt: Format = _FMT,
     width: str = typer.Option("1X", help="degrade: link width"),
 ) -> None:
     """Inject a fault on inventory cables (validate then reports it)."""
@@ -230,12 +242,13 @@ def lab_fault(
         inj.wait_converged()
     except (LabError, OSError) as exc:
         _fail(exc)
-    out.print(f"fault {kind} on {', '.join(cables)}")
+    _say(fmt, f"fault {kind} on {', '.join(cables)}", environment=str(env), fault=kind, cables=cables)
 
 
 @app.command("heal")
 def lab_heal(env_arg: Path | None = typer.Argument(None, metavar="[ENV]", help="environment (default inventories/lab)"),
-             env_opt: Path | None = _ENV_OPT) -> None:
+             env_opt: Path | None = _ENV_OPT,
+             fmt: Format = _FMT) -> None:
     """Undo every injected fault."""
     state = _running(env_opt or env_arg or DEFAULT_ENV)
     try:
@@ -244,7 +257,7 @@ def lab_heal(env_arg: Path | None = typer.Argument(None, metavar="[ENV]", help="
         inj.wait_converged()
     except (LabError, OSError) as exc:
         _fail(exc)
-    out.print(f"healed {n} fault(s)")
+    _say(fmt, f"healed {n} fault(s)", healed=n)
 
 
 # -- the technician's physical work (lab only; day-2 `apply --lab-technician` does the same per step) --
@@ -282,6 +295,7 @@ def cable_unplug(
     args: list[str] = typer.Argument(..., metavar="[ENV] END",
                                      help="environment; the port the cable is in: node/HCA/PORT or switch/PORT"),
     env_opt: Path | None = _ENV_OPT,
+    fmt: Format = _FMT,
 ) -> None:
     """Pull the cable out of END (and of whatever port its other end is in)."""
     env, (end,) = _env_first(args, env_opt, 1, "cable unplug [ENV] END")
@@ -291,7 +305,7 @@ def cable_unplug(
         _settle(state)
     except (LabError, OSError) as exc:
         _fail(exc)
-    out.print(f"unplugged {end} (it went to {tech.net.nodes[peer.node].desc} port {peer.port})", markup=False)
+    _say(fmt, f"unplugged {end} (it went to {tech.net.nodes[peer.node].desc} port {peer.port})", unplugged=end)
 
 
 @cable_app.command("plug")
@@ -299,6 +313,7 @@ def cable_plug(
     args: list[str] = typer.Argument(..., metavar="[ENV] END PEER",
                                      help="environment; two free ports: node/HCA/PORT or switch/PORT"),
     env_opt: Path | None = _ENV_OPT,
+    fmt: Format = _FMT,
 ) -> None:
     """Plug a cable between two free ports."""
     env, (end, peer) = _env_first(args, env_opt, 2, "cable plug [ENV] END PEER")
@@ -308,7 +323,7 @@ def cable_plug(
         _settle(state)
     except (LabError, OSError) as exc:
         _fail(exc)
-    out.print(f"plugged {end} - {peer}", markup=False)
+    _say(fmt, f"plugged {end} - {peer}", plugged=[end, peer])
 
 
 @cable_app.command("move")
@@ -317,6 +332,7 @@ def cable_move(
                                      help="environment; the port whose cable moves (stays plugged here): "
                                           "node/HCA/PORT; the free port its other end goes to: switch/PORT"),
     env_opt: Path | None = _ENV_OPT,
+    fmt: Format = _FMT,
 ) -> None:
     """Move the far end of END's cable to another port (a node re-cabled to another leaf port)."""
     env, (end, to) = _env_first(args, env_opt, 2, "cable move [ENV] END TO")
@@ -326,7 +342,7 @@ def cable_move(
         _settle(state)
     except (LabError, OSError) as exc:
         _fail(exc)
-    out.print(f"moved {end}: {tech.net.nodes[old.node].desc} port {old.port} -> {to}", markup=False)
+    _say(fmt, f"moved {end}: {tech.net.nodes[old.node].desc} port {old.port} -> {to}", moved=end, to=to)
 
 
 @cable_app.command("replace")
@@ -334,6 +350,7 @@ def cable_replace(
     args: list[str] = typer.Argument(..., metavar="[ENV] SWITCH", help="environment; the switch replaced by a new box"),
     guid: str | None = typer.Option(None, "--guid", help="the new box's node GUID (default: a fresh one)"),
     env_opt: Path | None = _ENV_OPT,
+    fmt: Format = _FMT,
 ) -> None:
     """Replace a switch with a new one (another GUID), every cable back in the same port."""
     from ..day2.lab_technician import new_switch_guid
@@ -346,28 +363,32 @@ def cable_replace(
         _settle(state)
     except (LabError, OSError) as exc:
         _fail(exc)
-    out.print(f"replaced {switch}: new GUID {new}, {n} cable(s) back in their ports", markup=False)
+    _say(fmt, f"replaced {switch}: new GUID {new}, {n} cable(s) back in their ports", switch=switch, guid=new,
+         cables=n)
 
 
 @app.command("drain")
-def lab_drain(args: list[str] = typer.Argument(..., metavar="[ENV] HOST"), env_opt: Path | None = _ENV_OPT) -> None:
+def lab_drain(args: list[str] = typer.Argument(..., metavar="[ENV] HOST"), env_opt: Path | None = _ENV_OPT,
+             fmt: Format = _FMT) -> None:
     """Lab only: mark a host drained (the lab's stand-in for a scheduler; the lab inventory's drain hook)."""
     env, (host,) = _env_first(args, env_opt, 1, "drain [ENV] HOST")
-    _drain(env, host, True)
+    _drain(env, host, True, fmt)
 
 
 @app.command("resume")
-def lab_resume(args: list[str] = typer.Argument(..., metavar="[ENV] HOST"), env_opt: Path | None = _ENV_OPT) -> None:
+def lab_resume(args: list[str] = typer.Argument(..., metavar="[ENV] HOST"), env_opt: Path | None = _ENV_OPT,
+             fmt: Format = _FMT) -> None:
     """Lab only: return a drained host to service (the lab inventory's resume hook)."""
     env, (host,) = _env_first(args, env_opt, 1, "resume [ENV] HOST")
-    _drain(env, host, False)
+    _drain(env, host, False, fmt)
 
 
-def _drain(env: Path, host: str, drain: bool) -> None:
+def _drain(env: Path, host: str, drain: bool, fmt: Format = Format.text) -> None:
     state = _running(env)
     try:
         changed = set_drained(state.state_dir, host, drain, set(state.hosts))
     except (LabError, OSError) as exc:
         _fail(exc)
     word = "drained" if drain else "resumed"
-    out.print(f"{host} {word}" if changed else f"{host} was already {word}", markup=False)
+    _say(fmt, f"{host} {word}" if changed else f"{host} was already {word}", host=host, state=word,
+         changed=changed)
