@@ -90,3 +90,26 @@ def test_drain_resume_format_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     assert calls == [("gpu01", verb == "drain")]
     text = CliRunner().invoke(app, ["lab", verb, "gpu01", "--env", "inventories/lab"])
     assert text.exit_code == 0 and text.stdout == f"gpu01 {word}\n"
+
+
+def test_up_and_down_format_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from clusterforge.cli import lab as lab_cli
+
+    rec = SimpleNamespace(address="198.18.10.11", hcas=[("mlx5_0", None)])
+    state = SimpleNamespace(lab="cf-lab", mode="podman", network_cidr="198.18.10.0/24", ibsim_address="198.18.10.2",
+                            hosts={"gpu01": rec}, opensm=None)
+    res = SimpleNamespace(state=state, seconds=12.34, sm_started=["sm01"], standins=1)
+    monkeypatch.setattr(lab_cli.labenv, "bring_up", lambda *a, **k: res)
+    monkeypatch.setattr(lab_cli.labenv, "read_mapping", lambda _env: {
+        "hosts": {"gpu01": {"inventory_address": "10.0.0.11"}}, "fabric": {"switches": 7}, "without_container": []})
+    result = CliRunner().invoke(app, ["lab", "up", "inventories/lab", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["hosts"] == {"gpu01": {"address": "198.18.10.11", "inventory_address": "10.0.0.11", "hcas": ["mlx5_0"]}}
+    assert doc["opensm"] == ["sm01"] and doc["seconds"] == 12.3
+    monkeypatch.setattr(lab_cli, "down", lambda _dir: None)
+    monkeypatch.setenv("CLUSTERFORGE_LAB_ROOT", str(tmp_path))
+    result = CliRunner().invoke(app, ["lab", "down", "inventories/lab", "--format", "json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["message"] == "lab down"

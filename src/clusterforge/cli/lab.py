@@ -15,7 +15,7 @@ from ..lab import LabError, LabState, PortRef, down, fault_injector, status
 from ..lab.lab import technician
 from ..lab.technician import Technician, set_drained
 from ..selection import split_tokens
-from .common import Format, err, fail_inventory, out, print_json
+from .common import Format, err, fail_inventory, out, print_json, progress
 
 app = typer.Typer(help="The local lab: containers with sshd on a simulated InfiniBand fabric.",
                   no_args_is_help=True)
@@ -81,6 +81,7 @@ def lab_up(
     systemd: bool = typer.Option(False, "--systemd/--no-systemd",
                                  help="systemd as PID 1 in every container (podman --systemd=always): the deploy "
                                       "enables and starts its units (OpenSM, persistenced, Lustre mounts)"),
+    fmt: Format = _FMT,
 ) -> None:
     """Build (cached) and start the lab of an environment; idempotent. Inventory addresses are mapped onto
     the lab network and never contacted; the whole fabric is simulated, the unselected nodes' HCAs too."""
@@ -89,13 +90,24 @@ def lab_up(
     except InventoryInvalid as exc:
         fail_inventory(exc)
     try:
-        res = labenv.bring_up(checked, env, limit=split_tokens(limit), cidr=cidr, mode=mode, start_sm=start_sm,
-                              systemd=systemd, replace=replace)
+        with progress(f"lab up {env}"):  # a bar on a terminal only (image build, containers, fabric, OpenSM)
+            res = labenv.bring_up(checked, env, limit=split_tokens(limit), cidr=cidr, mode=mode, start_sm=start_sm,
+                                  systemd=systemd, replace=replace)
     except (LabError, OSError, ValueError) as exc:
         _fail(exc)
     state = res.state
     mapping = labenv.read_mapping(env) or {}
     fabric = mapping.get("fabric") or {}
+    if fmt is Format.json:
+        hosts = mapping.get("hosts") or {}
+        print_json({"lab": state.lab, "seconds": round(res.seconds, 1), "mode": state.mode,
+                    "network": state.network_cidr, "simulator": state.ibsim_address,
+                    "hosts": {name: {"address": rec.address, "inventory_address": (hosts.get(name) or {})
+                                     .get("inventory_address"), "hcas": [d for d, _ in rec.hcas]}
+                              for name, rec in sorted(state.hosts.items())},
+                    "without_container": mapping.get("without_container", []), "fabric": fabric,
+                    "opensm": list(res.sm_started), "nvidia_smi_standins": res.standins})
+        return
     out.print(f"lab {state.lab} up in {res.seconds:.1f} s ({state.mode} mode), "
               f"network {state.network_cidr}, simulator at {state.ibsim_address}", markup=False)
     inv = {n: h.get("inventory_address") for n, h in (mapping.get("hosts") or {}).items()}
@@ -115,14 +127,14 @@ def lab_up(
 
 
 @app.command("down")
-def lab_down(env: Path = typer.Argument(Path("inventories/lab"))) -> None:
+def lab_down(env: Path = typer.Argument(Path("inventories/lab")), fmt: Format = _FMT) -> None:
     """Stop exactly what the lab started; idempotent."""
     try:
         down(labenv.paths(env).state_dir)
         labenv.paths(env).mapping.unlink(missing_ok=True)
     except (LabError, OSError) as exc:
         _fail(exc)
-    out.print("lab down")
+    _say(fmt, "lab down", environment=str(env))
 
 
 @app.command("status")
