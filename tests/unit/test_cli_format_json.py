@@ -86,3 +86,25 @@ def test_progress_only_on_a_terminal(monkeypatch: Any) -> None:
         advance("gpu01")
         advance("gpu02")
     assert "2/2" in tty.getvalue()
+
+
+JSON_BY_NATURE = {"ansible-inventory": "its output is Ansible's JSON inventory", "schema": "writes the schema file"}
+
+
+def _leaves(command: Any, path: str) -> list[tuple[str, Any]]:
+    if hasattr(command, "commands"):
+        return [leaf for name, sub in command.commands.items() for leaf in _leaves(sub, f"{path} {name}")]
+    return [(path, command)]
+
+
+def test_every_command_has_format_json() -> None:
+    from clusterforge.cli.main import COMMANDS, load_command
+
+    missing = [path for name in COMMANDS for path, command in _leaves(load_command(name), name)
+               if path not in JSON_BY_NATURE and not any("--format" in getattr(p, "opts", ()) for p in command.params)]
+    assert missing == []
+
+
+def test_ansible_inventory_is_json() -> None:
+    result = CliRunner().invoke(app, ["ansible-inventory", str(LAB)])
+    assert result.exit_code == 0 and "_meta" in json.loads(result.stdout)
