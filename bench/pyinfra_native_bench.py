@@ -30,7 +30,7 @@ from clusterforge.api import load_checked  # noqa: E402
 ENV = ROOT / "inventories" / "lab"
 WORK = Path("/var/tmp/cf-bench-native")
 NODES = ("gpu01", "gpu02", "sm01", "lus01")
-STYLES = {"clusterforge": ROOT / "deploy" / "site.py", "native": ROOT / "bench" / "pyinfra_native" / "site.py"}
+STYLES = {"native": ROOT / "bench" / "pyinfra_native" / "site.py", "clusterforge": ROOT / "deploy" / "site.py"}
 PHASES = (("dry", True), ("first", False), ("second", False), ("dry-again", True))
 TIMEOUT_S = 900
 

@@ -60,17 +60,31 @@ def op_name(comp: Component, action: str) -> str | None:
     return f"{comp.name}: {action} ({', '.join(what)})" if what else None
 
 
-def action_commands(comp: Component, action: str, facts: HostFacts) -> list[str]:
-    """Facts in -> the shell commands of one action out (file uploads inline as base64, as the runner's)."""
+def action_commands(comp: Component, action: str, facts: HostFacts, plan: HostPlan | None = None) -> list[str]:
+    """Facts in -> the shell commands of one action out (file uploads inline as base64, as the runner's).
+
+    apt's lists are refreshed once per host, as the runner does: by the repo's handler when its sources
+    change, else before the first component (of `plan`) that installs anything."""
     changes = component_changes(comp, facts)
     if action == "handler" and comp.handler == "apt-update":
         # the repo component's sources changed: refresh apt before any package is installed
         return [APT_UPDATE] if any(c.kind == "file" for c in changes) else []
     mine: list[Change] = [c for c in changes if c.kind == KIND[action]]
     lines = [line for ch in mine for line in change_lines(ch)]
-    if action == "packages" and lines:
+    if action == "packages" and lines and (plan is None or _first_to_install(plan, facts) == comp.name):
         lines.insert(0, APT_UPDATE)
     return lines
+
+
+def _first_to_install(plan: HostPlan, facts: HostFacts) -> str | None:
+    """The component whose packages op refreshes apt: None when the repo's handler does it this run."""
+    for comp in plan.components:
+        changes = component_changes(comp, facts)
+        if comp.handler == "apt-update" and any(c.kind == "file" for c in changes):
+            return None
+        if any(c.kind == "package" for c in changes):
+            return comp.name
+    return None
 
 
 def change_commands(component: Component, facts: HostFacts) -> list[str]:
@@ -86,7 +100,7 @@ def apply(plan: HostPlan, component: str, action: str) -> Generator[str, None, N
         return
     if comp.problems:
         raise ValueError(f"{component} preflight: " + "; ".join(comp.problems))
-    yield from action_commands(comp, action, _facts(plan))
+    yield from action_commands(comp, action, _facts(plan), plan)
 
 
 _FACTS: dict[tuple[int, str], HostFacts] = {}

@@ -95,3 +95,30 @@ def test_pyinfra_output_lists_each_component_action(tmp_path: Path) -> None:
     again = {str(o["name"]).split(" (")[0]: o["hosts_with_change"] for o in _dry_plan(tmp_path, "sm01")}
     assert again["repo: files"] == [] and again["repo: apt-get update when its files changed"] == []
     assert again["opensm: files"] == ["@local"]
+
+
+def test_apt_lists_are_refreshed_once_per_host(plans: dict[str, HostPlan]) -> None:
+    import hashlib
+    from dataclasses import replace
+
+    from deploy_helpers import data
+
+    from clusterforge.deploy.facts import FileFact, parse_state
+    from clusterforge.deploy.ops import APT_UPDATE, action_commands
+
+    plan = plans["gpu01"]
+    fresh = parse_state(data("probe-gpu01-fresh.out"))
+
+    def updates(facts: object) -> list[str]:
+        return [f"{c.name}/{a}" for c in plan.components for a in ACTIONS
+                for line in action_commands(c, a, facts, plan) if line == APT_UPDATE]  # type: ignore[arg-type]
+
+    # a fresh host: the repo's sources change, its handler refreshes apt, no packages op does it again
+    assert updates(fresh) == ["repo/handler"]
+    # the sources already in place: the first component that installs anything refreshes, once
+    repo = plan.component("repo")
+    assert repo is not None
+    assert all(fresh.files.get(f.dest) is None for f in repo.files)  # missing on the fresh host
+    files = dict(fresh.files) | {f.dest: FileFact(f.mode, hashlib.sha256(f.content.encode()).hexdigest(),
+                                                  f.content.encode()) for f in repo.files}
+    assert updates(replace(fresh, files=files)) == ["ofed/packages"]
