@@ -64,10 +64,13 @@ def test_unknown_command_is_a_usage_error() -> None:
 
 
 def test_completion_is_on() -> None:
-    proc = subprocess.run([str(Path(sys.executable).with_name("clusterforge")), "--show-completion", "bash"],
-                          capture_output=True, text=True, timeout=60, check=False, env={"SHELL": "/bin/bash",
-                                                                                        "PATH": "/usr/bin:/bin"})
+    # the script `--install-completion` installs (what `--show-completion bash` prints)
+    proc = subprocess.run([str(Path(sys.executable).with_name("clusterforge"))], capture_output=True, text=True,
+                          timeout=60, check=False, env={"_CLUSTERFORGE_COMPLETE": "source_bash",
+                                                        "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0 and "_CLUSTERFORGE_COMPLETE" in proc.stdout
+    help_text = CliRunner().invoke(app, ["--help"], terminal_width=200).output
+    assert "--install-completion" in help_text and "--show-completion" in help_text
     # the shell asks for candidates through the same entry point: the command names, from the table
     proc = subprocess.run([str(Path(sys.executable).with_name("clusterforge"))], capture_output=True, text=True,
                           timeout=60, check=False, env={"_CLUSTERFORGE_COMPLETE": "complete_bash",
