@@ -248,6 +248,26 @@ def bench_deploy(tmp: Path) -> list[dict[str, object]]:
     return deploy_bench.run()
 
 
+def bench_pyinfra_ops(tmp: Path) -> list[dict[str, object]]:
+    """clusterforge's named operations vs pyinfra's own operations, same work, fresh lab containers each
+    (bench/pyinfra_native_bench.py; every run checked converged); under the lab lock."""
+    import fcntl
+
+    import pyinfra_native_bench
+
+    with open("/tmp/cf-lab.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return pyinfra_native_bench.run()
+
+
+def bench_monitoring(tmp: Path) -> list[dict[str, object]]:
+    """Paced ingest of 2,048 nodes x 200 values / 5 s into the real VictoriaMetrics, and the rule groups'
+    evaluation time over that data (bench/monitoring_bench.py)."""
+    import monitoring_bench
+
+    return monitoring_bench.run()
+
+
 def bench_hostile(tmp: Path) -> list[dict[str, object]]:
     """Refusing hostile input (issue 13): an alias bomb, a broken file, an endless input (bench/hostile_bench.py)."""
     import hostile_bench
@@ -271,8 +291,11 @@ def preflight(names: list[str]) -> list[str]:
     if {"validate", "cli", "lab"} & set(names):
         gaps += [f"{tool} (sh scripts/lab-deps.sh)" for tool in ("ibsim", "ibnetdiscover", "opensm")
                  if shutil.which(tool) is None]
-    if "lab" in names and (os.geteuid() != 0 or shutil.which("podman") is None):
+    if {"lab", "pyinfra-ops"} & set(names) and (os.geteuid() != 0 or shutil.which("podman") is None):
         gaps.append("root and podman for the lab benches (sh scripts/lab-deps.sh)")
+    if "monitoring" in names:
+        gaps += [f"{tool} for the monitoring bench (sh scripts/lab-deps.sh)"
+                 for tool in ("victoria-metrics", "vmalert") if shutil.which(tool) is None]
     if "deploy" in names:
         import deploy_bench
 
@@ -281,7 +304,8 @@ def preflight(names: list[str]) -> list[str]:
 
 
 BENCHES = {"cli": bench_cli, "load": bench_load, "validate": bench_validate, "plan": bench_plan, "planes": bench_planes,
-           "day2": bench_day2, "hostile": bench_hostile, "lab": bench_lab, "deploy": bench_deploy}
+           "day2": bench_day2, "hostile": bench_hostile, "monitoring": bench_monitoring, "lab": bench_lab,
+           "pyinfra-ops": bench_pyinfra_ops, "deploy": bench_deploy}
 
 
 def main() -> None:
