@@ -5,7 +5,7 @@ PY := .venv/bin/python
 CF := .venv/bin/clusterforge
 INV := inventories/$(ENV)
 
-.PHONY: deps venv test test-fast lint check schema docs bench deploy deploy-vars plan render validate lab-up lab-down lab-status clean
+.PHONY: deps test-deps venv test test-fast lint check schema docs bench deploy deploy-vars plan render validate lab-up lab-down lab-status clean
 
 # Debian packages of the lab and the deploy tests (podman, ibsim, OpenSM, ...): installed when
 # missing and we are root; otherwise say what to run. Idempotent and quick when all are there.
@@ -22,7 +22,13 @@ venv: .venv/.stamp
 	.venv/bin/pip install -q -e '.[dev]'
 	touch $@
 
-test: venv deps
+# the tests need the lab packages and openssh-server too (the lab's netns fallback mode runs one sshd
+# per host): nothing is skipped for a missing package
+test-deps:
+	@if [ "$$(id -u)" = 0 ]; then sh scripts/lab-deps.sh --netns; \
+	else echo "not root: run 'sudo sh scripts/lab-deps.sh --netns' once for the lab tests"; fi
+
+test: venv test-deps
 	$(PY) -m pytest -q
 
 # everything but the lab (no podman/ibsim needed)

@@ -121,4 +121,7 @@ def test_deploy_then_pyinfra_cli_finds_nothing_to_change(lab_env: Path) -> None:
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     total = next(line for line in (proc.stdout + proc.stderr).splitlines() if "Grand total" in line).split()
-    assert total[-1] == "88" and total[2] == "88", total  # 11 hosts x 8 components, all "No Change"
+    # pyinfra's totals: host-operations, changed, errors, no change. One operation per component action
+    # (at least 11 hosts x 8 components), none changed, none failed.
+    _, _, ops, changed, errors, unchanged = total
+    assert (changed, errors) == ("-", "-") and ops == unchanged and int(ops) >= 88, total
