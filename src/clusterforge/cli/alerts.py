@@ -7,11 +7,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich.markup import escape
 
-from ..api import load_checked
+from ..api import Checked, load_checked
 from ..errors import ExitCode, InventoryInvalid
 from ..labenv import LAB_RANGE
 from ..monitoring_alerts import LocatedAlert, located_alerts
@@ -77,22 +78,29 @@ def _print(alerts: list[LocatedAlert], url: str) -> None:
             out.print(f"    since {a.since}", markup=False)
 
 
+def _usage(message: str) -> NoReturn:
+    err.print(message, markup=False)
+    raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+
+
+def _load(env: Path) -> Checked:
+    try:
+        return load_checked(env)
+    except InventoryInvalid as exc:
+        fail_inventory(exc)
+
+
 def _serve_drain_hook(env: Path, listen: str) -> None:
     host, _, port = listen.rpartition(":")
     why = allowed_url(f"http://{listen}") if port.isdigit() else f"{listen!r} is not HOST:PORT"
     if why is None and host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
         why = f"{host} is not loopback: Alertmanager posts to the drain hook on its own node"
     if why is not None:
-        err.print(f"--drain-hook: {why}", markup=False)
-        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
-    try:
-        checked = load_checked(env)
-    except InventoryInvalid as exc:
-        fail_inventory(exc)
+        _usage(f"--drain-hook: {why}")
+    checked = _load(env)
     template = checked.inv.deploy.reboot.drain
     if not template:
-        err.print(f"{env}: deploy.reboot.drain is empty: nothing to run for a level 3 alert", markup=False)
-        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+        _usage(f"{env}: deploy.reboot.drain is empty: nothing to run for a level 3 alert")
     hook = DrainHook(checked.index, template, report=lambda line: out.print(line, markup=False))
     server = serve(hook, host.strip("[]"), int(port))
     out.print(f"drain hook for {env} on http://{listen}/drain: {' '.join(template)}", markup=False)
@@ -122,12 +130,8 @@ def alerts(
         return
     why = allowed_url(url)
     if why is not None:
-        err.print(f"--url: {why}", markup=False)
-        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
-    try:
-        checked = load_checked(env)
-    except InventoryInvalid as exc:
-        fail_inventory(exc)
+        _usage(f"--url: {why}")
+    checked = _load(env)
     try:
         text = fetch(url, timeout_s)
     except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -137,8 +141,7 @@ def alerts(
     try:
         listed = located_alerts(checked.index, text)
     except ValueError as exc:
-        err.print(f"{url}/api/v2/alerts: {exc}", markup=False)
-        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
+        _usage(f"{url}/api/v2/alerts: {exc}")
     if fmt == Format.json:
         print_json({"url": url, "environment": env.name, "alerts": [a.as_dict() for a in listed]})
     else:
