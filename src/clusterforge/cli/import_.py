@@ -37,7 +37,8 @@ def netbox(
     import yaml
 
     from ..catalog import catalog
-    from ..interchange.netbox import FILES, NetboxImportError, import_tables, read_tables
+    from ..interchange.netbox import FILES, NetboxImportError
+    from ..interchange.netbox_import import import_tables, read_tables
 
     check_output_path(output, "--output", directory=True)
     if not source.is_dir():

@@ -13,14 +13,8 @@ from typer.testing import CliRunner
 from clusterforge.api import Checked, load_checked
 from clusterforge.catalog import catalog
 from clusterforge.cli.main import app
-from clusterforge.interchange.netbox import (
-    FILES,
-    NetboxImportError,
-    csv_files,
-    export_tables,
-    import_tables,
-    read_tables,
-)
+from clusterforge.interchange.netbox import FILES, NetboxImportError, csv_files, export_tables
+from clusterforge.interchange.netbox_import import import_tables, read_tables
 
 ROOT = Path(__file__).resolve().parents[3]
 PROD = ROOT / "inventories" / "prod"
