@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import typer
 
@@ -279,12 +280,19 @@ cable_app = typer.Typer(help="Lab only: a technician's physical work in the simu
 app.add_typer(cable_app, name="cable")
 
 
-def _technician(env: Path) -> tuple[LabState, Technician]:
+_T = TypeVar("_T")
+
+
+def _technician_does(env: Path, work: Callable[[Technician], _T]) -> tuple[Technician, _T]:
+    """The running lab's technician does WORK; then wait until the fabric shows it (a lab error exits)."""
     state = _running(env)
     try:
-        return state, technician(state)
+        tech = technician(state)
+        done = work(tech)
+        _settle(state)
     except (LabError, OSError) as exc:
         _fail(exc)
+    return tech, done
 
 
 def _port(end: str) -> PortRef:
@@ -311,12 +319,7 @@ def cable_unplug(
 ) -> None:
     """Pull the cable out of END (and of whatever port its other end is in)."""
     env, (end,) = _env_first(args, env_opt, 1, "cable unplug [ENV] END")
-    state, tech = _technician(env)
-    try:
-        peer = tech.unplug(_port(end))
-        _settle(state)
-    except (LabError, OSError) as exc:
-        _fail(exc)
+    tech, peer = _technician_does(env, lambda t: t.unplug(_port(end)))
     _say(fmt, f"unplugged {end} (it went to {tech.net.nodes[peer.node].desc} port {peer.port})", unplugged=end)
 
 
@@ -329,12 +332,7 @@ def cable_plug(
 ) -> None:
     """Plug a cable between two free ports."""
     env, (end, peer) = _env_first(args, env_opt, 2, "cable plug [ENV] END PEER")
-    state, tech = _technician(env)
-    try:
-        tech.plug(_port(end), _port(peer))
-        _settle(state)
-    except (LabError, OSError) as exc:
-        _fail(exc)
+    _technician_does(env, lambda t: t.plug(_port(end), _port(peer)))
     _say(fmt, f"plugged {end} - {peer}", plugged=[end, peer])
 
 
@@ -348,12 +346,7 @@ def cable_move(
 ) -> None:
     """Move the far end of END's cable to another port (a node re-cabled to another leaf port)."""
     env, (end, to) = _env_first(args, env_opt, 2, "cable move [ENV] END TO")
-    state, tech = _technician(env)
-    try:
-        old = tech.move(_port(end), _port(to))
-        _settle(state)
-    except (LabError, OSError) as exc:
-        _fail(exc)
+    tech, old = _technician_does(env, lambda t: t.move(_port(end), _port(to)))
     _say(fmt, f"moved {end}: {tech.net.nodes[old.node].desc} port {old.port} -> {to}", moved=end, to=to)
 
 
@@ -368,13 +361,11 @@ def cable_replace(
     from ..day2.lab_technician import new_switch_guid
 
     env, (switch,) = _env_first(args, env_opt, 1, "cable replace [ENV] SWITCH")
-    state, tech = _technician(env)
-    new = guid or new_switch_guid(switch, str(len(tech.journal())))
-    try:
-        n = tech.replace(switch, new)
-        _settle(state)
-    except (LabError, OSError) as exc:
-        _fail(exc)
+    def replace(t: Technician) -> tuple[str, int]:
+        new = guid or new_switch_guid(switch, str(len(t.journal())))
+        return new, t.replace(switch, new)
+
+    _, (new, n) = _technician_does(env, replace)
     _say(fmt, f"replaced {switch}: new GUID {new}, {n} cable(s) back in their ports", switch=switch, guid=new,
          cables=n)
 
