@@ -155,7 +155,7 @@ def test_a_parser_panic_is_an_issue_not_a_crash(tmp_path: Path, monkeypatch: pyt
 
 
 def test_an_oversized_file_is_refused_before_it_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import clusterforge.load as load_mod
+    import clusterforge.load_text as load_mod
 
     monkeypatch.setattr(load_mod, "MAX_FILE_BYTES", 1024)
     env = _env(tmp_path)
