@@ -10,6 +10,8 @@ from clusterforge.parse.errors import ParseError
 
 _HEX_RE = re.compile(r"(?:0[xX])?([0-9a-fA-F]{1,16})")
 _INT_RE = re.compile(r"[+-]?\d+")
+UINT_RE = re.compile(r"[0-9]+")
+"""An unsigned ASCII decimal (``str.isdigit`` and ``\\d`` also take other scripts' digits)."""
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 

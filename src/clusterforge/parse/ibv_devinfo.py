@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterforge.parse._common import empty_error, fail, first_nonblank, shorten, split_lines
+from clusterforge.parse._common import UINT_RE, empty_error, fail, first_nonblank, shorten, split_lines
 
 TOOL = "ibv-devinfo"
 
@@ -61,7 +61,6 @@ _FIELD_RE = re.compile(r"\s+([^:\s][^:]*?):\s*(.*?)\s*")
 _HCA_RE = re.compile(r"hca_id:\s*(\S+)\s*")
 _CODED_RE = re.compile(r"([A-Z_]+|\d+) \((\d+)\)")
 _GUID_RE = re.compile(r"([0-9a-fA-F]{4}):([0-9a-fA-F]{4}):([0-9a-fA-F]{4}):([0-9a-fA-F]{4})")
-_UINT_RE = re.compile(r"[0-9]+")
 _HEX_RE = re.compile(r"0x[0-9a-fA-F]+")
 _DEVICE_REQUIRED = ("transport", "node_guid", "sys_image_guid", "vendor_id", "vendor_part_id", "hw_ver",
                     "phys_port_cnt")
@@ -79,7 +78,7 @@ def _value(fields: Fields, key: str) -> tuple[str, Ctx]:
 
 def _int(fields: Fields, key: str) -> int:
     value, (ln, raw) = _value(fields, key)
-    if _UINT_RE.fullmatch(value):
+    if UINT_RE.fullmatch(value):
         return int(value)
     if _HEX_RE.fullmatch(value):
         return int(value, 16)
@@ -207,7 +206,7 @@ def parse(text: str) -> tuple[IbvDevice, ...]:
         key, value = f.group(1), f.group(2)
         last_key = key
         if key == "port":
-            if _UINT_RE.fullmatch(value) is None:
+            if UINT_RE.fullmatch(value) is None:
                 raise fail(TOOL, *ctx, f"bad port number {value!r}")
             close_port()
             port_no, port_ctx = int(value), ctx

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.parse._common import empty_error, fail, split_lines
+from clusterforge.parse._common import UINT_RE, empty_error, fail, split_lines
 
 TOOL = "nccl-tests"
 
@@ -97,7 +97,6 @@ _START_RE = re.compile(r"# Collective test (starting|concluded): (\S+)")
 _NCCL_RE = re.compile(r"NCCL version (\S+)")
 _FAILURE_RE = re.compile(r".*\b(?:Test (?:NCCL )?failure|Test CUDA failure)\b.*")
 _ROW_START_RE = re.compile(r"[0-9]+\s")
-_UINT_RE = re.compile(r"[0-9]+")
 _INT_RE = re.compile(r"-?[0-9]+")
 _PARAM_KEY_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*:?")
 _PARAM_VALUE_RE = re.compile(r"-?[0-9][0-9A-Za-z().]*")
@@ -139,7 +138,7 @@ def _timing(toks: dict[str, str]) -> NcclTiming:
         time_us=_float(toks.get("time", "N/A")),
         algbw=_float(toks.get("algbw", "N/A")),
         busbw=_float(toks.get("busbw", "N/A")),
-        wrong=int(wrong) if wrong is not None and _UINT_RE.fullmatch(wrong) else None,
+        wrong=int(wrong) if wrong is not None and UINT_RE.fullmatch(wrong) else None,
     )
 
 
@@ -223,12 +222,12 @@ def _row(s: str, columns: list[str], idx: int, raw: str) -> NcclRow:
             named[col] = tok
     for run in runs:
         for col, tok in run.items():
-            ok = (tok == "N/A" or _UINT_RE.fullmatch(tok) is not None) if col == "#wrong" else (
+            ok = (tok == "N/A" or UINT_RE.fullmatch(tok) is not None) if col == "#wrong" else (
                 tok == "N/A" or _float(tok) is not None)
             if not ok:
                 raise fail(TOOL, idx, raw, f"bad {col} value {tok!r}")
     size, count = named.get("size", ""), named.get("count", "")
-    if _UINT_RE.fullmatch(size) is None or _UINT_RE.fullmatch(count) is None:
+    if UINT_RE.fullmatch(size) is None or UINT_RE.fullmatch(count) is None:
         raise fail(TOOL, idx, raw, "size/count are not integers")
     root = named.get("root")
     if root is not None and _INT_RE.fullmatch(root) is None:
