@@ -400,8 +400,10 @@ def _issue_from_pydantic(err: Any) -> InventoryIssue:
         msg = "required field is missing"
     elif kind in ("literal_error", "enum"):
         msg = f"{err.get('input')!r}: {msg}"
-    elif kind == "string_pattern_mismatch" and pattern_error(err["ctx"]["pattern"], err.get("input")):
-        msg = str(pattern_error(err["ctx"]["pattern"], err.get("input")))
+    elif kind == "string_pattern_mismatch" and (
+        known := pattern_error(err["ctx"]["pattern"], err.get("input"))
+    ):
+        msg = known
     elif kind != "value_error" and "input" in err and not isinstance(err["input"], dict | list):
         msg = f"{err['input']!r}: {msg}"
     return InventoryIssue(loc, msg, rule="INV-SCHEMA")
