@@ -29,7 +29,7 @@ from ..model.index import Index, PortKey
 from ..unionfind import DisjointSets
 from .ha import Groups, groups, moved_racks, relaid_trunks, replaced_switches
 from .host_diff import LEAVES, HostChange, diff_hosts
-from .inventory_diff import CableChange, DeviceChange, InventoryDiff, diff_inventories, unit_heights
+from .inventory_diff import CableChange, DeviceChange, InventoryDiff, device_places, diff_inventories, unit_heights
 from .steps import ChangePlan, Phase, Step
 
 _BEFORE_TRUNKS: tuple[Phase, ...] = ("unplug", "remove", "install")
@@ -82,8 +82,8 @@ class _Planner:
         self.g: Groups = groups(old, new, diff)
         moved = {d.name for d in diff.devices if d.change == "moved" and d.kind in ("node", "switch")}
         self.swapped = replaced_switches(diff)
-        self.places_old = _places(old)
-        self.places_new = _places(new)
+        self.places_old = device_places(old)
+        self.places_new = device_places(new)
         self.rolled = moved_racks(diff)  # racks that move with their devices in them
         self.inside = {name: place[0] for name, place in self.places_old.items() if place[0] in self.rolled}
         self.relaid = relaid_trunks(old, diff)  # trunks whose panel moves: pulled and laid again
@@ -560,12 +560,6 @@ def _commissioning(before: str, after: str, sensors: int) -> list[str]:
                   else "verify the leak sensors report and alarm (the rack declares none: leak_sensors 0)")
     checks.append("verify coolant flow and inlet/outlet temperatures under load before the rack returns")
     return checks
-
-
-def _places(index: Index) -> dict[str, tuple[str, int]]:
-    out = dict(index.places)
-    out.update({p.name: (p.rack, p.u) for p in index.inv.patch_panels})
-    return out
 
 
 def _port(key: PortKey) -> str:

@@ -97,6 +97,13 @@ def unit_heights(index: Index) -> dict[str, int]:
     return out
 
 
+def device_places(index: Index) -> dict[str, tuple[str, int]]:
+    """(rack, lowest U) of every node, switch and patch panel, by name (`Index.places` without the panels)."""
+    out = dict(index.places)
+    out.update({p.name: (p.rack, p.u) for p in index.inv.patch_panels})
+    return out
+
+
 def _dump(model: Any) -> dict[str, Any]:
     out: dict[str, Any] = model.model_dump(mode="json")
     return out

@@ -33,7 +33,7 @@ from typing import Any
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
 from .ha import Groups, groups, replaced_switches
-from .inventory_diff import unit_heights
+from .inventory_diff import device_places, unit_heights
 from .steps import ChangePlan, Step
 
 _OUT = ("drained", "out")
@@ -64,12 +64,6 @@ def _ends(c: Cable) -> frozenset[PortKey]:
 
 def _physical(c: Cable) -> tuple[Any, ...]:
     return (c.id, c.label, c.media, c.length_m, c.fiber_type, c.trunk, c.lane_group)
-
-
-def _places(index: Index) -> dict[str, tuple[str, int]]:
-    out = dict(index.places)
-    out.update({p.name: (p.rack, p.u) for p in index.inv.patch_panels})
-    return out
 
 
 def _limit(argv: tuple[str, ...]) -> list[str] | None:
@@ -105,7 +99,7 @@ class _Replay:
     def __init__(self, plan: ChangePlan, old: Index, new: Index):
         self.plan, self.old, self.new = plan, old, new
         self.g: Groups = groups(old, new, plan.diff)
-        self.new_places = _places(new)
+        self.new_places = device_places(new)
         self.new_cables = {c.id: c for c in new.inv.cables}
         self.violations: list[Violation] = []
         self.disrupted = {h.host for h in plan.hosts if h.disruptive}
@@ -137,7 +131,7 @@ class _Replay:
         busy_on: dict[str, set[PortKey]] = {}
         for k in busy:
             busy_on.setdefault(k[0], set()).add(k)
-        places = _places(old)
+        places = device_places(old)
         height = unit_heights(old)
         self.new_heights = unit_heights(new)
         self.s = _State(
