@@ -36,6 +36,7 @@ from clusterforge.deploy.ansible import run_playbook  # noqa: E402
 from clusterforge.deploy.desired import Component, HostPlan, host_plans  # noqa: E402
 from clusterforge.deploy.options import DeployOptions  # noqa: E402
 from clusterforge.deploy.runner import SshSettings, run_deploy  # noqa: E402
+from clusterforge.lab import LabSpec  # noqa: E402
 
 ENV = ROOT / "inventories" / "lab"
 WORK = Path("/var/tmp/cf-bench")
@@ -225,21 +226,27 @@ def scale_rows(counts: tuple[int, ...] = (32, 64), ansible: bool = True) -> list
 # -- lab: the real components on the lab's containers ----------------------------------------------
 
 
+def bench_lab_spec(name: str, cidr: str, work: Path, nodes: tuple[str, ...]) -> LabSpec:
+    """A podman lab of NODES of the lab inventory (subnet CIDR, an SM), its ibsim fabric rendered under WORK."""
+    from clusterforge.labenv import lab_spec
+    from clusterforge.render import render_environment
+
+    index = load_checked(ENV).index
+    work.mkdir(parents=True, exist_ok=True)
+    netfile = work / "ibsim.net"
+    netfile.write_text(render_environment(index, "lab")["fabric/ibsim.net"])
+    return lab_spec(index, name=name, cidr=cidr, state_dir=work / "lab", netfile=netfile, nodes=nodes,
+                    start_sm=True)
+
+
 def lab_rows(nodes: tuple[str, ...] = ("gpu01", "gpu02", "sm01", "lus01"),
              cidr: str = "198.19.250.0/24") -> list[dict[str, Any]]:
     """pyinfra then Ansible, each on fresh lab containers: dry run, first run, second (no-change) run."""
     from clusterforge.deploy.ansible_api import deploy_ansible
     from clusterforge.deploy.api import DeployRequest, deploy
     from clusterforge.lab import down, up
-    from clusterforge.labenv import lab_spec
-    from clusterforge.render import render_environment
 
-    index = load_checked(ENV).index
-    WORK.mkdir(parents=True, exist_ok=True)
-    netfile = WORK / "ibsim.net"
-    netfile.write_text(render_environment(index, "lab")["fabric/ibsim.net"])
-    spec = lab_spec(index, name="cfbench", cidr=cidr, state_dir=WORK / "lab", netfile=netfile, nodes=nodes,
-                    start_sm=True)
+    spec = bench_lab_spec("cfbench", cidr, WORK, nodes)
     rows: list[dict[str, Any]] = []
     try:
         for engine in ("pyinfra", "ansible"):

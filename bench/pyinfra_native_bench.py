@@ -74,15 +74,9 @@ def _converged(state_dir: Path) -> None:
 
 def run(nodes: tuple[str, ...] = NODES, cidr: str = "198.19.248.0/24") -> list[dict[str, Any]]:
     from clusterforge.lab import down, up
-    from clusterforge.labenv import lab_spec
-    from clusterforge.render import render_environment
+    from deploy_bench import bench_lab_spec
 
-    index = load_checked(ENV).index
-    WORK.mkdir(parents=True, exist_ok=True)
-    netfile = WORK / "ibsim.net"
-    netfile.write_text(render_environment(index, "lab")["fabric/ibsim.net"])
-    spec = lab_spec(index, name="cfnative", cidr=cidr, state_dir=WORK / "lab", netfile=netfile, nodes=nodes,
-                    start_sm=True)
+    spec = bench_lab_spec("cfnative", cidr, WORK, nodes)
     rows: list[dict[str, Any]] = []
     try:
         for style, deploy_file in STYLES.items():
