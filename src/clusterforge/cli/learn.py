@@ -12,7 +12,7 @@ from ..collect.store import OutputTooLarge, read_output
 from ..errors import ExitCode, InventoryInvalid
 from ..fsutil import write_atomic
 from ..parse import ParseError, ibnetdiscover
-from ..validate.learn import HEADER, LockChange, LockMerge, existing_locks, merge_locks
+from ..validate.learn import HEADER, Learned, LockChange, LockMerge, existing_locks, merge_locks
 from ..validate.learn import learn as run_learn
 from .common import Format, err, fail_inventory, out, print_json
 from .locking import locked
@@ -89,7 +89,7 @@ def _learn(env: Path, source: Path | None, require: str | None, dry_run: bool, r
             }
         )
     else:
-        _print_text(learned.switches, learned.hcas, learned.ports, learned.how, merge, target, written)
+        _print_text(learned, merge, target, written)
         _listed([f"  could not bind {node.kind} {node.guid} {node.name!r}" for node in learned.unbound])
         _listed([f"  declared but not seen: {name}" for name in learned.not_seen])
     if merge.refused:
@@ -136,21 +136,13 @@ def _change_json(c: LockChange) -> dict[str, str | None]:
     return {"section": c.section, "key": c.key, "locked": c.locked, "seen": c.seen, "note": c.note or None}
 
 
-def _print_text(
-    switches: dict[str, str],
-    hcas: dict[str, str],
-    ports: dict[str, str],
-    how: dict[str, str],
-    merge: LockMerge,
-    target: Path,
-    written: bool,
-) -> None:
+def _print_text(learned: Learned, merge: LockMerge, target: Path, written: bool) -> None:
     by_how: dict[str, int] = {}
-    for h in how.values():
+    for h in learned.how.values():
         by_how[h] = by_how.get(h, 0) + 1
     out.print(
-        f"locked {len(switches)} switch(es), {len(hcas)} HCA(s), "
-        f"{len(ports)} port GUID(s) ({', '.join(f'{v} by {k}' for k, v in sorted(by_how.items()))})"
+        f"locked {len(learned.switches)} switch(es), {len(learned.hcas)} HCA(s), "
+        f"{len(learned.ports)} port GUID(s) ({', '.join(f'{v} by {k}' for k, v in sorted(by_how.items()))})"
         + (f" -> {target}" if written else "")
     )
     unseen = "dropped" if merge.replace else "kept"
