@@ -54,7 +54,9 @@ _SEG = r"(?:[A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Z
 """One path component: letters, digits, `._-`; never `.` or `..`."""
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 
-TEXT_PATTERN = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"
+_CONTROL_CHARS = r"\x00-\x1f\x7f-\x9f\u2028\u2029"
+"""C0, DEL, C1 and the Unicode line/paragraph separators: a regex character-class body."""
+TEXT_PATTERN = rf"^[^{_CONTROL_CHARS}]*$"
 ABS_PATH_PATTERN = rf"^(?:/{_SEG})+$"
 FILE_PATH_PATTERN = rf"^/?{_SEG}(?:/{_SEG})*$"
 DNS_DOMAIN_PATTERN = rf"^{_LABEL}(?:\.{_LABEL})*$"
@@ -101,7 +103,7 @@ PATTERN_HELP: dict[str, str] = {
     HOST_PORT_PATTERN: "not HOST:PORT: a host name or IPv4 address, a colon and a port number",
 }
 """Pattern -> what the error says (the loader turns pydantic's pattern mismatches into these)."""
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL = re.compile(rf"[{_CONTROL_CHARS}]")
 
 
 def pattern_error(pattern: str, value: object) -> str | None:
