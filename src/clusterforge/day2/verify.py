@@ -66,14 +66,6 @@ def _physical(c: Cable) -> tuple[Any, ...]:
     return (c.id, c.label, c.media, c.length_m, c.fiber_type, c.trunk, c.lane_group)
 
 
-def _limit(argv: tuple[str, ...]) -> list[str] | None:
-    if "--limit" in argv:
-        i = argv.index("--limit")
-        if i + 1 < len(argv):
-            return argv[i + 1].split(",")
-    return None
-
-
 @dataclass
 class _State:
     racks: dict[str, dict[str, Any]]  # rack -> settings
@@ -441,7 +433,7 @@ class _Replay:
         s.learned |= {d for d in cabled if d in s.at and (d not in self.hw_changed or d in s.hw_done)}
 
     def _deploy(self, step: Step, in_place: bool = False) -> None:
-        hosts = _limit(step.argv)
+        hosts = _arg(step.argv, "--limit")
         if step.argv[:2] != ("clusterforge", "deploy") or hosts is None:
             self.bad("PHASE", "a deploy step must run `clusterforge deploy ... --limit HOSTS`")
             return
@@ -463,7 +455,7 @@ class _Replay:
     def _validate(self, step: Step) -> None:
         if step.argv[:2] != ("clusterforge", "validate"):
             self.bad("PHASE", "a validate step must run `clusterforge validate`")
-        hosts = _limit(step.argv)
+        hosts = _arg(step.argv, "--limit")
         self.s.validated |= set(hosts) if hosts is not None else set(self.s.host)
 
     # -- the end ------------------------------------------------------------------------------
@@ -482,9 +474,7 @@ class _Replay:
         same = len(have) == len(new.inv.cables)
         for c in new.inv.cables if same else ():
             h = have.get(frozenset((c.a.key, c.b.key)))
-            if h is None or (h is not c and not (
-                    c.id == h.id and c.label == h.label and c.media == h.media and c.length_m == h.length_m
-                    and c.fiber_type == h.fiber_type and c.trunk == h.trunk and c.lane_group == h.lane_group)):
+            if h is None or (h is not c and _physical(h) != _physical(c)):
                 same = False
                 break
         if not same:
