@@ -6,10 +6,12 @@ Fabric only (no containers), on the prod inventory (256 GPU nodes + 22 storage/S
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from clusterforge.api import load_checked
@@ -72,8 +74,8 @@ def fabric_only(env: Path = ROOT / "inventories" / "prod") -> list[dict[str, obj
 
 def containers(env: Path = ROOT / "inventories" / "lab") -> list[dict[str, object]]:
     """`clusterforge lab up` (image cached or cold), validate, fault round trip, `lab down`."""
-    if shutil.which("podman") is None or os.geteuid() != 0:
-        return [{"bench": "lab containers", "skipped": "needs root and podman (scripts/lab-deps.sh)"}]
+    if (skipped := _without_podman("lab containers")) is not None:
+        return skipped
     from typer.testing import CliRunner
 
     from clusterforge.cli.main import app
@@ -81,13 +83,9 @@ def containers(env: Path = ROOT / "inventories" / "lab") -> list[dict[str, objec
 
     runner = CliRunner()
     rows: list[dict[str, object]] = []
-    with tempfile.TemporaryDirectory(prefix="cf-labbench-") as tmp_s:
-        tmp = Path(tmp_s)
-        copy = tmp / "labbench"
-        shutil.copytree(env, copy)
+    with _lab_copy(env, "labbench") as (_, copy):
         services = copy / "services.yaml"
         services.write_text(services.read_text().replace("198.18.10.", "198.18.30."))
-        os.environ["CLUSTERFORGE_LAB_ROOT"] = str(tmp / "state")
         cached = _image_present(image_tag(DEFAULT_PACKAGES, "bookworm"))
         try:
             for step, args in (
@@ -107,8 +105,28 @@ def containers(env: Path = ROOT / "inventories" / "lab") -> list[dict[str, objec
             result = runner.invoke(app, ["lab", "down", str(copy)])
             rows.append({"bench": "lab containers", "step": "lab down", "seconds": round(time.perf_counter() - t, 2),
                          "exit": result.exit_code})
-            os.environ.pop("CLUSTERFORGE_LAB_ROOT", None)
     return rows
+
+
+def _without_podman(bench: str) -> list[dict[str, object]] | None:
+    """BENCH's row saying it is skipped, where the containers cannot start here (no podman or not root)."""
+    if shutil.which("podman") is None or os.geteuid() != 0:
+        return [{"bench": bench, "skipped": "needs root and podman (scripts/lab-deps.sh)"}]
+    return None
+
+
+@contextlib.contextmanager
+def _lab_copy(env: Path, name: str) -> Iterator[tuple[Path, Path]]:
+    """(a fresh directory, a copy of ENV named NAME in it); the lab's state kept under it for the block."""
+    with tempfile.TemporaryDirectory(prefix=f"cf-{name}-") as tmp_s:
+        tmp = Path(tmp_s)
+        copy = tmp / name
+        shutil.copytree(env, copy)
+        os.environ["CLUSTERFORGE_LAB_ROOT"] = str(tmp / "state")
+        try:
+            yield tmp, copy
+        finally:
+            os.environ.pop("CLUSTERFORGE_LAB_ROOT", None)
 
 
 def _image_present(tag: str) -> bool:
@@ -148,19 +166,15 @@ def prod_rehearsal(env: Path = ROOT / "inventories" / "prod",
     lus01). systemd labs stop at ~14 containers here (fs.inotify.max_user_instances = 128, systemd takes 7
     each): the larger sizes run without systemd (sh init; the deploy then starts no unit). A size whose
     bring-up fails is reported as such; without systemd that ends the series."""
-    if shutil.which("podman") is None or os.geteuid() != 0:
-        return [{"bench": "prod rehearsal", "skipped": "needs root and podman (scripts/lab-deps.sh)"}]
+    if (skipped := _without_podman("prod rehearsal")) is not None:
+        return skipped
     from typer.testing import CliRunner
 
     from clusterforge.cli.main import app
 
     runner = CliRunner()
     rows: list[dict[str, object]] = []
-    with tempfile.TemporaryDirectory(prefix="cf-prodbench-") as tmp_s:
-        tmp = Path(tmp_s)
-        copy = tmp / "prodbench"
-        shutil.copytree(env, copy)
-        os.environ["CLUSTERFORGE_LAB_ROOT"] = str(tmp / "state")
+    with _lab_copy(env, "prodbench") as (tmp, copy):
         checked = load_checked(copy)
         gpus = [n.name for n in checked.inv.nodes if n.role == "compute"]
         try:
@@ -195,5 +209,4 @@ def prod_rehearsal(env: Path = ROOT / "inventories" / "prod",
                     break
         finally:
             runner.invoke(app, ["lab", "down", str(copy)])
-            os.environ.pop("CLUSTERFORGE_LAB_ROOT", None)
     return rows
