@@ -166,11 +166,13 @@ def _planes(index: Index, obs: Observations, report: Report) -> None:
     stems = sorted(k for k in obs.fabric if k.startswith("ibnetdiscover-plane"))
     if not stems:
         return
-    topos = [_parse(obs, None, s, obs.fabric[s], ibnetdiscover.parse, report) for s in stems]
-    if any(t is None for t in topos):
+    parsed = [_parse(obs, None, s, obs.fabric[s], ibnetdiscover.parse, report) for s in stems]
+    topos = [t for t in parsed if t is not None]
+    if len(topos) < len(parsed):
         return
-    infos = [_parse(obs, None, k, obs.fabric[k], iblinkinfo.parse, report)
-             for k in sorted(k for k in obs.fabric if k.startswith("iblinkinfo-plane"))]
+    parsed_infos = [_parse(obs, None, k, obs.fabric[k], iblinkinfo.parse, report)
+                    for k in sorted(k for k in obs.fabric if k.startswith("iblinkinfo-plane"))]
+    infos = [i for i in parsed_infos if i is not None]
 
     def once(items: list[Any]) -> tuple[Any, ...]:
         return tuple({id_key(x): x for x in items}.values())
@@ -179,12 +181,12 @@ def _planes(index: Index, obs: Observations, report: Report) -> None:
         return getattr(x, "guid", None) or x
 
     topo = ibnetdiscover.IbTopology(
-        switches=once([n for t in topos if t for n in t.switches]), cas=once([n for t in topos if t for n in t.cas]),
-        routers=once([n for t in topos if t for n in t.routers]), links=tuple(ln for t in topos if t for ln in t.links))
+        switches=once([n for t in topos for n in t.switches]), cas=once([n for t in topos for n in t.cas]),
+        routers=once([n for t in topos for n in t.routers]), links=tuple(ln for t in topos for ln in t.links))
     links = None
-    if infos and all(i is not None for i in infos):
-        links = iblinkinfo.IblinkinfoReport(nodes=tuple(n for i in infos if i for n in i.nodes),
-                                            links=tuple(ln for i in infos if i for ln in i.links))
+    if infos and len(infos) == len(parsed_infos):
+        links = iblinkinfo.IblinkinfoReport(nodes=tuple(n for i in infos for n in i.nodes),
+                                            links=tuple(ln for i in infos for ln in i.links))
     report.findings += diff_fabric(index, topo, links)
     report.fabric_checked = True
 
