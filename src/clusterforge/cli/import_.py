@@ -45,9 +45,11 @@ def netbox(
         err.print(f"{source}: not a directory of NetBox CSVs", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     texts: dict[str, str] = {}
+    paths: dict[str, Path] = {}  # FILES name -> the file read (`NN-` prefix or not), for error messages
     for path in sorted(source.glob("*.csv")):
         name = re.sub(r"^\d+-", "", path.name)
         if name in FILES:
+            paths[name] = path
             try:
                 texts[name] = path.read_text(encoding="utf-8-sig")
             except (OSError, UnicodeDecodeError) as exc:
@@ -56,7 +58,8 @@ def netbox(
     try:
         inv = import_tables(read_tables(texts), catalog())
     except NetboxImportError as exc:
-        err.print(f"{source}/{exc}", markup=False)
+        where = f"{paths.get(exc.file, source / exc.file)}" + (f":{exc.line}" if exc.line is not None else "")
+        err.print(f"{where}: {exc.message}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
     written = []
     for file, keys in SECTIONS.items():
