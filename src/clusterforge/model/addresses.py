@@ -65,20 +65,6 @@ class Addresses:
         return self.ipoib.get((node, pool))
 
 
-def _pick(net: IPNetwork, sub: Subnet, index: int, guid: str | None) -> int | None:
-    if sub.assign == "guid":
-        if guid is None:
-            return None
-        host = int(guid, 16) & int(net.hostmask)
-    else:
-        host = sub.first + index
-    return _host(net, host)
-
-
-def _host(net: IPNetwork, host: int) -> int | None:
-    return _Hosts.of(net).at(host)
-
-
 @dataclass(frozen=True, slots=True)
 class _Hosts:
     """A subnet's host addresses as plain integers (netaddr's properties cost ~15 us a call)."""
@@ -259,9 +245,11 @@ def _allocate_ipoib(index: Index, j: int, ib: IpoibSubnet, out: Addresses, locks
         hca = found[1]
         members.append((i, node.name))
         guids[node.name] = locks.get((node.name, hca.name)) or hca.ports[0].guid
-    if ib.assign == "guid":
+    if ib.assign == "guid":  # the host part is the port GUID's low bits
+        hosts, mask = _Hosts.of(net), int(net.hostmask)
         for _, name in members:
-            ip = _pick(net, ib, 0, guids[name])
+            guid = guids[name]
+            ip = None if guid is None else hosts.at(int(guid, 16) & mask)
             if ip is None:
                 out.issues.append(InventoryIssue(
                     ("addressing", "ipoib", j),
