@@ -29,14 +29,21 @@ from ..model.index import Index, PortKey
 from ..unionfind import DisjointSets
 from .ha import Groups, groups, moved_racks, relaid_trunks, replaced_switches
 from .host_diff import LEAVES, HostChange, diff_hosts
-from .inventory_diff import CableChange, DeviceChange, InventoryDiff, device_places, diff_inventories, unit_heights
+from .inventory_diff import (
+    LEARN_FIELDS,
+    CableChange,
+    DeviceChange,
+    InventoryDiff,
+    device_places,
+    diff_inventories,
+    hardware_fields,
+    unit_heights,
+)
 from .steps import ChangePlan, Phase, Step
 
 _BEFORE_TRUNKS: tuple[Phase, ...] = ("unplug", "remove", "install")
 _AFTER_TRUNKS: tuple[Phase, ...] = ("plug", "relabel", "commission")
 _INTERRUPTING = ("moved", "replaced", "rerouted", "removed")
-_HARDWARE = ("gpus", "hcas", "dpus", "u_height", "profile")
-_LEARN_HW = ("hcas", "dpus", "profile", "hardware.hcas", "hardware.dpus")
 _RACK_DRAIN_FIELDS = ("cooling",)
 _Emit = Callable[..., None]
 
@@ -244,7 +251,7 @@ class _Planner:
             if d.change == "added" and d.kind in ("node", "switch"):
                 self.learn.add(d.name)
         if d.change == "changed" and d.new_place is not None:
-            hardware = [f for f in d.fields if f.split(".")[0] in _HARDWARE or f.startswith("hardware.")]
+            hardware = hardware_fields(d.fields)
             addresses = [f for f in d.fields if f.startswith("address ")]
             if d.kind == "node" and addresses:
                 self._interrupt(d.name, "its addresses change (" + ", ".join(f[8:] for f in addresses) + ")")
@@ -252,7 +259,7 @@ class _Planner:
                 self._interrupt(d.name, f"hardware changes ({', '.join(hardware)})")
                 self._task("install", d.new_place[0], d.name, f"change hardware: {', '.join(hardware)}", {d.name},
                            (f"dev:{d.name}",))
-                if any(f in _LEARN_HW for f in hardware):
+                if any(f in LEARN_FIELDS for f in hardware):
                     self.learn.add(d.name)
             else:
                 rest = [f for f in d.fields if not f.startswith("address ")]

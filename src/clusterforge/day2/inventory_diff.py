@@ -32,6 +32,8 @@ CableChangeKind = Literal["added", "removed", "moved", "replaced", "rerouted", "
 
 _PHYSICAL = ("media", "length_m", "fiber_type")
 _ROUTING = ("trunk", "lane_group")
+_HARDWARE = ("gpus", "hcas", "dpus", "u_height", "profile")
+LEARN_FIELDS = ("hcas", "dpus", "profile", "hardware.hcas", "hardware.dpus")  # a node's GUIDs change with these
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,11 @@ def unit_heights(index: Index) -> dict[str, int]:
         out[sw.name] = model.ru if model else 1
     out.update({p.name: 1 for p in index.inv.patch_panels})
     return out
+
+
+def hardware_fields(fields: tuple[str, ...]) -> list[str]:
+    """The fields of a node's change that are its hardware (declared, or its profile's `hardware.*`)."""
+    return [f for f in fields if f.split(".")[0] in _HARDWARE or f.startswith("hardware.")]
 
 
 def device_places(index: Index) -> dict[str, tuple[str, int]]:

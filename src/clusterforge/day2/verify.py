@@ -33,7 +33,7 @@ from typing import Any
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
 from .ha import Groups, groups, replaced_switches
-from .inventory_diff import device_places, unit_heights
+from .inventory_diff import LEARN_FIELDS, device_places, hardware_fields, unit_heights
 from .steps import ChangePlan, Step
 
 _OUT = ("drained", "out")
@@ -100,15 +100,13 @@ class _Replay:
         self.needs_learn = swapped | {d.name for d in plan.diff.devices
                                       if d.kind in ("node", "switch") and d.change == "added"}
         self.needs_learn |= {d.name for d in plan.diff.devices if d.kind == "node" and d.change == "changed"
-                             and any(f in ("hcas", "dpus", "profile", "hardware.hcas", "hardware.dpus")
-                                     for f in d.fields)}
+                             and any(f in LEARN_FIELDS for f in d.fields)}
         if self.needs_learn:  # only what has a cable (OpenSM names what it sees)
             cabled = {e.device for c in new.inv.cables for e in (c.a, c.b)}
             self.needs_learn &= cabled
         self.swapped = swapped
         self.hw_changed = {d.name for d in plan.diff.devices if d.kind == "node" and d.change == "changed"
-                           and any(f.split(".")[0] in ("gpus", "hcas", "dpus", "u_height", "profile", "hardware")
-                                   for f in d.fields)}
+                           and hardware_fields(d.fields)}
         self.cooling = {d.name for d in plan.diff.devices if d.kind == "rack" and d.change == "changed"
                         and "cooling" in d.fields}
         plugged: dict[frozenset[PortKey], Cable] = {}
