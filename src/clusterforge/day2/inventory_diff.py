@@ -212,7 +212,8 @@ def _changed_fields(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, ...]:
     return tuple(k for k in keys if a.get(k) != b.get(k))
 
 
-def _ends(c: Cable) -> frozenset[PortKey]:
+def cable_ends(c: Cable) -> frozenset[PortKey]:
+    """A cable's two ports, whichever way round it is written."""
     return frozenset((c.a.key, c.b.key))
 
 
@@ -223,13 +224,13 @@ def diff_cables(old: list[Cable], new: list[Cable]) -> list[CableChange]:
     gone = [c for c in old if c.id not in new_by_id]
     gone_by_ends: dict[frozenset[PortKey], Cable] = {}
     for c in gone:
-        gone_by_ends.setdefault(_ends(c), c)
+        gone_by_ends.setdefault(cable_ends(c), c)
     out: list[CableChange] = []
     matched: set[str] = set()
     for c in new:
         before = old_by_id.get(c.id)
         if before is None:
-            twin = gone_by_ends.get(_ends(c))
+            twin = gone_by_ends.get(cable_ends(c))
             if twin is not None and twin.id not in matched:
                 matched.add(twin.id)
                 out.append(_same_ends(twin, c, ("id",)))
@@ -238,7 +239,7 @@ def diff_cables(old: list[Cable], new: list[Cable]) -> list[CableChange]:
             continue
         if _same(before, c):
             continue
-        if _ends(before) != _ends(c):
+        if cable_ends(before) != cable_ends(c):
             moved = tuple(side for side in ("a", "b") if getattr(before, side) != getattr(c, side))
             out.append(CableChange("moved", c.id, before, c, moved))
         else:

@@ -33,7 +33,7 @@ from typing import Any
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
 from .ha import Groups, groups, replaced_switches
-from .inventory_diff import LEARN_FIELDS, device_places, hardware_fields, unit_heights
+from .inventory_diff import LEARN_FIELDS, cable_ends, device_places, hardware_fields, unit_heights
 from .steps import ChangePlan, Step
 
 _OUT = ("drained", "out")
@@ -56,10 +56,6 @@ class PlanRejected(Exception):
     def __init__(self, violations: list[Violation]):
         self.violations = violations
         super().__init__("; ".join(str(v) for v in violations[:5]))
-
-
-def _ends(c: Cable) -> frozenset[PortKey]:
-    return frozenset((c.a.key, c.b.key))
 
 
 def _physical(c: Cable) -> tuple[Any, ...]:
@@ -368,7 +364,7 @@ class _Replay:
             self.bad("CABLE", f"cable {cable.id} rides trunk {cable.trunk}, which is not laid")
         if cable.id in s.by_id:
             self.bad("CABLE", f"a cable with id {cable.id} is already plugged")
-        ends = _ends(cable)
+        ends = cable_ends(cable)
         s.plugged[ends] = cable
         s.by_id[cable.id] = ends
         for end in (cable.a, cable.b):
@@ -379,13 +375,13 @@ class _Replay:
     def _relabel(self, step: Step) -> None:
         s = self.s
         cable = self.new_cables.get(step.subject)
-        if cable is None or _ends(cable) not in s.plugged:
+        if cable is None or cable_ends(cable) not in s.plugged:
             self.bad("CABLE", f"cable {step.subject} is relabelled but no cable joins its two ports")
             return
-        before = s.plugged[_ends(cable)]
+        before = s.plugged[cable_ends(cable)]
         s.by_id.pop(before.id, None)
-        s.plugged[_ends(cable)] = cable
-        s.by_id[cable.id] = _ends(cable)
+        s.plugged[cable_ends(cable)] = cable
+        s.by_id[cable.id] = cable_ends(cable)
         for end in (cable.a, cable.b):
             s.port_busy[end.key] = cable.id
 
