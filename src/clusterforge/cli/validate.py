@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -15,6 +16,9 @@ from ..validate.findings import Finding
 from ..validate.report import exit_code, print_summary, to_json, to_junit
 from ..validate.run import validate as run_validate
 from .common import Format, check_output_path, err, fail_inventory, out, print_json
+
+if TYPE_CHECKING:
+    from ..lab.state import LabState
 
 
 def validate(
@@ -43,6 +47,12 @@ def validate(
         checked = load_checked(env)
     except InventoryInvalid as exc:
         fail_inventory(exc)
+    hosts = None if limit is None else {h for h in limit.split(",") if h}
+    unknown = sorted((hosts or set()) - checked.index.nodes.keys())
+    if unknown:  # before collecting: a typo in --limit should not cost a whole collection first
+        err.print(f"--limit: not a node of {env}: {', '.join(unknown)}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    lab: LabState | None = None
     if from_dir is not None:
         if not from_dir.is_dir():
             err.print(f"{from_dir}: not a directory of saved outputs", markup=False)
@@ -54,18 +64,13 @@ def validate(
             err.print(f"{where}: {getattr(exc, 'strerror', None) or exc}", markup=False)
             raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
     else:
-        obs = _collect_live(env, checked, no_lab)
+        obs, lab = _collect_live(env, checked, no_lab)
         if save is not None:
             save_dir(save, obs)
     report = run_validate(checked.index, obs, fabric_only=fabric_only)
-    if from_dir is None and not no_lab:
-        _lab_partial(env, checked, report.findings)
-    if limit is not None:
-        hosts = {h for h in limit.split(",") if h}
-        unknown = sorted(hosts - checked.index.nodes.keys())
-        if unknown:
-            err.print(f"--limit: not a node of {env}: {', '.join(unknown)}", markup=False)
-            raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    if lab is not None:
+        _lab_partial(env, lab, checked, report.findings)
+    if hosts is not None:
         # the fabric's own data problems (FAB-NO-DATA, an unparsable ibnetdiscover) concern every
         # host's ports: they stay, so a wave is never "clean" on a fabric that was not checked
         report.findings = [f for f in report.findings if f.subject.split(" ", 1)[0] in hosts or f.subject == "fabric"]
@@ -87,13 +92,10 @@ def _with_where(f: Finding, where: str) -> Finding:
     return dataclasses.replace(f, where=where)
 
 
-def _lab_partial(env: Path, checked: Checked, findings: list[Finding]) -> None:
+def _lab_partial(env: Path, state: LabState, checked: Checked, findings: list[Finding]) -> None:
     """A lab that runs a selection of the environment: the nodes without a container are not expected to
     answer (their HCAs are simulated and their ports checked with the whole fabric); say so once."""
-    from .. import labenv  # the lab and SSH modules only when collecting live (`--from` needs none: 0.7 s)
-
-    state = labenv.running(env)
-    if state is None or len(state.hosts) >= len(checked.index.nodes):
+    if len(state.hosts) >= len(checked.index.nodes):
         return
     absent = set(checked.index.nodes) - set(state.hosts)
     findings[:] = [f for f in findings if not (f.rule == "HOST-NO-DATA" and f.subject in absent)]
@@ -101,14 +103,15 @@ def _lab_partial(env: Path, checked: Checked, findings: list[Finding]) -> None:
               f"checks for those, the whole fabric for all ({len(absent)} nodes' hosts not checked)", markup=False)
 
 
-def _collect_live(env: Path, checked: Checked, no_lab: bool = False) -> Observations:
-    """From the environment's lab when one is up for it (unless `no_lab`), else from the real hosts."""
-    from .. import labenv
+def _collect_live(env: Path, checked: Checked, no_lab: bool = False) -> tuple[Observations, LabState | None]:
+    """From the environment's lab when one is up for it (unless `no_lab`), else from the real hosts;
+    with the lab's state (None when collected from the real hosts)."""
+    from .. import labenv  # the lab and SSH modules only when collecting live (`--from` needs none: 0.7 s)
     from ..collect.live import collect_environment
     from ..collect.ssh import collect
 
     state = None if no_lab else labenv.running(env)
     if state is not None:
         hosts, fabric = labenv.collect_targets(state, checked)
-        return collect(labenv.collect_config(state), hosts, fabric)
-    return collect_environment(env, checked.index)
+        return collect(labenv.collect_config(state), hosts, fabric), state
+    return collect_environment(env, checked.index), None
