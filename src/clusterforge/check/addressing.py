@@ -133,24 +133,22 @@ def _unique(index: Index, addrs: Addresses) -> list[InventoryIssue]:
     frozen = addrs.frozen
     claims: list[tuple[int, str, ErrPath, bool]] = []
 
-    for attr, pool, table in (("mgmt_ip", "mgmt", addrs.mgmt), ("bmc_ip", "bmc", addrs.bmc)):
-        for name, ip in table.items():
-            if (name, pool) in frozen:
-                claims.append((ip, f"{name} {attr}", frozen_path(name, pool), True))
-            else:
-                claims.append((ip, f"{name} {attr}", ("nodes", pos[name], attr), False))
-    for (name, ifname), ip in addrs.ipoib.items():
-        if (name, ifname) in frozen:
-            claims.append((ip, f"{name} {ifname}", frozen_path(name, ifname), True))
-        else:
-            claims.append((ip, f"{name} {ifname}", ("nodes", pos[name]), False))
+    nodes: list[tuple[str, str, str, ErrPath, int]] = [  # node, pool, owner in words, where declared, address
+        (name, pool, f"{name} {attr}", ("nodes", pos[name], attr), ip)
+        for attr, pool, table in (("mgmt_ip", "mgmt", addrs.mgmt), ("bmc_ip", "bmc", addrs.bmc))
+        for name, ip in table.items()
+    ]
+    nodes += [(name, ifname, f"{name} {ifname}", ("nodes", pos[name]), ip)
+              for (name, ifname), ip in addrs.ipoib.items()]
+    for name, pool, owner, declared, ip in nodes:
+        kept = (name, pool) in frozen
+        claims.append((ip, owner, frozen_path(name, pool) if kept else declared, kept))
     for i, sw in enumerate(inv.switches):
         if sw.mgmt_ip is not None:
             claims.append((int(sw.mgmt_ip), f"{sw.name} mgmt_ip", ("switches", i, "mgmt_ip"), False))
     for host, extra in inv.addressing.extra_hosts.items():
         claims.append((int(extra), host, ("addressing", "extra_hosts", host), False))
-    if frozen:  # frozen first, the rest in their order
-        claims = [c for c in claims if c[3]] + [c for c in claims if not c[3]]
+    claims.sort(key=lambda c: not c[3])  # frozen first, the rest in their order (the sort is stable)
     for ip, owner, path, is_frozen in claims:
         other, other_frozen = seen.setdefault(ip, (owner, is_frozen))
         if other == owner:
