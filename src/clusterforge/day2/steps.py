@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ..model.cabling import Cable
 from .host_diff import HostChange
@@ -12,9 +12,7 @@ from .inventory_diff import InventoryDiff
 
 Phase = Literal["drain", "takeout", "handover", "unplug", "remove", "install", "trunks", "plug", "relabel",
                 "commission", "learn", "deploy", "fabric", "validate", "resume", "return"]
-PHASES: tuple[Phase, ...] = ("drain", "takeout", "handover", "unplug", "remove", "install", "trunks", "plug",
-                             "relabel", "commission", "learn", "deploy", "fabric", "validate", "resume", "return")
-RACK_PHASES: tuple[Phase, ...] = ("drain", "unplug", "remove", "install", "plug", "relabel", "deploy")
+PHASES: tuple[Phase, ...] = get_args(Phase)
 # Phases whose steps a person does (or confirms): `apply` waits for the operator. Every other phase is a
 # machine step with the exact argv to run. A phase is always one or the other:
 #   takeout   a host without a drain hook (servers, SMs; compute when deploy.reboot.drain is empty) is taken
