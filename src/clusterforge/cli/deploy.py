@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,7 +53,7 @@ def deploy_cmd(
 ) -> None:
     """Deploy the inventory (pyinfra or Ansible); per-host summary; exit 1 when a host failed, 5 unreachable."""
     # the deploy engines (pyinfra, gevent, ansible-core) take 0.5 s to import: only when deploying
-    from ..deploy.api import EXIT_USAGE, DeployError, DeployRequest, deploy
+    from ..deploy.api import EXIT_USAGE, DeployError, DeployRequest
     from ..deploy.record import default_dir
     from ..deploy.report import format_changes, to_json, write_plan
 
@@ -77,12 +77,7 @@ def deploy_cmd(
                           + (f" - {r.error}" if r.error else ""), markup=False)
                 advance(r.name)
 
-            if engine is Engine.ansible:
-                from ..deploy.ansible_api import deploy_ansible
-
-                outcome: DeployOutcome = deploy_ansible(env, req)
-            else:
-                outcome = deploy(env, req, progress=host_done)
+            outcome = _run_engine(env, req, engine, host_done)
     except InventoryInvalid as exc:
         fail_inventory(exc)
     except DeployError as exc:
@@ -111,6 +106,16 @@ def deploy_cmd(
     raise typer.Exit(outcome.exit_code)
 
 
+def _run_engine(env: Path, req: DeployRequest, engine: Engine,
+                progress: Callable[[HostResult], None] | None = None) -> DeployOutcome:
+    """The deploy by ENGINE (pyinfra reports each host to PROGRESS as it finishes; Ansible at the end)."""
+    if engine is Engine.ansible:
+        from ..deploy.ansible_api import deploy_ansible
+
+        return deploy_ansible(env, req)
+    from ..deploy.api import deploy
+
+    return deploy(env, req, progress=progress)
 
 
 def _confirm(env: Path, req: DeployRequest, engine: Engine, diffs: bool) -> None:
@@ -120,7 +125,7 @@ def _confirm(env: Path, req: DeployRequest, engine: Engine, diffs: bool) -> None
     import sys
 
     from ..api import load_checked
-    from ..deploy.api import DeployError, deploy, select_hosts
+    from ..deploy.api import DeployError, select_hosts
     from ..deploy.report import format_changes
 
     try:
@@ -135,13 +140,7 @@ def _confirm(env: Path, req: DeployRequest, engine: Engine, diffs: bool) -> None
         err.print(f"deploy: {why}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     err.print(f"deploy to {env.name}: reading the state of {len(hosts)} host(s) first (dry run)", markup=False)
-    dry = dataclasses.replace(req, dry_run=True)
-    if engine is Engine.ansible:
-        from ..deploy.ansible_api import deploy_ansible
-
-        outcome = deploy_ansible(env, dry)
-    else:
-        outcome = deploy(env, dry)
+    outcome = _run_engine(env, dataclasses.replace(req, dry_run=True), engine)
     changes = format_changes(outcome.results, diffs=diffs)
     if changes:
         out.print(changes, markup=False)
