@@ -41,6 +41,7 @@ from clusterforge.lab.ibsim import (
     stop_ibsim,
 )
 from clusterforge.lab.image import DEFAULT_PACKAGES, build_image
+from clusterforge.lab.inotify import check_systemd_room
 from clusterforge.lab.netfile import NetFile, parse_netfile
 from clusterforge.lab.observe import parse_ibstat
 from clusterforge.lab.podman import podman_usable
@@ -336,36 +337,6 @@ def _choose_mode(mode: str) -> str:
             return "netns"
         reasons.append(f"netns: {why if not ok else 'needs root'}")
     raise LabError("no lab mode can run here: " + "; ".join(reasons))
-
-
-#: inotify instances one container with systemd as PID 1 takes (measured: bookworm's systemd 252).
-SYSTEMD_INOTIFY = 7
-INOTIFY_LIMIT = Path("/proc/sys/fs/inotify/max_user_instances")
-
-
-def inotify_in_use() -> int:
-    """inotify instances open on this machine now (every process is root's here)."""
-    n = 0
-    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
-        try:
-            n += sum(1 for fd in fd_dir.iterdir() if os.readlink(fd) == "anon_inode:inotify")
-        except OSError:
-            continue
-    return n
-
-
-def check_systemd_room(hosts: int, limit: int | None = None, in_use: int | None = None) -> None:
-    """Refuse a systemd lab that the inotify limit cannot hold: past it, systemd exits at once (status 255,
-    no log) in the containers that start last."""
-    limit = int(INOTIFY_LIMIT.read_text()) if limit is None else limit
-    in_use = inotify_in_use() if in_use is None else in_use
-    need = hosts * SYSTEMD_INOTIFY
-    if in_use + need > limit:
-        raise LabError(
-            f"a systemd lab of {hosts} containers needs about {need} inotify instances (systemd takes "
-            f"{SYSTEMD_INOTIFY} each); fs.inotify.max_user_instances is {limit} with {in_use} in use: at most "
-            f"{max(0, (limit - in_use) // SYSTEMD_INOTIFY)} such containers fit. Raise it (sysctl "
-            "fs.inotify.max_user_instances=1024) or bring the lab up without --systemd")
 
 
 def _up_podman_hosts(spec: LabSpec, state: LabState, packages: Sequence[str]) -> None:
