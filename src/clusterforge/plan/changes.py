@@ -10,12 +10,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..model.cabling import Cable
 from .frozen import Frozen
 from .result import Plan
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,12 +58,15 @@ def _run(c: Cable) -> tuple[object, ...]:
     return (c.id, c.media, c.length_m, c.fiber_type, c.trunk, c.lane_group)
 
 
+def _tally(old: Mapping[str, _T], new: Mapping[str, _T], key: Callable[[_T], object] = lambda x: x) -> Tally:
+    """Items by name: kept (KEY equal), changed (KEY differs), added, removed."""
+    both = [n for n in new if n in old]
+    kept = sum(1 for n in both if key(old[n]) == key(new[n]))
+    return Tally(kept, len(both) - kept, len(new) - len(both), len(old) - len(both))
+
+
 def changes(frozen: Frozen, plan: Plan) -> Changes:
-    fs = frozen.switches
-    ps = {s.name: s for s in plan.switches}
-    same = [(fs[n].model, fs[n].rack, fs[n].u) == (s.model, s.rack, s.u) for n, s in ps.items() if n in fs]
-    sw = Tally(kept=sum(same), changed=len(same) - sum(same), added=sum(1 for n in ps if n not in fs),
-               removed=sum(1 for n in fs if n not in ps))
+    sw = _tally(frozen.switches, {s.name: s for s in plan.switches}, lambda s: (s.model, s.rack, s.u))
     old = {_ends(c): c for c in frozen.cables}
     new = {_ends(c): c for c in plan.cables}
     touched: set[str] = set()
@@ -77,16 +83,8 @@ def changes(frozen: Frozen, plan: Plan) -> Changes:
             touched.update(ref.device for ref in (c.a, c.b) if ref.hca is not None)
     removed = sum(1 for ends in old if ends not in new)
     cables = Tally(kept, changed, len(new) - kept - changed, removed)
-    pt = {t.id: t for t in plan.trunks}
-    trunks = Tally(kept=sum(1 for t in pt.values() if frozen.trunks.get(t.id) == t),
-                   changed=sum(1 for t in pt.values() if t.id in frozen.trunks and frozen.trunks[t.id] != t),
-                   added=sum(1 for t in pt if t not in frozen.trunks),
-                   removed=sum(1 for t in frozen.trunks if t not in pt))
-    pp = {p.name: p for p in plan.patch_panels}
-    panels = Tally(kept=sum(1 for p in pp.values() if frozen.panels.get(p.name) == p),
-                   changed=sum(1 for p in pp.values() if p.name in frozen.panels and frozen.panels[p.name] != p),
-                   added=sum(1 for p in pp if p not in frozen.panels),
-                   removed=sum(1 for p in frozen.panels if p not in pp))
+    trunks = _tally(frozen.trunks, {t.id: t for t in plan.trunks})
+    panels = _tally(frozen.panels, {p.name: p for p in plan.patch_panels})
     return Changes(sw, cables, trunks, panels, tuple(sorted(touched)))
 
 
