@@ -231,16 +231,14 @@ def _nvidia(index: Index, nvswitch: bool) -> Component | None:
     return Component("nvidia", pins=tuple(nvidia_pins(sw, nvswitch)), services=services)
 
 
-def _nccl(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin, ...]] | None = None,
-          ) -> Component | None:
+def _nccl(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin, ...]]) -> Component | None:
     if not files:
         return None
     pins = _pins(pins_of, "nccl", lambda: tuple(nccl_pins(index.inv.software)))
     return Component("nccl", tuple(files), pins)
 
 
-def _lustre(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin, ...]] | None = None,
-            ) -> Component | None:
+def _lustre(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin, ...]]) -> Component | None:
     if not files:
         return None
     sw = index.inv.software
@@ -252,9 +250,8 @@ def _lustre(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin
                      handler="systemd-reload", problems=(problem,) if problem else ())
 
 
-def _pins(memo: dict[str, tuple[Pin, ...]] | None, key: str, make: Callable[[], tuple[Pin, ...]]) -> tuple[Pin, ...]:
-    if memo is None:
-        return make()
+def _pins(memo: dict[str, tuple[Pin, ...]], key: str, make: Callable[[], tuple[Pin, ...]]) -> tuple[Pin, ...]:
+    """The pins under `key`, made once per host_plans call (the same for every host)."""
     if key not in memo:
         memo[key] = make()
     return memo[key]
