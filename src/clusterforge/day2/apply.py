@@ -109,7 +109,8 @@ def step_text(step: Step) -> str:
 def apply_plan(plan: PlanFile, journal: Journal, opts: Options, fx: Effects) -> Outcome:
     """Run (or with `dry_run`, show) the plan's unfinished steps in order; see the module docstring."""
     done = journal.done()
-    expected = State.of(journal.last_state() or {}) if journal.last_state() else planned_state(plan)
+    last = journal.last_state()
+    expected = State.of(last) if last else planned_state(plan)
     since = "the plan was made" if not done else f"step {max(done)} finished"
     now = fx.state(expected)
     interrupted = journal.interrupted()
@@ -162,13 +163,18 @@ def apply_plan(plan: PlanFile, journal: Journal, opts: Options, fx: Effects) -> 
 
 def _confirmation(step: Step, opts: Options, fx: Effects) -> str | None:
     """How a manual step is done now, or None: stop and wait for the operator."""
-    if opts.lab_technician and fx.technician is not None and step.phase in LAB_PHASES:
+    if fx.technician is not None and _by_lab(step, opts, fx):
         return "lab: " + fx.technician(step)
     if step.n <= opts.confirm_through:
         return f"confirmed by --confirm-through {opts.confirm_through}"
     if opts.interactive:
         return "confirmed by the operator" if fx.ask(step) else None
     return None
+
+
+def _by_lab(step: Step, opts: Options, fx: Effects) -> bool:
+    """The lab technician does this manual step in the simulated fabric."""
+    return opts.lab_technician and fx.technician is not None and step.phase in LAB_PHASES
 
 
 def _waiting(step: Step, total: int) -> str:
@@ -181,7 +187,7 @@ def _show(plan: PlanFile, todo: list[Step], opts: Options, fx: Effects) -> Outco
         fx.echo(step_text(step))
         if not step.manual:
             fx.echo(f"  would run: {shlex.join(step.argv)}")
-        elif opts.lab_technician and fx.technician is not None and step.phase in LAB_PHASES:
+        elif _by_lab(step, opts, fx):
             fx.echo("  the lab technician would do it in the simulated fabric")
         elif step.n <= opts.confirm_through:
             fx.echo(f"  manual: confirmed by --confirm-through {opts.confirm_through}")

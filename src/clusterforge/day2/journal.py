@@ -74,10 +74,6 @@ class Journal:
         journal.entries = records[1:]
         return journal
 
-    @property
-    def started(self) -> bool:
-        return bool(self.entries)
-
     def done(self) -> dict[int, dict[str, Any]]:
         """Finished steps by number."""
         return {int(e["n"]): e for e in self.entries if e.get("event") == "done"}
