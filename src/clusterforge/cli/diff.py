@@ -94,11 +94,10 @@ def _verified(plan: ChangePlan, old: Index, new: Index) -> None:
 
 def _deployed_rev(env: Path, record: Path | None) -> tuple[str, str | None]:
     """The git commit (and inventory digest) of the newest deploy on record for `env`."""
-    from .. import labenv
-    from ..deploy.record import RecordError, default_dir, last_deploy
+    from ..day2.planfile import record_dir
+    from ..deploy.record import RecordError, last_deploy
 
-    lab = labenv.running(env)
-    where = record or (lab.state_dir if lab is not None else default_dir(env))
+    where = record_dir(env, record)
     try:
         run = last_deploy(where)
     except RecordError as exc:

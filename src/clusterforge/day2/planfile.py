@@ -170,7 +170,7 @@ def read_plan_file(path: Path) -> PlanFile:
         raise PlanFileError(f"{path}: not JSON ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("meta"), dict) or "digest" not in doc:
         raise PlanFileError(f"{path}: not a plan file (no meta/digest: write one with "
-                            "`clusterforge diff ... --output {path.name}`)")
+                            f"`clusterforge diff ... --output {path.name}`)")
     meta = doc["meta"]
     if meta.get("format") != FORMAT:
         raise PlanFileError(f"{path}: plan file format {meta.get('format')!r}, this clusterforge reads {FORMAT}")
