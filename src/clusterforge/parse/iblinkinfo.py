@@ -181,7 +181,7 @@ def parse(text: str) -> IblinkinfoReport:
         cur_ports = []
         cur_at = (idx, raw)
         if sm is not None:
-            cur = ("Switch", "0x" + sm.group(1).lower().rjust(16, "0"), sm.group(2))
+            cur = ("Switch", pad_guid(sm.group(1)), sm.group(2))
         elif nm is not None:
             cur = (nm.group(1), None, nm.group(2))
     if cur is None:

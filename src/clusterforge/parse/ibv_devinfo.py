@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusterforge.guid import pad_guid
 from clusterforge.parse._common import UINT_RE, empty_error, fail, first_nonblank, shorten, split_lines
 
 TOOL = "ibv-devinfo"
@@ -99,7 +100,7 @@ def _guid(fields: Fields, key: str) -> str:
     m = _GUID_RE.fullmatch(value)
     if m is None:
         raise fail(TOOL, ln, raw, f"{key}: expected a GUID like 9c63:c003:00d4:20f0, got {value!r}")
-    return "0x" + "".join(m.groups()).lower()
+    return pad_guid("".join(m.groups()))
 
 
 def _missing(fields: Fields, required: tuple[str, ...], what: str, ctx: Ctx) -> None:

@@ -54,7 +54,7 @@ def _port_entries(fab: FabricView, nodes: list[str], only: set[PortKey] | None =
             if only is not None and (node, ca.name, p) not in only:
                 continue
             label = f"{node}/{ca.name}/{p}"
-            entries.append({"guid": f"0x{ports[(node, ca.name, p)]:016x}", "name": label})
+            entries.append({"guid": fmt(ports[(node, ca.name, p)]), "name": label})
             labels.append(label)
     return entries, labels
 
@@ -87,7 +87,7 @@ def io_guids(fab: FabricView) -> tuple[dict[str, Any], list[str]]:
 def node_name_map(fab: FabricView) -> tuple[dict[str, Any], list[str]]:
     switches = [{"guid": fmt(fab.guids.switch(s.name)), "name": s.name} for s in fab.index.inv.switches]
     nodes = fab.guids.ca_nodes
-    cas = [{"guid": f"0x{nodes[(c.node, c.name)]:016x}", "name": f"{c.node} {c.name}"} for c in fab.cas]
+    cas = [{"guid": fmt(nodes[(c.node, c.name)]), "name": f"{c.node} {c.name}"} for c in fab.cas]
     labels = [s.name for s in fab.index.inv.switches] + [f"{c.node}/{c.name}" for c in fab.cas]
     return {"switches": switches, "cas": cas}, labels
 
