@@ -12,12 +12,12 @@ from typing import NoReturn
 import typer
 from rich.markup import escape
 
-from ..api import Checked, load_checked
-from ..errors import ExitCode, InventoryInvalid
+from ..api import Checked
+from ..errors import ExitCode
 from ..labenv import LAB_RANGE
 from ..monitoring_alerts import LocatedAlert, located_alerts
 from ..monitoring_drain import DrainHook, serve
-from .common import Format, err, fail_inventory, out, print_json
+from .common import Format, err, load_or_fail, out, print_json
 
 DEFAULT_URL = "http://127.0.0.1:9093"
 MAX_BYTES = 64 * 1024 * 1024
@@ -84,10 +84,7 @@ def _usage(message: str) -> NoReturn:
 
 
 def _load(env: Path) -> Checked:
-    try:
-        return load_checked(env)
-    except InventoryInvalid as exc:
-        fail_inventory(exc)
+    return load_or_fail(env)
 
 
 def _serve_drain_hook(env: Path, listen: str) -> None:

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ..errors import InventoryInvalid
-from .common import fail_inventory, print_json
+from .common import load_or_fail, print_json
 
 
 def ansible_inventory(
@@ -17,14 +16,10 @@ def ansible_inventory(
     limit: list[str] = typer.Option([], "--limit", help="node, rack or role"),
 ) -> None:
     """Print hosts, groups by role and rack, and hostvars with every file rendered (strings marked unsafe)."""
-    from ..api import load_checked
     from ..deploy.ansible import inventory
     from ..deploy.api import DeployRequest, plans_for, ssh_from_inventory
 
-    try:
-        checked = load_checked(env)
-    except InventoryInvalid as exc:
-        fail_inventory(exc)
+    checked = load_or_fail(env)
     req = DeployRequest(limit=tuple(limit))
     plans = plans_for(env, req, None, checked.index)
     data = inventory(list(plans.values()), ssh_from_inventory(env, checked.index))

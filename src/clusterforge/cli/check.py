@@ -7,9 +7,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ..api import load_checked, summary
-from ..errors import InventoryInvalid
-from .common import Format, fail_inventory, out, print_json
+from ..api import summary
+from .common import Format, load_or_fail, out, print_json
 
 
 def check(
@@ -17,27 +16,7 @@ def check(
     fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
 ) -> None:
     """Check an inventory: structure, references, ports, reach, addresses, power."""
-    try:
-        checked = load_checked(env)
-    except InventoryInvalid as exc:
-        if fmt is Format.json:
-            print_json(
-                {
-                    "ok": False,
-                    "errors": [
-                        {
-                            "file": i.file,
-                            "line": i.line,
-                            "col": i.col,
-                            "rule": i.rule,
-                            "path": list(i.path),
-                            "message": i.message,
-                        }
-                        for i in exc.issues
-                    ],
-                }
-            )
-        fail_inventory(exc)
+    checked = load_or_fail(env, fmt)
     counts = summary(checked.index)
     if fmt is Format.json:
         print_json({"ok": True, "environment": str(env), "summary": counts})

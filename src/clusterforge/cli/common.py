@@ -9,12 +9,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
 
 from ..errors import ExitCode, InventoryInvalid
+
+if TYPE_CHECKING:
+    from ..api import Checked
+    from ..load import Source
+    from ..model import Inventory
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -53,6 +58,43 @@ def fail_inventory(exc: InventoryInvalid) -> NoReturn:
         err.print(f"... and {total - len(shown)} more errors{listed}", markup=False)
     err.print(f"{total} error(s) in the inventory", style="bold red")
     raise typer.Exit(int(ExitCode.INVALID_INVENTORY))
+
+
+def issues_json(exc: InventoryInvalid) -> dict[str, Any]:
+    """`--format json`'s document for an invalid inventory: every located error."""
+    return {"ok": False, "errors": [{"file": i.file, "line": i.line, "col": i.col, "rule": i.rule,
+                                     "path": list(i.path), "message": i.message} for i in exc.issues]}
+
+
+def load_or_fail(env: Path, fmt: Format = Format.text, *, heading: str | None = None) -> Checked:
+    """The environment loaded and cross-checked (api.load_checked), or its errors printed and exit 3.
+
+    With `fmt` json the errors are also the JSON document on stdout (`issues_json`); `heading` is a line
+    printed on stderr before them (`diff`: which of the two inventories is invalid)."""
+    from ..api import load_checked  # the model, checks and planner: imported by the commands that load
+
+    try:
+        return load_checked(env)
+    except InventoryInvalid as exc:
+        _fail(exc, fmt, heading)
+
+
+def load_inventory_or_fail(env: Path) -> tuple[Inventory, Source]:
+    """The environment parsed and validated, not planned nor cross-checked (`plan` re-plans it), or exit 3."""
+    from ..load import load_inventory
+
+    try:
+        return load_inventory(env)
+    except InventoryInvalid as exc:
+        _fail(exc, Format.text, None)
+
+
+def _fail(exc: InventoryInvalid, fmt: Format, heading: str | None) -> NoReturn:
+    if fmt is Format.json:
+        print_json(issues_json(exc))
+    if heading is not None:
+        err.print(heading, markup=False)
+    fail_inventory(exc)
 
 
 def check_output_path(path: Path, option: str, *, directory: bool) -> None:

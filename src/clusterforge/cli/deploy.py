@@ -13,7 +13,7 @@ from .. import labenv
 from ..deploy.confirm import needs_confirmation, prompt, refusal
 from ..errors import ExitCode, InventoryInvalid
 from ..selection import split_tokens
-from .common import Format, err, fail_inventory, out, print_json, progress
+from .common import Format, err, fail_inventory, load_or_fail, out, print_json, progress
 
 if TYPE_CHECKING:
     from ..deploy.api import DeployOutcome, DeployRequest
@@ -124,14 +124,12 @@ def _confirm(env: Path, req: DeployRequest, engine: Engine, diffs: bool) -> None
     import dataclasses
     import sys
 
-    from ..api import load_checked
     from ..deploy.api import DeployError, select_hosts
     from ..deploy.report import format_changes
 
+    checked = load_or_fail(env)
     try:
-        hosts = select_hosts(load_checked(env).index, req.limit)
-    except InventoryInvalid as exc:
-        fail_inventory(exc)
+        hosts = select_hosts(checked.index, req.limit)
     except DeployError as exc:
         err.print(f"deploy: {exc}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None

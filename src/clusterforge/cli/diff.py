@@ -7,12 +7,11 @@ from pathlib import Path
 
 import typer
 
-from ..api import load_checked
 from ..day2.steps import ChangePlan
-from ..errors import ExitCode, InventoryInvalid
+from ..errors import ExitCode
 from ..gitsnap import GitError, env_at_revision
 from ..model.index import Index
-from .common import Format, check_output_path, err, fail_inventory, out, print_json
+from .common import Format, check_output_path, err, load_or_fail, out, print_json
 
 
 def diff(
@@ -48,12 +47,8 @@ def diff(
             raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
         indexes = []
         for label, path in (("old", old_dir), ("new", new)):
-            try:
-                indexes.append(load_checked(path).index)
-            except InventoryInvalid as exc:
-                err.print(f"the {label} inventory{f' (at {rev})' if label == 'old' and rev else ''} is invalid:",
-                          markup=False)
-                fail_inventory(exc)
+            heading = f"the {label} inventory{f' (at {rev})' if label == 'old' and rev else ''} is invalid:"
+            indexes.append(load_or_fail(path, heading=heading).index)
         if deployed_digest is not None:
             from ..deploy.record import inventory_digest
 

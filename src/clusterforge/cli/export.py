@@ -6,10 +6,9 @@ from pathlib import Path
 
 import typer
 
-from ..api import load_checked
-from ..errors import ExitCode, InventoryInvalid
+from ..errors import ExitCode
 from ..fsutil import write_atomic
-from .common import Format, check_output_path, err, fail_inventory, out, print_json
+from .common import Format, check_output_path, err, load_or_fail, out, print_json
 
 app = typer.Typer(no_args_is_help=True, help="Export an environment in another tool's format (NetBox CSV).")
 
@@ -28,10 +27,7 @@ def netbox(
     from ..interchange.netbox import FILES, NETBOX_VERSION, csv_files, export_tables
 
     check_output_path(output, "--output", directory=True)
-    try:
-        checked = load_checked(env)
-    except InventoryInvalid as exc:
-        fail_inventory(exc)
+    checked = load_or_fail(env)
     tables = export_tables(checked.index)
     texts = csv_files(tables)
     written = []

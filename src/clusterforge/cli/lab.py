@@ -10,13 +10,12 @@ from typing import NoReturn, TypeVar
 import typer
 
 from .. import labenv
-from ..api import load_checked
-from ..errors import ExitCode, InventoryInvalid
+from ..errors import ExitCode
 from ..lab import LabError, LabState, PortRef, down, fault_injector, status
 from ..lab.lab import technician
 from ..lab.technician import Technician, set_drained
 from ..selection import split_tokens
-from .common import Format, err, fail_inventory, out, print_json, progress
+from .common import Format, err, load_or_fail, out, print_json, progress
 
 app = typer.Typer(help="The local lab: containers with sshd on a simulated InfiniBand fabric.",
                   no_args_is_help=True)
@@ -86,10 +85,7 @@ def lab_up(
 ) -> None:
     """Build (cached) and start the lab of an environment; idempotent. Inventory addresses are mapped onto
     the lab network and never contacted; the whole fabric is simulated, the unselected nodes' HCAs too."""
-    try:
-        checked = load_checked(env)
-    except InventoryInvalid as exc:
-        fail_inventory(exc)
+    checked = load_or_fail(env)
     try:
         with progress(f"lab up {env}"):  # a bar on a terminal only (image build, containers, fabric, OpenSM)
             res = labenv.bring_up(checked, env, limit=split_tokens(limit), cidr=cidr, mode=mode, start_sm=start_sm,
@@ -183,10 +179,7 @@ def lab_services(env: Path = typer.Argument(Path("inventories/lab")),
                  fmt: Format = typer.Option(Format.text, "--format", help="text or json")) -> None:
     """Lab with systemd (`lab up --systemd`): every unit the deploy manages on each lab host, enabled and
     active, and the subnet managers' states as `sminfo` reports them (one MASTER). Exit 1 when not."""
-    try:
-        checked = load_checked(env)
-    except InventoryInvalid as exc:
-        fail_inventory(exc)
+    checked = load_or_fail(env)
     state = _running(env)
     try:
         units = labenv.unit_states(state, checked)
@@ -229,10 +222,7 @@ def lab_fault(
     else:
         env, rest = _env_first(args, env_opt, 2, "fault [ENV] KIND CABLE...", exact=False)
     kind, cables = rest[0], rest[1:]
-    try:
-        checked = load_checked(env)
-    except InventoryInvalid as exc:
-        fail_inventory(exc)
+    checked = load_or_fail(env)
     state = _running(env)
     try:
         inj = fault_injector(state)

@@ -7,14 +7,14 @@ from pathlib import Path
 import typer
 import yaml
 
-from ..api import Checked, load_checked
+from ..api import Checked
 from ..collect.store import OutputTooLarge, read_output
-from ..errors import ExitCode, InventoryInvalid
+from ..errors import ExitCode
 from ..fsutil import write_atomic
 from ..parse import ParseError, ibnetdiscover
 from ..validate.learn import HEADER, Learned, LockChange, LockMerge, existing_locks, merge_locks
 from ..validate.learn import learn as run_learn
-from .common import Format, err, fail_inventory, out, print_json
+from .common import Format, err, load_or_fail, out, print_json
 from .locking import locked
 
 GENERATED = "guids.generated.yaml"
@@ -46,10 +46,7 @@ def learn(
 
 def _learn(env: Path, source: Path | None, require: str | None, dry_run: bool, replace: bool,
            fmt: Format) -> None:
-    try:
-        checked = load_checked(env)
-    except InventoryInvalid as exc:
-        fail_inventory(exc)
+    checked = load_or_fail(env)
     target = env / GENERATED
     origin = checked.source.mapping_origin.get("guid_locks")
     if origin is not None and origin.resolve() != target.resolve():

@@ -25,7 +25,7 @@ from ..csvtext import csv_text
 from ..errors import ExitCode, InventoryInvalid, InventoryIssue
 from ..fsutil import write_atomic
 from ..gcpause import gc_paused
-from ..load import Source, load_inventory
+from ..load import Source
 from ..model.addresses import allocate, moves
 from ..model.index import Index
 from ..model.inventory import Inventory, PriceTable
@@ -48,7 +48,7 @@ from ..plan.changes import changes
 from ..plan.frozen import Frozen
 from ..plan.merge import Merged
 from ..plan.report import bom_rows, summary_dict, summary_lines
-from .common import Format, check_output_path, err, fail_inventory, out, print_json
+from .common import Format, check_output_path, err, fail_inventory, load_inventory_or_fail, out, print_json
 from .locking import locked
 
 _LISTS = ("switches", "cables", "patch_panels", "trunks")
@@ -74,10 +74,7 @@ def _fail_plan(exc: PlanError) -> NoReturn:
 def _base(env: Path) -> tuple[Inventory, Source, dict[str, list[int]], Frozen]:
     """The environment without its previous `cabling.generated.yaml`, each list item's source index, and
     what that file froze (the re-plan keeps it where still valid)."""
-    try:
-        inv, source = load_inventory(env)
-    except InventoryInvalid as exc:
-        fail_inventory(exc)
+    inv, source = load_inventory_or_fail(env)
     generated = (env / GENERATED_FILE).resolve() if env.is_dir() else None
     keep: dict[str, list[int]] = {}
     update: dict[str, Any] = {}

@@ -8,12 +8,11 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from ..api import load_checked
-from ..errors import ExitCode, InventoryInvalid
+from ..errors import ExitCode
 from ..fsutil import LockTimeout
 from ..render import Rendered, WriteReport, write_tree
 from ..render import render as render_files
-from .common import Format, err, fail_inventory, out, print_json
+from .common import Format, err, load_or_fail, out, print_json
 
 LAB_ENV = "lab"  # the simulated lab: ibsim assigns the GUIDs, placeholders are expected there
 
@@ -25,16 +24,7 @@ def render(
     svg: bool = typer.Option(True, "--svg/--no-svg", help="draw fabric/fabric.svg with Graphviz dot"),
 ) -> None:
     """Render configs, GUID files, topology, ibsim net, cabling CSVs and the fabric diagram."""
-    try:
-        checked = load_checked(env)
-    except InventoryInvalid as exc:
-        if fmt is Format.json:
-            print_json({"ok": False, "errors": [
-                {"file": i.file, "line": i.line, "col": i.col, "rule": i.rule, "path": list(i.path),
-                 "message": i.message}
-                for i in exc.issues
-            ]})
-        fail_inventory(exc)
+    checked = load_or_fail(env, fmt)
     env_name = env.resolve().name
     target = output if output is not None else Path("out") / env_name
     result = render_files(checked.index, env_name, svg=svg)

@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ..api import Checked, load_checked
+from ..api import Checked
 from ..collect.store import Observations, OutputTooLarge, load_dir, save_dir
-from ..errors import ExitCode, InventoryInvalid
+from ..errors import ExitCode
 from ..fsutil import write_atomic
 from ..validate.findings import Finding
 from ..validate.report import exit_code, print_summary, to_json, to_junit
 from ..validate.run import validate as run_validate
-from .common import Format, check_output_path, err, fail_inventory, out, print_json
+from .common import Format, check_output_path, err, load_or_fail, out, print_json
 
 if TYPE_CHECKING:
     from ..lab.state import LabState
@@ -43,10 +43,7 @@ def validate(
     for path, option in ((junit, "--junit"), (save, "--save")):
         if path is not None:
             check_output_path(path, option, directory=option == "--save")
-    try:
-        checked = load_checked(env)
-    except InventoryInvalid as exc:
-        fail_inventory(exc)
+    checked = load_or_fail(env)
     hosts = None if limit is None else {h for h in limit.split(",") if h}
     unknown = sorted((hosts or set()) - checked.index.nodes.keys())
     if unknown:  # before collecting: a typo in --limit should not cost a whole collection first
