@@ -60,14 +60,16 @@ def is_temporary(name: str, known: set[str] | frozenset[str] = frozenset()) -> b
     return stem in known and _MKSTEMP_TAIL.match(tail) is not None
 
 
-def remove_temporaries(root: Path, known: dict[Path, set[str]] | None = None) -> list[Path]:
+def remove_temporaries(root: Path, known: dict[Path, set[str]] | None = None, *,
+                       recursive: bool = True) -> list[Path]:
     """Remove our leftover temporaries under `root` (never following a symlink); return what went.
-    `known`: directory -> names written there, for the older temporaries that carry no suffix."""
+    `known`: directory -> names written there, for the older temporaries that carry no suffix.
+    `recursive=False`: only those directly in `root` (a lock's directory, not its subdirectories)."""
     removed: list[Path] = []
     names = known or {}
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         here = Path(dirpath)
-        dirnames[:] = [d for d in dirnames if not (here / d).is_symlink()]
+        dirnames[:] = [d for d in dirnames if recursive and not (here / d).is_symlink()]
         for name in filenames:
             path = here / name
             if is_temporary(name, names.get(here, set())) and not path.is_symlink() and path.is_file():

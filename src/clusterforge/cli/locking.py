@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from ..errors import ExitCode
-from ..fsutil import TEMP_SUFFIX, LockTimeout, directory_lock, is_temporary, terminate_cleanly
+from ..fsutil import LockTimeout, directory_lock, remove_temporaries, terminate_cleanly
 from .common import err
 
 
@@ -24,10 +24,8 @@ def locked(directory: Path, active: bool = True) -> Iterator[None]:
     try:
         lock = directory_lock(directory, on_wait=lambda msg: err.print(msg, markup=False))
         with terminate_cleanly(), lock:
-            for leftover in directory.glob(f".*{TEMP_SUFFIX}"):  # of a killed run (the lock says none is running)
-                if is_temporary(leftover.name) and leftover.is_file() and not leftover.is_symlink():
-                    leftover.unlink(missing_ok=True)
-                    err.print(f"removed leftover temporary {leftover}", markup=False)
+            for leftover in remove_temporaries(directory, recursive=False):  # of a killed run (none runs now)
+                err.print(f"removed leftover temporary {leftover}", markup=False)
             yield
     except LockTimeout as exc:
         err.print(f"refused: {exc}", style="bold red", markup=False)

@@ -23,6 +23,7 @@ from clusterforge.fsutil import (
     LockTimeout,
     directory_lock,
     is_temporary,
+    remove_temporaries,
     terminate_cleanly,
     write_atomic,
 )
@@ -133,6 +134,16 @@ def test_leftover_temporaries_are_removed_on_the_next_run(tmp_path: Path) -> Non
     assert not any(p.exists() for p in ours) and all(p.exists() for p in theirs)
 
 
+def test_remove_temporaries_not_recursive_keeps_subdirectories(tmp_path: Path) -> None:
+    top, below = tmp_path / ".a.k2j3h4g5.cf-tmp", tmp_path / "sub" / ".b.k2j3h4g5.cf-tmp"
+    below.parent.mkdir()
+    for path in (top, below):
+        path.write_text("junk\n")
+    assert remove_temporaries(tmp_path, recursive=False) == [top]
+    assert not top.exists() and below.exists()
+    assert remove_temporaries(tmp_path) == [below]
+
+
 def test_temporary_names() -> None:
     assert is_temporary(".hosts.abcd1234.cf-tmp")
     assert is_temporary(".hosts.abcd1234", {"hosts"})
@@ -232,7 +243,10 @@ def test_plan_write_removes_a_killed_runs_temporaries_from_the_environment(tmp_p
     leftover.write_text("half a file\n")
     mine = env / ".notes"
     mine.write_text("keep\n")
+    nested = env / "sub" / ".x.yaml.k2j3h4g5.cf-tmp"  # the lock covers its directory, not below it
+    nested.parent.mkdir()
+    nested.write_text("not ours to judge\n")
     result = CliRunner().invoke(app, ["plan", str(env), "--write"])
     assert result.exit_code in (0, 4), result.output
-    assert not leftover.exists() and mine.read_text() == "keep\n"
+    assert not leftover.exists() and mine.read_text() == "keep\n" and nested.exists()
     assert "removed leftover temporary" in result.output
