@@ -29,7 +29,9 @@ def test_valid_environment_is_returned() -> None:
     assert checked.index.nodes
 
 
-def test_invalid_environment_prints_located_errors_and_exits_3(broken: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_invalid_environment_prints_located_errors_and_exits_3(
+    broken: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(typer.Exit) as exc:
         load_or_fail(broken)
     assert exc.value.exit_code == int(ExitCode.INVALID_INVENTORY) == 3
