@@ -32,6 +32,7 @@ from collections.abc import Iterable
 
 from ..csvtext import csv_text
 from ..model.index import Index
+from ..numtext import num_text
 
 NETBOX_VERSION = "4.2"
 MANUFACTURER = "NVIDIA"
@@ -237,7 +238,7 @@ def _panels_and_cables(index: Index, t: dict[str, list[dict[str, object]]]) -> N
             "side_a_device": trunk.a_panel, "side_a_type": REAR, "side_a_name": rear[(trunk.id, trunk.a_panel)],
             "side_b_device": trunk.b_panel, "side_b_type": REAR, "side_b_name": rear[(trunk.id, trunk.b_panel)],
             "type": FIBER_TYPE[trunk.fiber_type], "status": "connected", "label": trunk.id,
-            "length": _num(trunk.length_m), "length_unit": "m", "description": words(polarity=trunk.polarity)})
+            "length": num_text(trunk.length_m), "length_unit": "m", "description": words(polarity=trunk.polarity)})
     trunks = index.trunks
     for cable in inv.cables:
         kind = FIBER_TYPE[cable.fiber_type] if cable.media == "fiber" else MEDIA_TYPE[cable.media]
@@ -246,7 +247,7 @@ def _panels_and_cables(index: Index, t: dict[str, list[dict[str, object]]]) -> N
         if riding is None or cable.lane_group is None:
             cables.append({"side_a_device": cable.a.device, "side_a_type": IFACE, "side_a_name": a,
                            "side_b_device": cable.b.device, "side_b_type": IFACE, "side_b_name": b, "type": kind,
-                           "status": "connected", "label": cable.id, "length": _num(cable.length_m),
+                           "status": "connected", "label": cable.id, "length": num_text(cable.length_m),
                            "length_unit": "m", "description": cable.label})
             continue
         a_panel, b_panel = riding.a_panel, riding.b_panel
@@ -258,16 +259,12 @@ def _panels_and_cables(index: Index, t: dict[str, list[dict[str, object]]]) -> N
             cables.append({"side_a_device": dev, "side_a_type": IFACE, "side_a_name": name,
                            "side_b_device": panel, "side_b_type": FRONT,
                            "side_b_name": f"{rear[(riding.id, panel)]}-{pos}", "type": kind, "status": "connected",
-                           "label": cable.id, "length": _num(cable.length_m) if first else None,
+                           "label": cable.id, "length": num_text(cable.length_m) if first else None,
                            "length_unit": "m" if first else None, "description": cable.label if first else None})
 
 
 def _iface(device: str, hca: str | None, port: int) -> str:
     return f"{hca}/{port}" if hca is not None else str(port)
-
-
-def _num(value: float) -> str:
-    return f"{value:g}"
 
 
 def csv_files(tables: dict[str, list[dict[str, object]]]) -> dict[str, str]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..csvtext import csv_line, plain_cell
 from ..model.index import PortKey
+from ..numtext import num_text
 from .fabric import FabricView
 from .spec import FileSpec
 
@@ -19,10 +20,6 @@ WORK_ORDER_HEADER = [
     "media", "fiber_type", "length_m", "trunk", "lane_group",
 ]
 LABELS_HEADER = ["cable_id", "end", "line1", "line2", "line3"]
-
-
-def _num(value: float) -> str:
-    return f"{value:g}"
 
 
 def _port(key: PortKey) -> str:
@@ -40,7 +37,7 @@ def work_order(fab: FabricView) -> dict[str, Any]:
         (ra, ua), (rb, ub) = place[a[0]], place[b[0]]
         cells = [
             c.id, c.label or c.id, ra, str(ua), a[0], _port(a), rb, str(ub), b[0], _port(b), c.media,
-            c.fiber_type or "", _num(c.length_m), c.trunk or "",
+            c.fiber_type or "", num_text(c.length_m), c.trunk or "",
             "" if c.lane_group is None else str(c.lane_group),
         ]
         rows.append(",".join(cells) if plain_cell(c.label) else csv_line(cells))
@@ -59,7 +56,7 @@ def labels(fab: FabricView) -> dict[str, Any]:
     rows: list[str] = []
     for link in fab.links:
         c = link.cable
-        extra = f"{c.media} {_num(c.length_m)} m" + (f" trunk {c.trunk}" if c.trunk else "")
+        extra = f"{c.media} {num_text(c.length_m)} m" + (f" trunk {c.trunk}" if c.trunk else "")
         head = f"{c.label or c.id} ({extra})"
         wa, wb = _where(place, link.a), _where(place, link.b)
         if plain_cell(c.label):  # as in the work order: only a free-text label may need quoting

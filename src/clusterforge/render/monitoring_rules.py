@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.monitoring import Monitoring, Thresholds
+from ..numtext import num_text
 
 GPU = {
     "gpu_temp": "DCGM_FI_DEV_GPU_TEMP",
@@ -103,10 +104,6 @@ def sel(metric: str, *matchers: str) -> str:
     return f"{metric}{{{','.join(ms)}}}" if ms else metric
 
 
-def _num(value: float) -> str:
-    return f"{value:g}"
-
-
 def _alert(name: str, expr: str, level: int, summary: str, repair: str, **labels: str) -> dict[str, Any]:
     return {"alert": name, "expr": expr, "labels": {"level": str(level), **labels},
             "annotations": {"summary": summary, "repair": repair}}
@@ -136,17 +133,17 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
         hbm = sel(GPU["hbm_temp"], m)
         gpu.append(_alert(
             "HbmTemperatureHigh",
-            f"min_over_time({hbm}[{t.hbm_hold_h}h]) > {_num(t.hbm_temp_c)} and {hbm} offset {hold - 5}m",
+            f"min_over_time({hbm}[{t.hbm_hold_h}h]) > {num_text(t.hbm_temp_c)} and {hbm} offset {hold - 5}m",
             lv("HbmTemperatureHigh"),
-            f"HBM of GPU {{{{ $labels.gpu }}}} on {WHERE} above {_num(t.hbm_temp_c)} °C for "
+            f"HBM of GPU {{{{ $labels.gpu }}}} on {WHERE} above {num_text(t.hbm_temp_c)} °C for "
             f"{t.hbm_hold_h} h (now {{{{ $value }}}} °C)",
             "drain {{ $labels.host }} and check the cooling of rack {{ $labels.rack }} at U{{ $labels.u }}"
             " (fans, cold-plate flow, inlet temperature); replace the GPU if its neighbours run cooler"))
         gtemp = sel(GPU["gpu_temp"], m)
         gpu.append(_alert(
-            "GpuTemperatureHigh", f"min_over_time({gtemp}[{t.gpu_hold_m}m]) > {_num(t.gpu_temp_c)}",
+            "GpuTemperatureHigh", f"min_over_time({gtemp}[{t.gpu_hold_m}m]) > {num_text(t.gpu_temp_c)}",
             lv("GpuTemperatureHigh"),
-            f"GPU {{{{ $labels.gpu }}}} on {WHERE} above {_num(t.gpu_temp_c)} °C for {t.gpu_hold_m} min",
+            f"GPU {{{{ $labels.gpu }}}} on {WHERE} above {num_text(t.gpu_temp_c)} °C for {t.gpu_hold_m} min",
             "check the airflow or coolant of rack {{ $labels.rack }} at U{{ $labels.u }}"))
         nv = sel("cf:gpu_nvlink_errors:total", m)
         gpu.append(_alert(
@@ -162,11 +159,11 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
         whole = f"{sel(GPU['ecc_sbe'], m)} offset 47h55m"
         ecc.append(_alert(
             "GpuEccGrowth",
-            f"{day} > {_num(1 + t.ecc_growth_percent / 100)} * {before} and {before} >= {t.ecc_min_per_day}"
+            f"{day} > {num_text(1 + t.ecc_growth_percent / 100)} * {before} and {before} >= {t.ecc_min_per_day}"
             f" and on (host, gpu) {whole}",
             lv("GpuEccGrowth"),
             f"corrected ECC errors of GPU {{{{ $labels.gpu }}}} on {WHERE} grew more than "
-            f"{_num(t.ecc_growth_percent)} % day over day ({{{{ $value }}}} in 24 h)",
+            f"{num_text(t.ecc_growth_percent)} % day over day ({{{{ $value }}}} in 24 h)",
             "plan a GPU swap: schedule dcgmi diag -r 3 at the next drain window and watch the 72 h projection"))
         ecc.append(_record(f"cf:gpu_ecc_sbe:projected{t.ecc_projection_h}h",
                            f"predict_linear({day}[1d], {t.ecc_projection_h * 3600})"))
@@ -196,14 +193,14 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
         baseline.append(_record("cf:optic_ber:median", f"quantile_over_time(0.5, {ber}[{t.ber_baseline_days}d])"))
         optics.append(_alert(
             "OpticBerHigh",
-            f"min_over_time({ber}[10m]) > {_num(t.ber_factor)} * last_over_time("
-            f"{sel('cf:optic_ber:median', m)}[2h]) and min_over_time({ber}[10m]) > {_num(t.ber_floor)}",
+            f"min_over_time({ber}[10m]) > {num_text(t.ber_factor)} * last_over_time("
+            f"{sel('cf:optic_ber:median', m)}[2h]) and min_over_time({ber}[10m]) > {num_text(t.ber_floor)}",
             lv("OpticBerHigh"),
-            f"pre-FEC BER at {PORT} is {_num(t.ber_factor)} times its {t.ber_baseline_days}-day median "
+            f"pre-FEC BER at {PORT} is {num_text(t.ber_factor)} times its {t.ber_baseline_days}-day median "
             "(now {{ $value }})", OPTIC_REPAIR))
         optics.append(_alert(
-            "OpticTemperatureHigh", f"min_over_time({sel(OPTIC_TEMP, m)}[10m]) > {_num(t.optic_temp_c)}",
-            lv("OpticTemperatureHigh"), f"optical module at {PORT} above {_num(t.optic_temp_c)} °C",
+            "OpticTemperatureHigh", f"min_over_time({sel(OPTIC_TEMP, m)}[10m]) > {num_text(t.optic_temp_c)}",
+            lv("OpticTemperatureHigh"), f"optical module at {PORT} above {num_text(t.optic_temp_c)} °C",
             "check the airflow at both ends; " + OPTIC_REPAIR))
         if v.name:
             for rules, start in zip((gpu, ecc, fabric, baseline, optics), first, strict=True):
