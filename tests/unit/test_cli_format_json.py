@@ -88,7 +88,7 @@ def test_progress_only_on_a_terminal(monkeypatch: Any) -> None:
     assert "2/2" in tty.getvalue()
 
 
-JSON_BY_NATURE = {"ansible-inventory": "its output is Ansible's JSON inventory", "schema": "writes the schema file"}
+JSON_BY_NATURE = {"ansible-inventory": "its output is Ansible's JSON inventory"}
 
 
 def _leaves(command: Any, path: str) -> list[tuple[str, Any]]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -72,3 +74,19 @@ def test_schema_docs_option_refuses_a_page_without_markers(tmp_path: Path) -> No
     assert result.exit_code == 2
     assert "BEGIN generated" in result.output and "Traceback" not in result.output
     assert page.read_text(encoding="utf-8") == "# mine\n" and not (tmp_path / "s.json").exists()
+
+
+def test_schema_format_json_prints_the_schema_and_writes_nothing(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["schema", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == schema_dict()
+    assert not (tmp_path / "schemas").exists()  # the default file is written by the text form only
+
+
+def test_schema_format_json_with_output_writes_it_too(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    result = CliRunner().invoke(app, ["schema", "--format", "json", "--output", str(target)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == json.loads(target.read_text(encoding="utf-8")) == schema_dict()
+    assert "wrote" not in result.stdout and f"wrote {target}" in result.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import typer
 from ..errors import ExitCode
 from ..fsutil import write_atomic
 from ..model import Inventory
-from .common import check_output_path, err, out
+from .common import Format, check_output_path, err, out
 
 
 def schema_dict() -> dict[str, Any]:
@@ -33,14 +34,23 @@ def docs_text(page: str) -> str:
     return splice(page, reference(schema_dict(), RULES))
 
 
+DEFAULT_OUTPUT = Path("schemas/inventory.schema.json")
+
+
 def schema(
-    output: Path = typer.Option(Path("schemas/inventory.schema.json"), "--output", "-o"),
+    output: Path | None = typer.Option(None, "--output", "-o", help=f"where to write it (default {DEFAULT_OUTPUT}; "
+                                       "with --format json only when given)"),
     docs: Path | None = typer.Option(
         None, "--docs", help="also rewrite the generated reference part of this Markdown page "
         "(docs/inventory.md): every model field and the check rule ids"),
+    fmt: Format = typer.Option(Format.text, "--format", help="text (write the file) or json (print the JSON "
+                               "Schema on stdout)"),
 ) -> None:
-    """Write the inventory JSON schema (for editors: yaml-language-server)."""
-    check_output_path(output, "--output", directory=False)
+    """Write the inventory JSON schema (for editors: yaml-language-server); `--format json` prints it."""
+    if output is None and fmt is Format.text:
+        output = DEFAULT_OUTPUT
+    if output is not None:
+        check_output_path(output, "--output", directory=False)
     if docs is not None:
         from ..schema_docs import MarkersMissing
 
@@ -50,8 +60,14 @@ def schema(
         except (OSError, MarkersMissing) as exc:
             err.print(f"--docs {docs}: {exc}", markup=False)
             raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
-    write_atomic(output, schema_text())
-    out.print(f"wrote {output}")
+    text = schema_text()
+    # with --format json stdout is the schema alone: what was written is said on stderr
+    said = out if fmt is Format.text else err
+    if output is not None:
+        write_atomic(output, text)
+        said.print(f"wrote {output}", markup=False)
     if docs is not None:
         write_atomic(docs, new)
-        out.print(f"wrote {docs}")
+        said.print(f"wrote {docs}", markup=False)
+    if fmt is Format.json:
+        sys.stdout.write(text)
