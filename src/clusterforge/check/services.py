@@ -18,11 +18,11 @@ def _sm_planes(index: Index) -> list[InventoryIssue]:
     """Rail planes (`fabric.planes`) are separate subnets, one OpenSM instance each: every SM node
     needs an InfiniBand port on a rail of every plane."""
     spec, sm = index.inv.fabric, index.inv.opensm
-    if spec is None or spec.planes is None or sm is None:
+    rpp = spec.rails_per_plane if spec is not None else None
+    if spec is None or rpp is None or sm is None:
         return []
     from ..plan.endpoints import rail_ports  # only with rail planes: check stays light to import
 
-    rpp = 1 if spec.planes == "rail" else int(spec.planes)
     roles = set(spec.roles) - set(spec.infra_roles)
     rails = spec.rails or max((r + 1 for n in index.inv.nodes if n.role in roles and n.name in index.hardware
                                for r, _ in rail_ports(index.hardware[n.name])), default=0)

@@ -48,9 +48,9 @@ def plane_ports(index: Index, node: str) -> dict[int, tuple[str, int]]:
     """Rail planes (`fabric.planes`): plane -> the (HCA, port) of `node` cabled into it, first in port
     order; {} without two planes or more. A plane is its own subnet: discovery runs once per plane."""
     spec = index.inv.fabric
-    if spec is None or spec.planes is None or node not in index.hardware:
+    rpp = spec.rails_per_plane if spec is not None else None
+    if rpp is None or node not in index.hardware:
         return {}
-    rpp = 1 if spec.planes == "rail" else int(spec.planes)
     out: dict[int, tuple[str, int]] = {}
     for hca in index.hardware[node].hcas:
         for p in hca.ports:

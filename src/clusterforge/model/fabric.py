@@ -71,6 +71,18 @@ class FabricSpec(Model):
         "re-spreads the infrastructure nodes' cables",
     )
 
+    @property
+    def rails_per_plane(self) -> int | None:
+        """Rails in each rail plane (`planes: rail` -> 1); None without rail planes (one fabric)."""
+        if self.planes is None:
+            return None
+        return 1 if self.planes == "rail" else int(self.planes)
+
+    def plane_of_rail(self, rail: int) -> int | None:
+        """The 0-based rail plane of `rail`; None without rail planes."""
+        rpp = self.rails_per_plane
+        return None if rpp is None else rail // rpp
+
     @field_validator("planes")
     @classmethod
     def _planes_positive(cls, value: Literal["rail"] | int | None) -> Literal["rail"] | int | None:

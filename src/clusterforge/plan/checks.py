@@ -218,9 +218,7 @@ def _planes(g: FabricGraph, pods: list[list[str]], out: _Findings) -> list[list[
 
 
 def _rails_per_plane(spec: FabricSpec | None) -> int:
-    if spec is None or spec.planes is None:
-        return 0
-    return 1 if spec.planes == "rail" else int(spec.planes)
+    return (spec.rails_per_plane or 0) if spec is not None else 0
 
 
 def _rail_planes(index: Index, g: FabricGraph, pods: list[list[str]], rpp: int,

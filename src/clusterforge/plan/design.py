@@ -258,7 +258,7 @@ def _rails_per_plane(spec: FabricSpec, rails: int) -> int:
     if spec.kind != "rail-optimized":
         raise PlanError("fabric.planes needs kind rail-optimized (a plane is a group of rails)",
                         ["kind: rail-optimized", "planes: null"])
-    rpp = 1 if spec.planes == "rail" else int(spec.planes)
+    rpp = spec.rails_per_plane or 1
     if rails % rpp:
         raise PlanError(f"planes: {rpp} rails per plane do not divide the {rails} rails evenly",
                         [f"planes: {n}" for n in divisors(rails)])

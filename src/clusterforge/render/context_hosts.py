@@ -31,7 +31,8 @@ def nccl_conf(fab: FabricView, node: str) -> dict[str, Any] | None:
            "rails": [{"rail": "-" if ca.rail is None else str(ca.rail), "hca": ca.name,
                       "gpu": "-" if ca.gpu is None else str(ca.gpu)} for ca in hcas]}
     spec = fab.index.inv.fabric
-    if spec is not None and spec.planes is not None and (spec.planes == "rail" or len(ports) > int(spec.planes)):
+    rpp = spec.rails_per_plane if spec is not None else None
+    if spec is not None and rpp is not None and len(ports) > rpp:
         # rail planes: no path between rails of different planes in the fabric; NCCL keeps each ring/tree
         # on one rail (no cross-NIC) and moves cross-rail data over NVLink to the GPU of the right rail (PXN)
         out["rail_planes"] = "rail" if spec.planes == "rail" else f"{spec.planes} rails per plane"

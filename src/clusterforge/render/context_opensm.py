@@ -169,9 +169,9 @@ def opensm_conf(fab: FabricView, sm: OpenSm, smn: SmNode) -> dict[str, Any]:
 def switch_planes(fab: FabricView) -> dict[str, int]:
     """Rail planes: switch -> plane (leaves by rail, spines by group); {} without two planes or more."""
     spec = fab.index.inv.fabric
-    if spec is None or spec.planes is None:
+    rpp = spec.rails_per_plane if spec is not None else None
+    if rpp is None:
         return {}
-    rpp = 1 if spec.planes == "rail" else int(spec.planes)
     out: dict[str, int] = {}
     for sw in fab.index.inv.switches:
         if sw.role == "leaf" and sw.rail is not None:

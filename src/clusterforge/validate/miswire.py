@@ -200,7 +200,8 @@ def plane_crossing(index: Index, x: PortKey, y: PortKey) -> str:
     """Rail planes (`fabric.planes`): "rail 3 HCA reaches plane 5's leaf L" when the host end of x-y is on
     a rail of another plane than the leaf it reaches, else ""."""
     spec = index.inv.fabric
-    if spec is None or spec.planes is None:
+    rpp = spec.rails_per_plane if spec is not None else None
+    if rpp is None:
         return ""
     host, sw = (x, y) if x[1] is not None else (y, x)
     if host[1] is None or sw[1] is not None:
@@ -209,7 +210,6 @@ def plane_crossing(index: Index, x: PortKey, y: PortKey) -> str:
     leaf = index.switches.get(sw[0])
     if hca is None or leaf is None or hca.rail is None or leaf.rail is None or leaf.role != "leaf":
         return ""
-    rpp = 1 if spec.planes == "rail" else int(spec.planes)
     if hca.rail // rpp == leaf.rail // rpp:
         return ""
     return f"rail {hca.rail} HCA reaches plane {leaf.rail // rpp}'s leaf {leaf.name}"
