@@ -10,8 +10,16 @@ nodes" otherwise). In a rail-optimized fabric a node has one HCA on each rail le
 its scalable unit, so leaves that share nodes are written as one Slurm switch, named
 after the leaves' common prefix (`leaf-su01-r0`, `leaf-su01-r1` -> `leaf-su01`), with a
 comment naming its members; with two or more leaves per rail, leaf j of every rail of a unit
-(`leaf-su01-r0-1`, `leaf-su01-r1-1`) -> `leaf-su01-1`. Rail planes need nothing else: every
-plane's spines list the same unit groups, so the one tree (and the blocks) hold.
+(`leaf-su01-r0-1`, `leaf-su01-r1-1`) -> `leaf-su01-1`.
+
+Blocks (topology/block) are the scalable units: a unit's leaves of every rail, all of them when
+the unit is wider than a leaf (leaf-su01-0 and leaf-su01-1 -> block `leaf-su01`, 64 nodes).
+
+Rail planes (`fabric.planes`): topology.conf holds one topology, in which Slurm wants every node
+under one leaf switch, so it stays one tree (a unit's leaves of every plane as one Slurm leaf,
+under every plane's spines: a switch with several parents is allowed). topology.yaml adds one
+tree per plane (`plane0`, `plane1`, ...): that plane's leaves under that plane's spines only,
+switch names unique within it; a partition may pick one with Topology=planeN.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import re
 from typing import Any
 
 from ..unionfind import DisjointSets
+from .context_opensm import switch_planes
 from .fabric import ROLE_TIER, FabricView
 from .hostlist import compress
 from .spec import FileSpec
@@ -54,9 +63,12 @@ def _group_name(members: list[str], taken: set[str]) -> str:
     return name
 
 
-def leaf_groups(fab: FabricView, compute: set[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """leaf -> Slurm switch name, and each multi-leaf Slurm switch's member leaves."""
-    leaves = [s.name for s in fab.switches_of("leaf")]
+def leaf_groups(fab: FabricView, compute: set[str], plane: int | None = None
+                ) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """leaf -> Slurm switch name, and each multi-leaf Slurm switch's member leaves (`plane`: only the
+    leaves of that rail plane, a group's name carrying `-pl<P>` where it is not a leaf's own)."""
+    planes = switch_planes(fab) if plane is not None else {}
+    leaves = [s.name for s in fab.switches_of("leaf") if plane is None or planes.get(s.name) == plane]
     sets: DisjointSets[str] = DisjointSets(leaves)
     first_leaf: dict[str, str] = {}
     for leaf in leaves:
@@ -75,6 +87,8 @@ def leaf_groups(fab: FabricView, compute: set[str]) -> tuple[dict[str, str], dic
             name_of[group[0]] = group[0]
             continue
         name = _group_name(group, taken)
+        if plane is not None:
+            name = f"{name}-pl{plane}"
         taken.add(name)
         groups[name] = group
         for leaf in group:
@@ -82,22 +96,38 @@ def leaf_groups(fab: FabricView, compute: set[str]) -> tuple[dict[str, str], dic
     return name_of, groups
 
 
-def topology(fab: FabricView) -> dict[str, Any]:
+def _unit_block(fab: FabricView, members: list[str]) -> str:
+    """The scalable unit a Slurm leaf switch's leaves belong to (their common `group`), named after the
+    unit's leaves (`leaf-su01-r0-1` -> `leaf-su01`); "" when they are not of one unit."""
+    switches = fab.index.switches
+    groups = {switches[m].group for m in members if m in switches}
+    if len(groups) != 1 or None in groups:
+        return ""
+    (group,) = groups
+    unit = [s.name for s in fab.switches_of("leaf") if s.group == group]
+    prefix = _common_prefix(unit)
+    cut = max(prefix.rfind(c) for c in _SEPARATORS)
+    return prefix[:cut].rstrip(_SEPARATORS) if len(unit) > 1 and cut > 0 else unit[0]
+
+
+def topology(fab: FabricView, plane: int | None = None) -> dict[str, Any]:
+    """topology.conf's tree; `plane`: the tree of that rail plane alone (its leaves and spines)."""
     compute = {n.name for n in fab.nodes_of("compute")}
-    name_of, groups = leaf_groups(fab, compute)
+    name_of, groups = leaf_groups(fab, compute, plane)
+    planes = switch_planes(fab) if plane is not None else {}
     below: dict[str, list[str]] = {}  # Slurm switch -> its children that lead to compute nodes
     lines: list[dict[str, Any]] = []
     for leaf in fab.switches_of("leaf"):
-        name = name_of[leaf.name]
-        if name in below:
+        name = name_of.get(leaf.name)
+        if name is None or name in below:
             continue
-        nodes = list(dict.fromkeys(
-            n for member in groups.get(name, [name]) for n in fab.leaf_nodes[member] if n in compute
-        ))
+        leaves = groups.get(name, [name])
+        nodes = list(dict.fromkeys(n for member in leaves for n in fab.leaf_nodes[member] if n in compute))
         if nodes:
             below[name] = nodes
             lines.append({"switch": name, "kind": "Nodes", "members": compress(nodes), "size": len(nodes),
-                          "comment": " ".join(groups[name]) if name in groups else ""})
+                          "comment": " ".join(groups[name]) if name in groups else "", "nodes": nodes,
+                          "block": _unit_block(fab, leaves) or name})
     children: dict[str, list[str]] = {s.name: [] for s in fab.index.inv.switches}
     for sw in sorted(fab.index.inv.switches, key=lambda s: ROLE_TIER[s.role]):
         for up in fab.uplinks[sw.name]:
@@ -106,6 +136,8 @@ def topology(fab: FabricView) -> dict[str, Any]:
                 children[up].append(child)
     for role in ("spine", "core"):
         for sw in fab.switches_of(role):
+            if plane is not None and planes.get(sw.name) != plane:
+                continue
             kids = [c for c in children[sw.name] if c in below]
             if kids:
                 below[sw.name] = kids
@@ -114,22 +146,35 @@ def topology(fab: FabricView) -> dict[str, Any]:
     return {"switches": lines}
 
 
-def topology_yaml(tree: dict[str, Any]) -> dict[str, Any]:
-    """topology.yaml's two topologies from the tree of topology.conf.
-
-    `tree` (cluster_default): the same switches, `children` for spines and cores, `nodes` for
-    leaves. `block` (topology/block): one block per Slurm leaf switch, i.e. the nodes that share
-    a leaf (a scalable unit's rail leaves count as one); the base block size is the largest power
-    of two that every block can hold, and each larger power of two up to the largest block is a
-    higher-level size (Slurm requires successive sizes to be powers of two).
-    """
-    switches = [
+def _yaml_switches(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
         {"switch": s["switch"], "key": "nodes" if s["kind"] == "Nodes" else "children", "members": s["members"],
          "comment": s["comment"]}
         for s in tree["switches"]
     ]
-    blocks = [{"block": s["switch"], "nodes": s["members"], "size": s["size"]}
-              for s in tree["switches"] if s["kind"] == "Nodes"]
+
+
+def topology_yaml(tree: dict[str, Any], plane_trees: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """topology.yaml's topologies from the tree of topology.conf.
+
+    `tree` (cluster_default): the same switches, `children` for spines and cores, `nodes` for
+    leaves. `block` (topology/block): one block per scalable unit (a line's `block`; else per Slurm
+    leaf switch): a unit's rail leaves count as one, and so do its leaves of one rail when the unit
+    is wider than a leaf; the base block size is the largest power of two that every block can
+    hold, and each larger power of two up to the largest block is a higher-level size (Slurm
+    requires successive sizes to be powers of two). `plane_trees`: rail planes, one tree topology
+    per plane (`plane<P>`).
+    """
+    switches = _yaml_switches(tree)
+    merged: dict[str, dict[str, Any]] = {}  # block -> its lines' nodes (or hostlists, for bare trees) and size
+    for s in tree["switches"]:
+        if s["kind"] != "Nodes":
+            continue
+        b = merged.setdefault(s.get("block", s["switch"]), {"nodes": [], "size": 0})
+        b["nodes"] += s.get("nodes", [s["members"]])
+        b["size"] += s["size"]
+    blocks = [{"block": name, "nodes": b["nodes"][0] if len(b["nodes"]) == 1 else compress(b["nodes"]),
+               "size": b["size"]} for name, b in merged.items()]
     sizes: list[int] = []
     if blocks:
         base = 1 << (min(b["size"] for b in blocks).bit_length() - 1)
@@ -137,7 +182,18 @@ def topology_yaml(tree: dict[str, Any]) -> dict[str, Any]:
         sizes = [base]
         while sizes[-1] * 2 <= largest:
             sizes.append(sizes[-1] * 2)
-    return {"switches": switches, "blocks": blocks, "block_sizes": sizes}
+    planes = [{"topology": f"plane{t['plane']}", "switches": _yaml_switches(t)} for t in plane_trees or []]
+    return {"switches": switches, "blocks": blocks, "block_sizes": sizes, "planes": planes}
+
+
+def plane_trees(fab: FabricView) -> list[dict[str, Any]]:
+    """Rail planes: each plane's own tree (`topology(fab, plane)`, with `plane`); [] without planes."""
+    out = []
+    for plane in sorted(set(switch_planes(fab).values())):
+        tree = topology(fab, plane)
+        if tree["switches"]:
+            out.append({**tree, "plane": plane})
+    return out
 
 
 def gres(fab: FabricView) -> dict[str, Any]:
@@ -166,7 +222,7 @@ def slurm_files(fab: FabricView) -> list[FileSpec]:
     if not ctx["switches"]:
         notes = ("slurm/topology.conf: no compute node is cabled to a switch",)
     out = [FileSpec("slurm/topology.conf", "slurm/topology.conf.j2", ctx, notes=notes),
-           FileSpec("slurm/topology.yaml", "slurm/topology.yaml.j2", topology_yaml(ctx))]
+           FileSpec("slurm/topology.yaml", "slurm/topology.yaml.j2", topology_yaml(ctx, plane_trees(fab)))]
     gres_ctx = gres(fab)
     if gres_ctx["lines"]:
         out.append(FileSpec("slurm/gres.conf", "slurm/gres.conf.j2", gres_ctx))
