@@ -13,10 +13,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .model.index import Index
+from .model.monitoring import PORT_ALERTS
 from .validate.expect import link_floor, route_text
-
-PORT_ALERTS = {"IbSymbolErrors", "IbReceiveErrors", "IbPortFlapping", "IbPortDown", "OpticBerHigh",
-               "OpticTemperatureHigh"}
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ may override any of them for its nodes.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, model_validator
 
@@ -22,14 +22,21 @@ AlertName = Literal[
     "IbSymbolErrors", "IbReceiveErrors", "OpticBerHigh", "OpticTemperatureHigh", "NoMasterSubnetManager",
     "HostDown",
 ]
-"""Every alert the rendered rules define (templates/monitoring/rules.yml.j2)."""
+"""Every alert the rendered rules define (render/monitoring_rules.py)."""
 
-DEFAULT_LEVELS: dict[str, int] = {
+ALERT_NAMES: tuple[AlertName, ...] = get_args(AlertName)
+
+DEFAULT_LEVELS: dict[AlertName, Level] = {
     "HbmTemperatureHigh": 3, "GpuTemperatureHigh": 2, "GpuEccGrowth": 2, "GpuEccProjected": 3,
     "GpuXidError": 2, "GpuFallenOffBus": 3, "GpuRowRemapFailure": 3, "GpuNvlinkErrors": 2,
     "IbPortDown": 2, "IbPortFlapping": 2, "IbSymbolErrors": 2, "IbReceiveErrors": 1, "OpticBerHigh": 2,
     "OpticTemperatureHigh": 1, "NoMasterSubnetManager": 3, "HostDown": 2,
 }
+"""The level of each alert unless `monitoring.alerts.levels` says otherwise: a key for every AlertName."""
+
+PORT_ALERTS: frozenset[AlertName] = frozenset({
+    "IbSymbolErrors", "IbReceiveErrors", "IbPortFlapping", "IbPortDown", "OpticBerHigh", "OpticTemperatureHigh"})
+"""Alerts about one port (labelled `device` and `port`): located by the cable in that port."""
 
 
 class Thresholds(Model):
@@ -165,7 +172,7 @@ class Monitoring(Model):
             raise ValueError("name the monitoring nodes either by `servers` (node names) or by `server_role`")
         return self
 
-    def level(self, alert: str) -> int:
+    def level(self, alert: AlertName) -> int:
         for name, level in self.alerts.levels.items():
             if name == alert:
                 return level

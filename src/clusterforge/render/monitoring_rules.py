@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.monitoring import Monitoring, Thresholds
+from ..model.monitoring import AlertName, Monitoring, Thresholds
 from ..numtext import num_text
 
 GPU = {
@@ -176,8 +176,10 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
             f"within {t.ecc_projection_h} h",
             "drain {{ $labels.host }} and replace GPU {{ $labels.gpu }} before it fails "
             "(the brief's 72-hour warning)"))
-        for key, name, per_h, what in (("symbol", "IbSymbolErrors", t.symbol_errors_per_h, "symbol"),
-                                       ("rcv", "IbReceiveErrors", t.rcv_errors_per_h, "receive")):
+        errors: tuple[tuple[str, AlertName, float, str], ...] = (
+            ("symbol", "IbSymbolErrors", t.symbol_errors_per_h, "symbol"),
+            ("rcv", "IbReceiveErrors", t.rcv_errors_per_h, "receive"))
+        for key, name, per_h, what in errors:
             metric = ib[key]
             assert metric is not None
             s = sel(metric, m)

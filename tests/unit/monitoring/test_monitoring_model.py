@@ -8,7 +8,14 @@ import pytest
 from pydantic import ValidationError
 
 from clusterforge.load import load_inventory
-from clusterforge.model.monitoring import DEFAULT_LEVELS, Monitoring, ThresholdOverrides
+from clusterforge.model.monitoring import (
+    ALERT_NAMES,
+    DEFAULT_LEVELS,
+    PORT_ALERTS,
+    Monitoring,
+    ThresholdOverrides,
+)
+from clusterforge.render.monitoring_rules import rule_groups
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -63,3 +70,21 @@ def test_lab_and_prod_inventories_declare_monitoring() -> None:
     assert lab.monitoring is not None and lab.monitoring.collector == "exporters"
     assert lab.monitoring.alerts.page is not None and lab.monitoring.alerts.page.drain
     assert prod.monitoring is not None and prod.monitoring.collector == "telegraf"
+
+
+def test_alert_names_levels_and_rules_agree() -> None:
+    """AlertName, DEFAULT_LEVELS and PORT_ALERTS name exactly the alerts the rendered rules define
+    (over both collectors; telegraf has no port-state series, hence no IbPortDown)."""
+    assert len(ALERT_NAMES) == len(set(ALERT_NAMES))
+    assert list(DEFAULT_LEVELS) == list(ALERT_NAMES)
+    rendered: set[str] = set()
+    per_port: set[str] = set()
+    for collector in ("exporters", "telegraf"):
+        for group in rule_groups(Monitoring(servers=["m"], collector=collector), ["gpu-node"], {"gpu-node": 8}):
+            for rule in group["rules"]:
+                if "alert" in rule:
+                    rendered.add(rule["alert"])
+                    if "$labels.port" in rule["annotations"]["summary"]:
+                        per_port.add(rule["alert"])
+    assert rendered == set(ALERT_NAMES)
+    assert per_port == PORT_ALERTS
