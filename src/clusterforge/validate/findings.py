@@ -23,6 +23,7 @@ RULES: dict[str, str] = {
     "FAB-RAIL": "a node's HCA is cabled to a leaf of another rail",
     "FAB-PLANE": "rail planes: a node's HCA is cabled to a leaf of another plane (another subnet)",
     "FAB-NO-DATA": "no fabric discovery output: the fabric was not checked",
+    "FAB-PLANE-NO-DATA": "rail planes: one plane's discovery output is missing: that plane was not checked",
     "HOST-NO-DATA": "a declared host's outputs are missing: it (or that part of it) was not checked",
     "HOST-UNKNOWN": "outputs saved for a host the inventory does not declare (not checked)",
     "HOST-UNREACHABLE": "a host could not be reached to collect its state",

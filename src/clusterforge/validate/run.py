@@ -23,6 +23,7 @@ from ..parse import (
     ofed_info,
 )
 from ..parse.ibstat import IbstatCa
+from . import planes
 from .coverage import coverage_findings
 from .expect import port_text
 from .fabric import diff_fabric
@@ -166,10 +167,13 @@ def _planes(index: Index, obs: Observations, report: Report) -> None:
     stems = sorted(k for k in obs.fabric if k.startswith("ibnetdiscover-plane"))
     if not stems:
         return
-    parsed = [_parse(obs, None, s, obs.fabric[s], ibnetdiscover.parse, report) for s in stems]
-    topos = [t for t in parsed if t is not None]
-    if len(topos) < len(parsed):
+    parsed = {s: _parse(obs, None, s, obs.fabric[s], ibnetdiscover.parse, report) for s in stems}
+    topos = [t for t in parsed.values() if t is not None]
+    if not topos:
         return
+    expected = sorted(set(planes.switch_plane(index).values()))
+    missing = [p for p in expected if f"ibnetdiscover-plane{p}" not in obs.fabric]
+    failed = [p for p in expected if parsed.get(f"ibnetdiscover-plane{p}", True) is None]
     parsed_infos = [_parse(obs, None, k, obs.fabric[k], iblinkinfo.parse, report)
                     for k in sorted(k for k in obs.fabric if k.startswith("iblinkinfo-plane"))]
     infos = [i for i in parsed_infos if i is not None]
@@ -187,7 +191,8 @@ def _planes(index: Index, obs: Observations, report: Report) -> None:
     if infos and len(infos) == len(parsed_infos):
         links = iblinkinfo.IblinkinfoReport(nodes=tuple(n for i in infos for n in i.nodes),
                                             links=tuple(ln for i in infos for ln in i.links))
-    report.findings += diff_fabric(index, topo, links)
+    where = f" in {obs.root}/fabric" if obs.root is not None else ""
+    report.findings += planes.uncollected(index, diff_fabric(index, topo, links), missing, failed, where)
     report.fabric_checked = True
 
 

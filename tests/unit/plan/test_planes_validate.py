@@ -84,10 +84,22 @@ def test_discovery_per_plane(tmp_path: Path) -> None:
     assert "spine-pl02" not in texts["ibnetdiscover-plane0"] and "spine-pl01" not in texts["ibnetdiscover-plane1"]
     report = validate(index, Observations(fabric=texts), fabric_only=True)
     assert report.findings == [] and report.fabric_checked
-    # one plane's output alone: the other plane's links are missing
+    # one plane's output alone: that plane is one finding of its own, not its switches each missing
     half = validate(index, Observations(fabric={"ibnetdiscover-plane0": texts["ibnetdiscover-plane0"]}),
                     fabric_only=True)
-    assert half.findings and {f.rule for f in half.findings} <= {"FAB-MISSING", "FAB-DEVICE-MISSING"}
+    assert [(f.rule, f.subject) for f in half.findings] == [("FAB-PLANE-NO-DATA", "plane 1")]
+    assert half.findings[0].message.startswith("plane 1 not collected: no host with a port in it answered")
+    assert "leaf-su01-r1" in half.findings[0].message and half.fabric_checked
+    # ... and plane 0 is still checked: a fault there is reported beside it
+    broken = from_index(index)
+    broken.links = [ln for ln in broken.links if ln.cable != index.cable_at[("gpu0001", "mlx5_0", 1)].id]
+    plane0 = _per_plane(index, broken)["ibnetdiscover-plane0"]
+    one = validate(index, Observations(fabric={"ibnetdiscover-plane0": plane0}), fabric_only=True)
+    assert sorted(f.rule for f in one.findings) == ["FAB-MISSING", "FAB-PLANE-NO-DATA"]
+    # a plane whose output does not parse: its PARSE finding, the other plane checked, nothing else
+    garbled = validate(index, Observations(fabric={**texts, "ibnetdiscover-plane1": "Switch 36 garbage\n"}),
+                       fabric_only=True)
+    assert [f.rule for f in garbled.findings] == ["PARSE"]
     # a cable moved into the other plane shows up in that plane's discovery as FAB-PLANE
     fab.by_cable(index.cable_at[("gpu0001", "mlx5_1", 1)].id).b = ("leaf-su01-r0", None, 40)
     moved = validate(index, Observations(fabric=_per_plane(index, fab)), fabric_only=True)
