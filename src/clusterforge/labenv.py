@@ -25,6 +25,7 @@ from .collect.ssh import SshConfig
 from .fsutil import write_atomic
 from .lab import LabHca, LabHost, LabSpec, LabState, PortRef, down, read_state, ssh_command, up
 from .lab.errors import LabError
+from .lab.monitoring_standins import MonitoredHost, write_initial
 from .lab.netfile import parse_netfile
 from .lab.proc import run
 from .model.index import Index
@@ -215,6 +216,21 @@ esac
 """
 
 
+def write_monitoring_standins(state: LabState, checked: Checked) -> None:
+    """The initial LAB-ONLY sysfs tree and DCGM metrics of every lab container (lab.monitoring_standins):
+    its HCAs' ports (names from the lab, rates from the inventory), its declared GPUs."""
+    index = checked.index
+    hosts = []
+    for name, rec in sorted(state.hosts.items()):
+        hw = index.hardware.get(name)
+        rates = {(h.name, p.port): p.rate for h in (hw.hcas if hw else []) for p in h.ports}
+        ports = tuple((dev, port, rate) for dev, _ in rec.hcas
+                      for (hca, port), rate in sorted(rates.items()) if hca == dev)
+        gpus = hw.gpus if hw is not None and hw.gpus is not None else None
+        hosts.append(MonitoredHost(name, ports, gpus.model if gpus else "", gpus.count if gpus else 0))
+    write_initial(state.state_dir, hosts)
+
+
 def install_gpu_standins(state: LabState, checked: Checked) -> int:
     """Install the lab-only nvidia-smi stand-in on every lab host with declared GPUs."""
     index = checked.index
@@ -281,6 +297,7 @@ def bring_up(checked: Checked, env: Path, *, limit: tuple[str, ...] = (), cidr: 
         if started:
             wait_sm_master(state, started[0], sm_timeout_s)
     standins = install_gpu_standins(state, checked)
+    write_monitoring_standins(state, checked)
     return LabUp(state, p, spec, tuple(started), standins, time.monotonic() - t0)
 
 

@@ -30,7 +30,7 @@ from .packages import all_pins
 from .reboot import RebootOutcome, reboot_hosts
 from .record import RecordError, changed_plans, read_record, update_record
 from .runner import HostResult, HostSession, SshSettings, make_state, run_deploy
-from .standin import STANDIN_RECIPE, SUPPORT_PACKAGES, build_repo, download_debs
+from .standin import MONITORING_PACKAGES, STANDIN_RECIPE, SUPPORT_PACKAGES, build_repo, download_debs
 
 EXIT_OK = int(ExitCode.OK)
 EXIT_HOSTS_FAILED = int(ExitCode.FAILURE)  # a host failed (the others finished)
@@ -103,7 +103,7 @@ def lab_repo(state: LabState, index: Index) -> Path:
             f"recipe={STANDIN_RECIPE}\n")
     if not stamp.is_file() or stamp.read_text() != want:
         try:
-            real = download_debs(SUPPORT_PACKAGES, state.state_dir / "support-debs")
+            real = download_debs((*SUPPORT_PACKAGES, *MONITORING_PACKAGES), state.state_dir / "support-debs")
         except (subprocess.SubprocessError, OSError):
             real = []  # the pyinfra engine does not need them; Ansible's apt module will say what is missing
         build_repo(out, pins, kernels=[platform.release()], real_debs=real)

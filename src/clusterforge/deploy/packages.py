@@ -67,9 +67,18 @@ def lustre_pins(sw: SoftwarePins) -> list[Pin]:
     return [Pin("lustre-client-utils", version), Pin("lustre-client-modules-dkms", version)]
 
 
+DCGM_EXPORTER_PACKAGE = "dcgm-exporter"
+"""NVIDIA's dcgm-exporter as a Debian package (/usr/bin/dcgm-exporter); the lab's is a stand-in of that name."""
+
+
+def dcgm_pins(sw: SoftwarePins) -> list[Pin]:
+    """dcgm-exporter on GPU nodes (the monitoring component's exporters path), pinned like the other NVIDIA parts."""
+    return [] if sw.dcgm_exporter is None else [Pin(DCGM_EXPORTER_PACKAGE, deb_version(sw.dcgm_exporter))]
+
+
 def all_pins(sw: SoftwarePins) -> list[Pin]:
     """Every pinned package of an environment (what a mirror or stand-in repo must hold)."""
-    return sorted({*nvidia_pins(sw, True), *ofed_pins(sw), *nccl_pins(sw), *lustre_pins(sw)})
+    return sorted({*nvidia_pins(sw, True), *ofed_pins(sw), *nccl_pins(sw), *lustre_pins(sw), *dcgm_pins(sw)})
 
 
 def headers_package(kernel_release: str) -> str:

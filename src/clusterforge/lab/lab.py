@@ -42,6 +42,7 @@ from clusterforge.lab.ibsim import (
 )
 from clusterforge.lab.image import DEFAULT_PACKAGES, build_image
 from clusterforge.lab.inotify import check_systemd_room
+from clusterforge.lab.monitoring_standins import LAB_DIR, host_dir
 from clusterforge.lab.netfile import NetFile, parse_netfile
 from clusterforge.lab.observe import parse_ibstat
 from clusterforge.lab.podman import podman_usable
@@ -387,10 +388,12 @@ def _start_container(spec: LabSpec, state: LabState, rec: HostRecord) -> str:
     if rec.hcas:
         env.append(("SIM_HOST", rec.hcas[0][1]))
     containers.remove_container(rec.container)  # leftover of a crashed run
+    standins = host_dir(state.state_dir, rec.name)  # the monitoring stand-ins' files (monitoring_standins)
+    standins.mkdir(parents=True, exist_ok=True)
     return containers.run_host_container(
         name=rec.container, hostname=rec.name, image=state.image, network=state.network,
         address=rec.address, lab=spec.name,
-        mounts=[(hd, GUEST_ETC), (state.state_dir / "guest" / "sbin", GUEST_SBIN)],
+        mounts=[(hd, GUEST_ETC), (state.state_dir / "guest" / "sbin", GUEST_SBIN), (standins, LAB_DIR)],
         env=env, entrypoint=GUEST_INIT, systemd=spec.systemd,
     )
 

@@ -19,6 +19,10 @@ class SoftwarePins(Model):
     nccl: Version | None = Field(default=None, description="NCCL version")
     nccl_tests: Version | None = Field(default=None, description="nccl-tests version")
     lustre_client: Version | None = Field(default=None, description="Lustre client version")
+    dcgm_exporter: Version | None = Field(default=None, description="NVIDIA dcgm-exporter version (GPU nodes, "
+                                          "monitoring)")
+    telegraf: Version | None = Field(default=None, description="Telegraf version from the site's InfluxData "
+                                     "repository (monitoring collector `telegraf`)")
     kernel: Version | None = Field(default=None, description="kernel version")
 
 
