@@ -12,72 +12,75 @@ no logging and never return None.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clusterforge.parse import (
-    dpkg_query,
-    ibdev2netdev,
-    iblinkinfo,
-    ibnetdiscover,
-    ibnetdiscover_ports,
-    ibstat,
-    ibstat_p,
-    ibstatus,
-    ibv_devinfo,
-    lctl_list_nids,
-    lnetctl_net_show,
-    nccl_tests,
-    nvidia_smi_nvlink,
-    nvidia_smi_q,
-    nvidia_smi_query_gpu,
-    nvidia_smi_topo,
-    ofed_info,
-)
 from clusterforge.parse.errors import ParseError
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 __all__ = ["PARSERS", "ParseError", "to_jsonable"]
 
-PARSERS: dict[str, Callable[[str], object]] = {
-    "ibstat": ibstat.parse,
-    "ibstat-p": ibstat_p.parse,
-    "ibstatus": ibstatus.parse,
-    "ibnetdiscover": ibnetdiscover.parse,
-    "ibv-devinfo": ibv_devinfo.parse,
-    "iblinkinfo": iblinkinfo.parse,
-    "nvidia-smi-topo": nvidia_smi_topo.parse,
-    "nvidia-smi-nvlink": nvidia_smi_nvlink.parse,
-    "nvidia-smi-query-gpu": nvidia_smi_query_gpu.parse,
-    "nvidia-smi-q": nvidia_smi_q.parse,
-    "ibdev2netdev": ibdev2netdev.parse,
-    "lnetctl-net-show": lnetctl_net_show.parse,
-    "lctl-list-nids": lctl_list_nids.parse,
-    "nccl-tests": nccl_tests.parse,
-    "ofed-info": ofed_info.parse,
-    "dpkg-query": dpkg_query.parse,
+# The parser modules are imported when first used (`from clusterforge.parse import ibnetdiscover` imports
+# that one): importing all sixteen took 0.15 s (PyYAML for lnetctl among them), which `validate --from`
+# paid for the one or two it reads.
+_MODULES = {
+    "ibstat": "ibstat", "ibstat-p": "ibstat_p", "ibstatus": "ibstatus", "ibnetdiscover": "ibnetdiscover",
+    "ibnetdiscover-p": "ibnetdiscover_ports", "ibv-devinfo": "ibv_devinfo", "iblinkinfo": "iblinkinfo",
+    "nvidia-smi-topo": "nvidia_smi_topo", "nvidia-smi-nvlink": "nvidia_smi_nvlink",
+    "nvidia-smi-query-gpu": "nvidia_smi_query_gpu", "nvidia-smi-q": "nvidia_smi_q", "ibdev2netdev": "ibdev2netdev",
+    "lnetctl-net-show": "lnetctl_net_show", "lctl-list-nids": "lctl_list_nids", "nccl-tests": "nccl_tests",
+    "ofed-info": "ofed_info", "dpkg-query": "dpkg_query",
 }
 
-# tool -> (record type the parser returns, element type for tuple results, encoder)
-_ENCODERS: dict[str, tuple[type, type | None, Callable[[Any], Any]]] = {
-    "ibstat": (tuple, ibstat.IbstatCa, ibstat.to_json),
-    "ibstat-p": (tuple, str, ibstat_p.to_json),
-    "ibstatus": (tuple, ibstatus.IbstatusPort, ibstatus.to_json),
-    "ibnetdiscover": (ibnetdiscover.IbTopology, None, ibnetdiscover.to_json),
-    "ibnetdiscover-p": (ibnetdiscover_ports.IbPortsReport, None, ibnetdiscover_ports.to_json),
-    "ibv-devinfo": (tuple, ibv_devinfo.IbvDevice, ibv_devinfo.to_json),
-    "iblinkinfo": (iblinkinfo.IblinkinfoReport, None, iblinkinfo.to_json),
-    "nvidia-smi-topo": (nvidia_smi_topo.NvidiaSmiTopo, None, nvidia_smi_topo.to_json),
-    "nvidia-smi-nvlink": (nvidia_smi_nvlink.NvlinkStatus, None, nvidia_smi_nvlink.to_json),
-    "nvidia-smi-query-gpu": (nvidia_smi_query_gpu.QueryGpuResult, None,
-                             nvidia_smi_query_gpu.to_json),
-    "nvidia-smi-q": (nvidia_smi_q.NvidiaSmiQ, None, nvidia_smi_q.to_json),
-    "ibdev2netdev": (tuple, ibdev2netdev.Ibdev2netdevEntry, ibdev2netdev.to_json),
-    "lnetctl-net-show": (lnetctl_net_show.LnetNetShow, None, lnetctl_net_show.to_json),
-    "lctl-list-nids": (tuple, lctl_list_nids.LnetNid, lctl_list_nids.to_json),
-    "nccl-tests": (nccl_tests.NcclResult, None, nccl_tests.to_json),
-    "ofed-info": (ofed_info.OfedInfo, None, ofed_info.to_json),
-    "dpkg-query": (dict, None, dpkg_query.to_json),
+PARSERS: dict[str, Callable[[str], object]]
+"""tool -> its parser (every tool but `ibnetdiscover-p`); built, and the modules imported, on first use."""
+
+
+def _module(tool: str) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{_MODULES[tool]}")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PARSERS":
+        parsers = {tool: _module(tool).parse for tool in _MODULES if tool != "ibnetdiscover-p"}
+        globals()["PARSERS"] = parsers
+        return parsers
+    if name in _MODULES.values():  # `parse.ibstat` without importing it first
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# tool -> (record type the parser returns, element type for tuple results), by attribute name
+_RECORDS: dict[str, tuple[str, str | None]] = {
+    "ibstat": ("tuple", "IbstatCa"),
+    "ibstat-p": ("tuple", "str"),
+    "ibstatus": ("tuple", "IbstatusPort"),
+    "ibnetdiscover": ("IbTopology", None),
+    "ibnetdiscover-p": ("IbPortsReport", None),
+    "ibv-devinfo": ("tuple", "IbvDevice"),
+    "iblinkinfo": ("IblinkinfoReport", None),
+    "nvidia-smi-topo": ("NvidiaSmiTopo", None),
+    "nvidia-smi-nvlink": ("NvlinkStatus", None),
+    "nvidia-smi-query-gpu": ("QueryGpuResult", None),
+    "nvidia-smi-q": ("NvidiaSmiQ", None),
+    "ibdev2netdev": ("tuple", "Ibdev2netdevEntry"),
+    "lnetctl-net-show": ("LnetNetShow", None),
+    "lctl-list-nids": ("tuple", "LnetNid"),
+    "nccl-tests": ("NcclResult", None),
+    "ofed-info": ("OfedInfo", None),
+    "dpkg-query": ("dict", None),
 }
+_BUILTIN: dict[str, type] = {"tuple": tuple, "dict": dict, "str": str}
+
+
+def _encoder(tool: str) -> tuple[type, type | None, Callable[[Any], Any]]:
+    module = _module(tool)
+    kind, element = _RECORDS[tool]
+    return (_BUILTIN.get(kind) or getattr(module, kind),
+            None if element is None else _BUILTIN.get(element) or getattr(module, element), module.to_json)
 
 
 def to_jsonable(tool: str, records: object) -> Any:
@@ -86,10 +89,9 @@ def to_jsonable(tool: str, records: object) -> Any:
     Also accepts ``"ibnetdiscover-p"``.  Raises ``KeyError`` for an unknown tool and
     ``TypeError`` when ``records`` is not what that tool's parser returns.
     """
-    try:
-        kind, element, encode = _ENCODERS[tool]
-    except KeyError:
-        raise KeyError(f"unknown tool {tool!r}; expected one of {sorted(_ENCODERS)}") from None
+    if tool not in _RECORDS:
+        raise KeyError(f"unknown tool {tool!r}; expected one of {sorted(_RECORDS)}")
+    kind, element, encode = _encoder(tool)
     ok = isinstance(records, kind)
     if ok and element is not None:
         assert isinstance(records, tuple)
