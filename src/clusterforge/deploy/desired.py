@@ -27,6 +27,9 @@ COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "open
 HOSTS_FRAGMENT = "network/hosts"
 HOSTS_MARKER = "# {mark} clusterforge managed block"
 
+LNET_UNIT = "lnet"
+"""Lustre's unit that loads and configures LNet from /etc/lnet.conf, on every Lustre client."""
+
 _TEMPLATE_COMPONENT = {"nccl": "nccl", "ipoib": "ipoib", "lustre": "lustre", "opensm": "opensm"}
 
 
@@ -244,7 +247,11 @@ def _lustre(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin
     sw = index.inv.software
     client = any(f.dest.endswith(".mount") for f in files)
     problem = lustre_ofed_problem(sw.doca_ofed, sw.lustre_client) if client else None
-    units = tuple(f.dest.rsplit("/", 1)[1] for f in files if f.dest.endswith(".mount"))
+    # a client's LNet comes up through Lustre's own lnet.service (lustre-client-utils: `lnetctl import
+    # /etc/lnet.conf`), started before its mount units (ordered After=lnet.service). Servers' Lustre packages
+    # are not deployed here, so their unit is not managed either.
+    mounts = tuple(f.dest.rsplit("/", 1)[1] for f in files if f.dest.endswith(".mount"))
+    units = (LNET_UNIT, *mounts) if client else ()
     pins = _pins(pins_of, "lustre", lambda: tuple(lustre_pins(sw))) if client else ()
     return Component("lustre", tuple(files), pins, services=units,
                      handler="systemd-reload", problems=(problem,) if problem else ())

@@ -53,6 +53,22 @@ def test_lustre_clients_only_get_packages_and_the_pair_is_checked(plans: dict[st
     assert "o2ib needs OFED" in (lustre_ofed_problem(None, "2.15.5") or "")
 
 
+def test_lustre_clients_start_lnet_before_their_mounts(plans: dict[str, HostPlan]) -> None:
+    client, server = plans["gpu01"].component("lustre"), plans["lus01"].component("lustre")
+    assert client is not None and server is not None
+    # lnet.service (lustre-client-utils) imports the deployed /etc/lnet.conf; the mounts come after it
+    assert client.services == ("lnet", "lustre-lfs01.mount")
+    assert "/etc/lnet.conf" in {f.dest for f in client.files}
+    mount = next(f for f in client.files if f.dest.endswith(".mount"))
+    assert "After=network-online.target lnet.service" in mount.content.splitlines()
+    # the server's Lustre packages are not deployed, so neither is its LNet unit
+    assert server.services == () and "/etc/lnet.conf" in {f.dest for f in server.files}
+    lustre = {n: c for n, p in plans.items() if (c := p.component("lustre")) is not None}
+    with_lnet = sorted(n for n, c in lustre.items() if "lnet" in c.services)
+    assert with_lnet == sorted(n for n, c in lustre.items() if any(f.dest.endswith(".mount") for f in c.files))
+    assert "gpu01" in with_lnet and "lus01" not in with_lnet
+
+
 def test_root_prefix_and_component_filter(checked: Checked) -> None:
     plans = host_plans(checked.index, DeployOptions("lab", root="/tmp/x/", components=("nccl",)))
     assert [f.dest for f in plans["gpu01"].files] == ["/tmp/x/etc/nccl.conf"]
