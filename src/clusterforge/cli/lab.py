@@ -126,7 +126,10 @@ def lab_up(
 @app.command("down")
 def lab_down(env: Path = typer.Argument(Path("inventories/lab")), fmt: Format = _FMT) -> None:
     """Stop exactly what the lab started; idempotent."""
+    from . import lab_monitoring
+
     try:
+        lab_monitoring.heal(labenv.paths(env).state_dir)  # the monitoring faults' driver first
         down(labenv.paths(env).state_dir)
         labenv.paths(env).mapping.unlink(missing_ok=True)
     except (LabError, OSError) as exc:
@@ -144,9 +147,16 @@ def lab_status(env: Path = typer.Argument(Path("inventories/lab")),
     except LabError as exc:  # no lab recorded for this environment
         err.print(f"lab status: {exc}", markup=False)
         raise typer.Exit(int(ExitCode.FAILURE)) from None
+    from . import lab_monitoring
+
     mapping = labenv.read_mapping(env) or {}
     inv = {n: h.get("inventory_address") for n, h in (mapping.get("hosts") or {}).items()}
     lab_addr = {n: h.get("lab_address") for n, h in (mapping.get("hosts") or {}).items()}
+    try:
+        monitoring_faults = lab_monitoring.status_faults(labenv.paths(env).state_dir)
+    except LabError as exc:
+        err.print(f"lab status: {exc}", markup=False)
+        monitoring_faults = []
     if as_json or fmt is Format.json:
         out.print_json(json.dumps({
             "healthy": st.healthy, "mode": st.mode, "lab_network": mapping.get("lab_network"),
@@ -154,7 +164,8 @@ def lab_status(env: Path = typer.Argument(Path("inventories/lab")),
             "hosts": {h.name: {"state": h.state, "ssh": h.ssh, "lab_address": lab_addr.get(h.name),
                                "inventory_address": inv.get(h.name)} for h in st.hosts},
             "without_container": mapping.get("without_container", []),
-            "fabric": mapping.get("fabric"), "opensm": mapping.get("opensm"), "faults": st.faults}))
+            "fabric": mapping.get("fabric"), "opensm": mapping.get("opensm"), "faults": st.faults,
+            "monitoring_faults": monitoring_faults}))
     else:
         out.print(f"healthy: {st.healthy} ({st.mode} mode), lab network {mapping.get('lab_network', '?')} "
                   f"(inventory {mapping.get('inventory_network', '?')}: never contacted)", markup=False)
@@ -170,6 +181,7 @@ def lab_status(env: Path = typer.Argument(Path("inventories/lab")),
         n_out = len(mapping.get("without_container") or [])
         if n_out:
             out.print(f"  {n_out} node(s) without a container (HCAs simulated)", markup=False)
+        lab_monitoring.print_status(monitoring_faults)
     if not st.healthy:
         raise typer.Exit(int(ExitCode.FAILURE))
 
@@ -210,18 +222,29 @@ def lab_services(env: Path = typer.Argument(Path("inventories/lab")),
 def lab_fault(
     args: list[str] = typer.Argument(..., metavar="[ENV] KIND CABLE...",
                                      help="environment (default inventories/lab); remove | swap | degrade | down; "
-                                          "inventory cable id(s), swap takes two"),
+                                          "inventory cable id(s), swap takes two. Monitoring (lab stand-ins): "
+                                          "errors CABLE | hot HOST GPU | ecc HOST GPU"),
     env_opt: Path | None = _ENV_OPT,
     fmt: Format = _FMT,
     width: str = typer.Option("1X", help="degrade: link width"),
+    rate: float | None = typer.Option(None, "--rate", help="errors: symbol and receive errors an hour (600)"),
+    temp: float | None = typer.Option(None, "--temp", help="hot: HBM temperature, °C (91)"),
+    per_day: float | None = typer.Option(None, "--per-day", help="ecc: corrected ECC errors a day (5000)"),
 ) -> None:
-    """Inject a fault on inventory cables (validate then reports it)."""
-    if env_opt is None and len(args) >= 2 and args[0] in ("remove", "swap", "degrade", "down") \
+    """Inject a fault on inventory cables (validate then reports it), or on the monitoring stand-ins
+    (errors rising on a cable's node ends, a GPU's HBM hot, its ECC count growing: the alerts then fire)."""
+    from . import lab_monitoring
+
+    if env_opt is None and len(args) >= 2 and args[0] in ("remove", "swap", "degrade", "down",
+                                                            *lab_monitoring.KINDS) \
             and not Path(args[0]).is_dir():
         env, rest = DEFAULT_ENV, args
     else:
         env, rest = _env_first(args, env_opt, 2, "fault [ENV] KIND CABLE...", exact=False)
     kind, cables = rest[0], rest[1:]
+    if kind in lab_monitoring.KINDS:
+        lab_monitoring.fault(env, kind, cables, rate=rate, temp=temp, per_day=per_day, fmt=fmt)
+        return
     checked = load_or_fail(env)
     state = _running(env)
     try:
@@ -253,11 +276,14 @@ def lab_heal(env_arg: Path | None = typer.Argument(None, metavar="[ENV]", help="
              env_opt: Path | None = _ENV_OPT,
              fmt: Format = _FMT) -> None:
     """Undo every injected fault."""
+    from . import lab_monitoring
+
     state = _running(env_opt or env_arg or DEFAULT_ENV)
     try:
         inj = fault_injector(state)
         n = inj.heal()
         inj.wait_converged()
+        n += lab_monitoring.heal(state.state_dir)  # errors|hot|ecc: the stand-ins' values back as they were
     except (LabError, OSError) as exc:
         _fail(exc)
     _say(fmt, f"healed {n} fault(s)", healed=n)
