@@ -20,8 +20,9 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..lab.monitoring_standins import DCGM_FILE, SYSFS_ROOT
 from . import standin_lnet
-from .packages import Pin, headers_package
+from .packages import DCGM_EXPORTER_PACKAGE, Pin, headers_package
 
 LABEL = "clusterforge LAB-ONLY stand-in"
 TOOL_TIMEOUT_S = 120
@@ -44,7 +45,7 @@ def _control(name: str, version: str, description: str) -> str:
 
 
 #: Bump when what the stand-ins ship changes (the lab's repository is rebuilt then).
-STANDIN_RECIPE = 3
+STANDIN_RECIPE = 4
 
 
 def _unit(description: str, service: str) -> str:
@@ -72,11 +73,67 @@ printf '%s\n' "LAB-ONLY stand-in for Lustre $1: an empty tmpfs, not a file syste
 """
 
 
+#: The real node_exporter reads the lab's stand-in sysfs tree (lab.monitoring_standins.SYSFS_ROOT, written by
+#: `lab up` and the lab's faults) instead of the container's /sys, which has no HCA: a vendor drop-in of the OFED
+#: stand-in (real OFED brings a real /sys/class/infiniband), so the rendered /etc/default file stays prod's own.
+_NODE_EXPORTER_DROPIN = f"""# {LABEL} (doca-ofed): node_exporter reads the lab's stand-in sysfs tree, not /sys
+[Service]
+ExecStart=
+ExecStart=/usr/bin/prometheus-node-exporter $ARGS --path.sysfs={SYSFS_ROOT}
+"""
+
+#: dcgm-exporter's stand-in: the rendered unit's `/usr/bin/dcgm-exporter -f FILE -c MS -a [HOST]:PORT` serves the
+#: lab's DCGM-named metrics file (lab.monitoring_standins.DCGM_FILE) as /metrics; -f and -c are accepted and unused.
+_DCGM_EXPORTER = f'''#!/usr/bin/python3
+"""{LABEL} for NVIDIA dcgm-exporter: no GPU and no DCGM here. Serves {DCGM_FILE}
+(written by the lab: clusterforge.sim.dcgm_textfile, the nvidia-smi stand-in's GPU UUIDs) as /metrics."""
+import argparse
+import http.server
+import os
+
+FILE = os.environ.get("CF_LAB_DCGM_FILE", "{DCGM_FILE}")
+parser = argparse.ArgumentParser(prog="dcgm-exporter (lab stand-in)")
+parser.add_argument("-a", "--address", default=":9400")
+parser.add_argument("-f", "--collectors", default="")
+parser.add_argument("-c", "--collect-interval", default="30000")
+args, _ = parser.parse_known_args()
+host, _, port = args.address.rpartition(":")
+
+
+class Metrics(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path.split("?")[0] != "/metrics":
+            self.send_error(404)
+            return
+        try:
+            with open(FILE, "rb") as fh:
+                body = fh.read()
+        except OSError as exc:
+            self.send_error(503, f"no stand-in metrics yet: {{exc}}")
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+http.server.ThreadingHTTPServer((host, int(port)), Metrics).serve_forever()
+'''
+
+
 def _extra_files(name: str, version: str) -> dict[str, tuple[str, int]]:
     """Path -> (content, mode) beyond the README every stand-in ships."""
     if name == "doca-ofed":
         return {"usr/bin/ofed_info": (_OFED_INFO.replace("{version}", version), 0o755),
-                "lib/systemd/system/openibd.service": (_unit("openibd (no driver is loaded)", _ONESHOT), 0o644)}
+                "lib/systemd/system/openibd.service": (_unit("openibd (no driver is loaded)", _ONESHOT), 0o644),
+                "lib/systemd/system/prometheus-node-exporter.service.d/cf-lab-sysfs.conf":
+                (_NODE_EXPORTER_DROPIN, 0o644)}
+    if name == DCGM_EXPORTER_PACKAGE:
+        return {"usr/bin/dcgm-exporter": (_DCGM_EXPORTER, 0o755)}
     if name.startswith("nvidia-driver-"):
         return {"lib/systemd/system/nvidia-persistenced.service":
                 (_unit("nvidia-persistenced (an idle process: no GPUs)", _IDLE), 0o644)}
@@ -115,6 +172,10 @@ def build_package(work: Path, name: str, version: str, description: str) -> Path
 #: Real Debian packages the lab hosts need from the repository too (Ansible's apt module needs python3-apt;
 #: the lab network has no route to a Debian mirror).
 SUPPORT_PACKAGES = ("python3-apt", "python-apt-common", "distro-info-data")
+#: The real Debian monitoring programs (the `monitoring` component) and what the lab image lacks of their
+#: Depends (libc6, libzstd1 and init-system-helpers are in every Debian base system): the lab's hosts install
+#: them with apt from the lab repository like any package.
+MONITORING_PACKAGES = ("victoria-metrics", "prometheus-alertmanager", "prometheus-node-exporter", "adduser", "tzdata")
 
 
 def download_debs(names: Sequence[str], dest: Path) -> list[Path]:
