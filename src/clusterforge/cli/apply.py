@@ -61,11 +61,16 @@ def apply(
             _refuse(f"--lab-technician: no lab is up for {plan.env}; it does a lab's physical steps only")
         tech = _reported(make_technician(plan, state, plan.env))
     cwd = Path(plan.meta.get("cwd") or Path.cwd())
+    shown = err if fmt is Format.json else out  # with --format json, stdout carries the one JSON document
+
+    def echo(line: str) -> None:
+        shown.print(line, markup=False)
+
     fx = Effects(
-        run=lambda step: _run(step.argv, cwd),
+        run=lambda step: _run(step.argv, cwd, echo),
         ask=_ask,
         state=lambda prev: _state(plan.env, plan.record, prev),
-        echo=lambda line: (err if fmt is Format.json else out).print(line, markup=False),
+        echo=echo,
         technician=tech,
     )
     opts = Options(dry_run=dry_run, confirm_through=confirm_through,
@@ -132,8 +137,9 @@ def _clusterforge() -> str:
     return str(here) if here.is_file() else shutil.which("clusterforge") or "clusterforge"
 
 
-def _run(argv: tuple[str, ...], cwd: Path) -> tuple[int, str]:
-    """Run one machine step's argv (no shell), streaming its output; returns (exit code, output tail)."""
+def _run(argv: tuple[str, ...], cwd: Path, echo: Callable[[str], None]) -> tuple[int, str]:
+    """Run one machine step's argv (no shell), streaming its output line by line to `echo` (stderr under
+    --format json); returns (exit code, output tail)."""
     cmd = [_clusterforge(), *argv[1:]] if argv and argv[0] == "clusterforge" else list(argv)
     tail: collections.deque[str] = collections.deque(maxlen=200)
     try:
@@ -146,7 +152,7 @@ def _run(argv: tuple[str, ...], cwd: Path) -> tuple[int, str]:
     with proc:
         for line in proc.stdout:
             tail.append(line)
-            out.print("    | " + line.rstrip("\n"), markup=False)
+            echo("    | " + line.rstrip("\n"))
     return proc.returncode, "".join(tail)
 
 

@@ -28,7 +28,8 @@ from clusterforge.day2.planfile import (
 from clusterforge.day2.steps import Step
 
 HOOK = ("import sys, pathlib; p = pathlib.Path(sys.argv[1]); "
-        "p.write_text((p.read_text() if p.exists() else '') + sys.argv[2] + ' ' + sys.argv[3] + '\\n')")
+        "p.write_text((p.read_text() if p.exists() else '') + sys.argv[2] + ' ' + sys.argv[3] + '\\n'); "
+        "print('hook:', sys.argv[2], sys.argv[3])")
 
 
 @pytest.fixture()
@@ -175,7 +176,7 @@ def test_confirm_through_then_resume_never_repeats_a_step(world: dict[str, Path]
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[tuple[str, ...]] = []
 
-    def fake_run(argv: tuple[str, ...], cwd: Path) -> tuple[int, str]:
+    def fake_run(argv: tuple[str, ...], cwd: Path, echo: object) -> tuple[int, str]:
         ran.append(argv)
         return (0, "ok\n") if argv[:2] != ("clusterforge", "validate") or len(ran) > 2 else (4, "FAB-PORT-DOWN\n")
 
@@ -204,6 +205,23 @@ def test_confirm_through_then_resume_never_repeats_a_step(world: dict[str, Path]
     assert events[3]["how"] == "confirmed by --confirm-through 2"
 
 
+def test_format_json_stdout_is_one_document_while_a_step_prints(world: dict[str, Path]) -> None:
+    """The drain hook (step 1) runs for real and prints: its lines go to stderr, stdout stays JSON."""
+    result = CliRunner().invoke(app, ["apply", str(world["plan"]), "--format", "json"])
+    assert result.exit_code == 1, result.output
+    doc = json.loads(result.stdout)
+    assert (doc["status"], doc["step"], doc["ran"]) == ("waiting", 2, [1])
+    assert "hook: drain gpu01" in result.stderr and "hook:" not in result.stdout
+    code, out = cf("apply", str(world["plan"]), "--confirm-through", "2", "--dry-run")
+    assert code == 0 and "resuming: 1 of " in out  # step 1 was journaled as done
+
+
+def test_text_format_shows_a_steps_output(world: dict[str, Path]) -> None:
+    result = CliRunner().invoke(app, ["apply", str(world["plan"])])
+    assert result.exit_code == 1
+    assert "    | hook: drain gpu01" in result.stdout
+
+
 def test_dry_run_shows_every_step_and_changes_nothing(world: dict[str, Path]) -> None:
     code, out = cf("apply", str(world["plan"]), "--dry-run", "--confirm-through", "2")
     assert code == 0, out
@@ -215,7 +233,7 @@ def test_dry_run_shows_every_step_and_changes_nothing(world: dict[str, Path]) ->
 
 
 def test_interactive_confirmation(world: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(apply_cli, "_run", lambda argv, cwd: (0, ""))
+    monkeypatch.setattr(apply_cli, "_run", lambda argv, cwd, echo: (0, ""))
     result = CliRunner().invoke(app, ["apply", str(world["plan"]), "--interactive"], input="y\nn\n")
     assert result.exit_code == 1
     assert "stopped before step 3" in result.output
