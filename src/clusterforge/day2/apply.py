@@ -1,7 +1,8 @@
 """`clusterforge apply plan.json`: carry out a saved change plan exactly as it was reviewed.
 
 Before anything runs, and again before every step, the state is compared with what the plan (or
-the journal's last finished step) recorded: the new inventory's loaded model and the deploy record.
+the journal's last finished step) recorded: the new inventory's loaded model and the deploy record
+(read once between two steps: the state a machine step left is the next step's starting point).
 Any other change makes the plan stale: refused (exit 2). Then the steps run in order, each once:
 
 * a machine step (`manual` False) runs its argv as is (never through a shell; a `clusterforge`
@@ -128,8 +129,10 @@ def apply_plan(plan: PlanFile, journal: Journal, opts: Options, fx: Effects) -> 
     if opts.dry_run:
         return _show(plan, todo, opts, fx)
     ran: list[int] = []
+    fresh: State | None = now  # read since the last step: nothing ran in between, no need to read it again
     for step in todo:
-        now = fx.state(expected)
+        now = fresh if fresh is not None else fx.state(expected)
+        fresh = None
         reasons = stale_reasons(plan, expected, now, f"step {ran[-1]} finished" if ran else since)
         if reasons:
             return Outcome("stale", f"stopped before step {step.n}: " + "; ".join(reasons), step.n, tuple(ran))
@@ -156,7 +159,7 @@ def apply_plan(plan: PlanFile, journal: Journal, opts: Options, fx: Effects) -> 
                                + _indent(output[-4000:]) + "\nfix the cause and run apply again: it retries "
                                f"step {step.n}", step.n, tuple(ran))
             journal.record(step.n, "done", how="ran", state=after.as_dict())
-            expected = after
+            expected = fresh = after
         ran.append(step.n)
     return Outcome("done", f"all {len(plan.steps)} steps done", None, tuple(ran))
 

@@ -4,6 +4,7 @@ that appends to a file); elsewhere the runner is replaced and records what it wa
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import sys
@@ -293,11 +294,40 @@ def test_a_crash_mid_step_reruns_that_step_and_accepts_what_it_changed(world: di
 def test_a_change_between_steps_stops_the_apply(world: dict[str, Path]) -> None:
     plan = read_plan_file(world["plan"])
     journal = Journal.open(journal_path(world["plan"]), plan.digest)
-    states = iter([planned_state(plan)] * 4 + [State("edited", planned_state(plan).record)] * 10)
+    # read before the apply and after step 1 (step 2, manual, starts from that), then before step 3: edited
+    states = iter([planned_state(plan)] * 2 + [State("edited", planned_state(plan).record)] * 10)
     fx = Effects(run=lambda s: (0, ""), ask=lambda s: True, state=lambda prev: next(states), echo=lambda line: None)
     outcome = apply_plan(plan, journal, Options(confirm_through=5), fx)
     assert outcome.status == "stale" and outcome.step == 3
     assert sorted(journal.done()) == [1, 2]
+
+
+def test_the_state_is_read_once_between_two_steps(world: dict[str, Path]) -> None:
+    """Hashing the inventory and the deploy record is the costly part of a step's check: never twice in a row
+    (the state a machine step left is what the next step starts from)."""
+    plan = read_plan_file(world["plan"])
+    journal = Journal.open(journal_path(world["plan"]), plan.digest)
+    events: list[str] = []
+
+    def state(prev: State | None) -> State:
+        events.append("state")
+        return planned_state(plan)
+
+    def run(step: Step) -> tuple[int, str]:
+        events.append(f"run {step.n}")
+        return 0, ""
+
+    def echo(line: str) -> None:
+        if line.startswith("step "):
+            events.append(line.split(" (")[0])
+
+    fx = Effects(run=run, ask=lambda s: True, state=state, echo=echo)
+    outcome = apply_plan(plan, journal, Options(confirm_through=len(plan.steps)), fx)
+    assert outcome.status == "done"
+    assert all((a, b) != ("state", "state") for a, b in itertools.pairwise(events)), events
+    machine = [s for s in plan.steps if not s.manual]
+    after_manual = [s for s in plan.steps[1:] if plan.steps[s.n - 2].manual]
+    assert events.count("state") == 1 + len(machine) + len(after_manual), events
 
 
 def test_a_lab_technician_failure_is_a_failed_step_retried_next_time(world: dict[str, Path]) -> None:
