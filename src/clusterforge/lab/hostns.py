@@ -17,11 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clusterforge.lab.errors import LabError
-from clusterforge.lab.netns import delete_link, delete_netns, link_exists, netns_exists
-from clusterforge.lab.proc import ProcessRecord, run, spawn_daemon
+from clusterforge.lab.netns import create_bridge, create_netns_on_bridge, delete_netns
+from clusterforge.lab.proc import ProcessRecord, spawn_daemon
 
-_TIMEOUT = 30.0
+__all__ = ["SSHD", "create_bridge", "create_host_netns", "netns_usable", "remove_host_netns", "start_sshd"]
+
 SSHD = "/usr/sbin/sshd"
 
 # Runs inside the host's new UTS + mount namespaces, then becomes sshd.
@@ -46,30 +46,9 @@ def netns_usable() -> tuple[bool, str]:
     return True, "netns"
 
 
-def create_bridge(bridge: str, gateway_cidr: str) -> None:
-    delete_link(bridge)
-    run(["ip", "link", "add", bridge, "type", "bridge"], timeout=_TIMEOUT)
-    run(["ip", "addr", "add", gateway_cidr, "dev", bridge], timeout=_TIMEOUT)
-    run(["ip", "link", "set", bridge, "up"], timeout=_TIMEOUT)
-
-
 def create_host_netns(ns: str, bridge: str, veth_host: str, address_cidr: str) -> None:
     """Namespace ``ns`` with ``address_cidr`` on eth0, a veth whose peer is on ``bridge``."""
-    if not link_exists(bridge):
-        raise LabError(f"bridge {bridge} does not exist")
-    delete_netns(ns, veth_host)
-    run(["ip", "netns", "add", ns], timeout=_TIMEOUT)
-    try:
-        run(["ip", "link", "add", veth_host, "type", "veth", "peer", "name", "eth0",
-             "netns", ns], timeout=_TIMEOUT)
-        run(["ip", "link", "set", veth_host, "master", bridge], timeout=_TIMEOUT)
-        run(["ip", "link", "set", veth_host, "up"], timeout=_TIMEOUT)
-        run(["ip", "-n", ns, "link", "set", "lo", "up"], timeout=_TIMEOUT)
-        run(["ip", "-n", ns, "addr", "add", address_cidr, "dev", "eth0"], timeout=_TIMEOUT)
-        run(["ip", "-n", ns, "link", "set", "eth0", "up"], timeout=_TIMEOUT)
-    except Exception:
-        delete_netns(ns, veth_host)
-        raise
+    create_netns_on_bridge(ns, bridge, veth_host, "eth0", address_cidr)
 
 
 def start_sshd(ns: str, hostname: str, guest_sbin: Path, config: Path,
@@ -86,5 +65,4 @@ def start_sshd(ns: str, hostname: str, guest_sbin: Path, config: Path,
 
 
 def remove_host_netns(ns: str, veth_host: str) -> None:
-    if netns_exists(ns) or link_exists(veth_host):
-        delete_netns(ns, veth_host)
+    delete_netns(ns, veth_host)

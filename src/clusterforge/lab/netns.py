@@ -1,8 +1,9 @@
-"""A network namespace plugged into the lab bridge (where ibsim runs).
+"""Network namespaces plugged into a lab bridge: the one place the lab makes veths and namespaces.
 
-ibsim's remote mode binds 0.0.0.0; inside this namespace its only non-loopback
-interface is one leg of a veth pair whose other leg is enslaved to the lab
-bridge, so the simulator is reachable from the lab network only.
+Used for ibsim's namespace (ibsim's remote mode binds 0.0.0.0; inside the namespace its only
+non-loopback interface is one leg of a veth pair whose other leg is enslaved to the lab bridge,
+so the simulator is reachable from the lab network only) and, where podman cannot run, for
+each host's (lab/hostns.py, which names the inner leg eth0).
 """
 
 from __future__ import annotations
@@ -33,18 +34,26 @@ def link_exists(ifname: str) -> bool:
     return Path("/sys/class/net", ifname).exists()
 
 
+def create_bridge(bridge: str, gateway_cidr: str) -> None:
+    """A fresh Linux bridge ``bridge`` with ``gateway_cidr`` (any old one of that name goes first)."""
+    delete_link(bridge)
+    run(["ip", "link", "add", bridge, "type", "bridge"], timeout=_TIMEOUT)
+    run(["ip", "addr", "add", gateway_cidr, "dev", bridge], timeout=_TIMEOUT)
+    run(["ip", "link", "set", bridge, "up"], timeout=_TIMEOUT)
+
+
 def create_netns_on_bridge(
     ns: str, bridge: str, veth_host: str, veth_ns: str, address_cidr: str
 ) -> None:
-    """Create ``ns`` with ``address_cidr`` on a veth whose peer is a port of ``bridge``."""
+    """Create ``ns`` with ``address_cidr`` on ``veth_ns``, a veth whose peer ``veth_host`` is a port
+    of ``bridge``. ``veth_ns`` is made inside ``ns`` (so it may be named like a host interface, eth0)."""
     if not link_exists(bridge):
-        raise LabError(f"bridge {bridge} does not exist (no container started yet?)")
+        raise LabError(f"bridge {bridge} does not exist (the lab's network is not up)")
     delete_netns(ns, veth_host)
     run(["ip", "netns", "add", ns], timeout=_TIMEOUT)
     try:
-        run(["ip", "link", "add", veth_host, "type", "veth", "peer", "name", veth_ns],
+        run(["ip", "link", "add", veth_host, "type", "veth", "peer", "name", veth_ns, "netns", ns],
             timeout=_TIMEOUT)
-        run(["ip", "link", "set", veth_ns, "netns", ns], timeout=_TIMEOUT)
         run(["ip", "link", "set", veth_host, "master", bridge], timeout=_TIMEOUT)
         run(["ip", "link", "set", veth_host, "up"], timeout=_TIMEOUT)
         run(["ip", "-n", ns, "link", "set", "lo", "up"], timeout=_TIMEOUT)
