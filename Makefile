@@ -68,7 +68,10 @@ bench: venv
 	$(PY) bench/run.py
 
 # The main job: check, render, deploy (pyinfra, or ENGINE=ansible), validate.
-#   make deploy                       the lab inventory on the local lab (brought up first)
+#   make deploy                       the lab inventory on the local lab (brought up first, systemd as PID 1 in
+#                                     its 11 containers): deployed, validated, its units checked (`lab services`).
+#                                     A machine without room for systemd in that many containers (inotify) stops
+#                                     before anything starts, naming the sysctl to raise
 #   make deploy ENV=prod LAB=1        a rehearsal: prod's own files and pins deployed to a prod-shaped lab
 #                                     (one container per selected node with systemd as PID 1, the whole prod
 #                                     fabric simulated, hardware packages from the lab's stand-in repository),
@@ -102,14 +105,14 @@ deploy-vars:
 
 deploy: deploy-vars venv $(if $(IS_LAB),deps)
 ifeq ($(IS_LAB),1)
-	$(CF) lab up $(INV)$(if $(LAB), --systemd --no-start-sm --replace)$(if $(LIMIT), --limit $(LIMIT))
+	$(CF) lab up $(INV) --systemd --no-start-sm --replace$(if $(LIMIT), --limit $(LIMIT))
 endif
 	$(CF) check $(INV)
 	$(CF) render $(INV) --output out/$(ENV)
 	$(CF) deploy $(INV) --engine $(ENGINE)$(if $(LIMIT), --limit $(LIMIT))$(if $(IS_LAB), --lab $(LAB_ROOT)/$(ENV)/state, --no-lab$(if $(CONFIRM), --yes)) $(if $(DRY),--dry-run,--no-diffs)
 ifeq ($(DRY),)
 	$(CF) validate $(INV)$(if $(IS_LAB),, --no-lab) --junit out/$(ENV)/validate.xml
-ifeq ($(LAB),1)
+ifeq ($(IS_LAB),1)
 	$(CF) lab services $(INV)
 endif
 endif

@@ -205,6 +205,11 @@ def test_make_deploy_variants() -> None:
     assert "lab services inventories/prod" in lab.stdout
     assert "--lab .lab/prod/state" in lab.stdout and "--no-lab" not in lab.stdout
     assert "lab-deps.sh" in lab.stdout
+    default = _make("deploy")  # ENV=lab: a systemd lab too, its units checked after validate
+    assert default.returncode == 0, default.stderr
+    assert "lab up inventories/lab --systemd --no-start-sm --replace" in default.stdout
+    assert "--lab .lab/lab/state" in default.stdout and "lab services inventories/lab" in default.stdout
+    assert "lab services" not in _make("deploy", "DRY=1").stdout  # a dry run starts nothing to check
     real = _make("deploy", "ENV=prod")
     assert real.returncode == 0, real.stderr
     assert "--no-lab" in real.stdout and "--yes" not in real.stdout
@@ -218,3 +223,5 @@ def test_a_systemd_lab_past_the_inotify_limit_is_refused_with_the_numbers() -> N
     check_systemd_room(7, limit=128, in_use=28)  # the default prod rehearsal fits
     with pytest.raises(LabError, match=r"32 containers needs about 224 .* is 128 with 28 in use: at most 14"):
         check_systemd_room(32, limit=128, in_use=28)
+    with pytest.raises(LabError, match=r"Nothing was started.*sysctl -w fs.inotify.max_user_instances=1024"):
+        check_systemd_room(11, limit=128, in_use=60)  # the lab inventory beside a 60-instance load

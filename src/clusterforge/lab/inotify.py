@@ -35,5 +35,8 @@ def check_systemd_room(hosts: int, limit: int | None = None, in_use: int | None 
         raise LabError(
             f"a systemd lab of {hosts} containers needs about {need} inotify instances (systemd takes "
             f"{SYSTEMD_INOTIFY} each); fs.inotify.max_user_instances is {limit} with {in_use} in use: at most "
-            f"{max(0, (limit - in_use) // SYSTEMD_INOTIFY)} such containers fit. Raise it (sysctl "
-            "fs.inotify.max_user_instances=1024) or bring the lab up without --systemd")
+            f"{max(0, (limit - in_use) // SYSTEMD_INOTIFY)} such containers fit. Nothing was started. Raise the "
+            "limit as root: `sysctl -w fs.inotify.max_user_instances=1024` (to keep it across reboots: `echo "
+            "fs.inotify.max_user_instances=1024 > /etc/sysctl.d/60-clusterforge-lab.conf`), or bring down other "
+            "systemd labs or containers holding instances, or bring the lab up without --systemd (its deploy then "
+            "starts no unit)")
