@@ -22,11 +22,9 @@ The plan is then proven by day2/verify.py. Commands are argv lists, never shell 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
-from ..unionfind import DisjointSets
 from .ha import Groups, groups, moved_racks, relaid_trunks, replaced_switches
 from .host_diff import LEAVES, HostChange, diff_hosts
 from .inventory_diff import (
@@ -40,6 +38,7 @@ from .inventory_diff import (
     unit_heights,
 )
 from .steps import ChangePlan, Phase, Step
+from .waves import Task, Wave, pack_waves, units
 
 _BEFORE_TRUNKS: tuple[Phase, ...] = ("unplug", "remove", "install")
 _AFTER_TRUNKS: tuple[Phase, ...] = ("plug", "relabel", "commission")
@@ -59,30 +58,10 @@ def change_plan(old: Index, new: Index, env: str, env_name: str) -> ChangePlan:
     return _Planner(old, new, env, diff, hosts).build()
 
 
-@dataclass
-class _Task:
-    phase: Phase
-    rack: str | None
-    subject: str
-    action: str
-    hosts: frozenset[str] = frozenset()  # hosts it interrupts: out of service before it
-    keys: tuple[str, ...] = ()  # what it shares with other tasks (slot, port, device, trunk, rack)
-    last: bool = False  # after the other tasks of its phase and rack (a rack taken out)
-
-
-@dataclass
-class _Wave:
-    tasks: list[_Task] = field(default_factory=list)
-    hosts: list[str] = field(default_factory=list)  # interrupted, in order found
-    held: set[str] = field(default_factory=set)  # the same, as a set
-    per_rack: dict[str, int] = field(default_factory=dict)  # compute drained, by rack
-    compute: int = 0
-
-
 class _Planner:
     def __init__(self, old: Index, new: Index, env: str, diff: InventoryDiff, hosts: tuple[HostChange, ...]):
         self.old, self.new, self.env, self.diff, self.hosts = old, new, env, diff, hosts
-        self.tasks: list[_Task] = []
+        self.tasks: list[Task] = []
         self.reasons: dict[str, list[str]] = {}  # host -> why it is interrupted, in the order found
         self.warnings: list[str] = []
         self.learn: set[str] = set()  # devices whose GUIDs must be learned
@@ -130,7 +109,7 @@ class _Planner:
 
     def _task(self, phase: Phase, rack: str | None, subject: str, action: str, hosts: set[str] | None = None,
               keys: tuple[str, ...] = (), last: bool = False) -> None:
-        self.tasks.append(_Task(phase, rack, subject, action, frozenset(hosts or ()), keys, last))
+        self.tasks.append(Task(phase, rack, subject, action, frozenset(hosts or ()), keys, last))
 
     def _cable_keys(self, c: Cable, index: Index) -> tuple[str, ...]:
         keys = [f"port:{_port(c.a.key)}", f"port:{_port(c.b.key)}"]
@@ -327,86 +306,16 @@ class _Planner:
             action = f"re-lay the MPO-24 trunk {ends}: {', '.join(d.fields) or 'panels'}"
         self._task("trunks", None, d.name, action, keys=keys)
 
-    # -- units and waves ----------------------------------------------------------------------
-    def _units(self) -> list[tuple[list[_Task], list[str]]]:
-        sets: DisjointSets[str] = DisjointSets()
-        find, union = sets.find, sets.union
-        for i, t in enumerate(self.tasks):
-            me = f"task:{i}"
-            find(me)
-            for k in (*t.keys, *(f"host:{h}" for h in t.hosts)):
-                union(me, k)
-        for h in self.reasons:
-            find(f"host:{h}")
-        units: dict[str, tuple[list[_Task], list[str]]] = {}
-        for i, t in enumerate(self.tasks):
-            units.setdefault(find(f"task:{i}"), ([], []))[0].append(t)
-        for h in self.reasons:
-            units.setdefault(find(f"host:{h}"), ([], []))[1].append(h)
-        order = {r: i for i, r in enumerate(self._rack_order())}
+    # -- units and waves (day2/waves.py) -------------------------------------------------------
+    def _waves(self) -> list[Wave]:
+        def host_rack(h: str) -> str:
+            return self._rack_of(h, self.old if h in self.old.nodes else self.new)
 
-        def first(u: tuple[list[_Task], list[str]]) -> tuple[int, int]:
-            racks = [order.get(t.rack or "", 1 << 30) for t in u[0]]
-            racks += [order.get(self._rack_of(h, self.old if h in self.old.nodes else self.new), 1 << 30)
-                      for h in u[1]]
-            return (0 if u[0] else 1, min(racks, default=1 << 30))
-
-        return sorted(units.values(), key=first)
-
-    def _waves(self) -> list[_Wave]:
-        g = self.g
-        waves: list[_Wave] = []
-        for tasks, hosts in self._units():
-            compute = {h for h in hosts if h in g.compute_rack}
-            sms = [h for h in hosts if h in g.sms]
-            if len(sms) > 1 and len(g.sms) > 1:
-                self.warnings.append(f"subnet managers {', '.join(sms)} are out together: one piece of work takes "
-                                     "them all out (the fabric has no standby meanwhile)")
-            target = None
-            for w in waves:
-                if self._fits(w, compute, hosts):
-                    target = w
-                    break
-            if target is None:
-                target = _Wave()
-                waves.append(target)
-                problem = g.within_caps(compute, forced_ok=False)
-                if problem is not None:
-                    self.warnings.append(f"{problem}: one piece of work needs them out together")
-            target.tasks += tasks
-            target.hosts += hosts
-            target.held.update(hosts)
-            for h in compute:
-                rack = g.compute_rack[h]
-                target.per_rack[rack] = target.per_rack.get(rack, 0) + 1
-            target.compute += len(compute)
-        for h in self.reasons:
-            if h in g.unpaired:
-                self.warnings.append(f"Lustre server {h} has no failover partner (lustre[].failover_pairs): "
-                                     "its targets are unavailable while it is out")
-        if len(g.sms) == 1 and g.sms[0] in self.reasons:
-            self.warnings.append(f"{g.sms[0]} is the only subnet manager: the fabric has none while it is out")
-        return waves or [_Wave()]
-
-    def _fits(self, wave: _Wave, compute: set[str], hosts: list[str]) -> bool:
-        g, held = self.g, wave.held
-        if len(g.sms) > 1 and any(h in g.sms for h in hosts) and any(h in g.sms for h in held):
-            return False
-        if any(g.partner.get(h) in held for h in hosts):
-            return False
-        if not compute:
-            return True
-        added: dict[str, int] = {}
-        for h in compute:
-            added[g.compute_rack[h]] = added.get(g.compute_rack[h], 0) + 1
-        if wave.compute + len(compute) <= g.cluster_cap and all(
-                wave.per_rack.get(r, 0) + n <= g.cap_of(r) for r, n in added.items()):
-            return True
-        # over a cap: only as one indivisible piece of work (day2/ha.py)
-        return any(compute <= grp and all(h in grp for h in held if h in g.compute_rack) for grp in g.forced)
+        return pack_waves(units(self.tasks, self.reasons, self._rack_order(), host_rack), self.g, self.reasons,
+                          self.warnings)
 
     # -- steps ------------------------------------------------------------------------------
-    def _ordered(self, waves: list[_Wave]) -> list[Step]:
+    def _ordered(self, waves: list[Wave]) -> list[Step]:
         steps: list[Step] = []
         policy = self.new.inv.deploy.reboot
         master = self.g.master
@@ -424,7 +333,7 @@ class _Planner:
         for wi, wave in enumerate(waves):
             lastwave = wi == len(waves) - 1
             out_hosts = [h for h in self.reasons if h in wave.held]
-            by_rack: dict[str | None, dict[Phase, list[_Task]]] = {}
+            by_rack: dict[str | None, dict[Phase, list[Task]]] = {}
             for t in wave.tasks:
                 by_rack.setdefault(t.rack, {}).setdefault(t.phase, []).append(t)
             hosts_by_rack: dict[str, list[str]] = {}
@@ -453,7 +362,7 @@ class _Planner:
                     in_service.discard(h)
 
             def racks(phases: tuple[Phase, ...], drains: bool,
-                      by_rack: dict[str | None, dict[Phase, list[_Task]]] = by_rack) -> None:
+                      by_rack: dict[str | None, dict[Phase, list[Task]]] = by_rack) -> None:
                 # phase by phase across the wave's racks (work in one rack may wait on another's: a leaf's
                 # cables are unplugged in its nodes' racks before it comes out of the network rack)
                 if drains:
