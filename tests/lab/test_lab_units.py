@@ -126,16 +126,26 @@ def test_parse_iblinkinfo() -> None:
     assert (li[("leaf01", 7)].width, li[("leaf01", 7)].speed) == ("1X", "EDR")
 
 
+# umad2sim's own ibstat (every CA "ibsim0", 4X HDR printed as 104), as the wrapper gets it: the first CA
+# of tests/fixtures/ibstat/clusterforge-lab-umad2sim-2hca-hdr.txt before the wrapper's rewrite
 IBSTAT_SIM = """\
 CA 'ibsim0'
 \tCA type: simulator
 \tNumber of ports: 1
-\tNode GUID: 0x0c42a10300001000
+\tFirmware version: 1
+\tHardware version: a1
+\tNode GUID: 0x02cf48efff690da0
+\tSystem image GUID: 0x02cf48efff690da0
 \tPort 1:
 \t\tState: Active
 \t\tPhysical state: LinkUp
 \t\tRate: 104
 \t\tBase lid: 5
+\t\tLMC: 0
+\t\tSM lid: 1
+\t\tCapability mask: 0x0050c048
+\t\tPort GUID: 0x02cf48efff690da1
+\t\tLink layer: IB
 """
 
 PORTINFO = """\

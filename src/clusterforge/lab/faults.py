@@ -48,7 +48,7 @@ from clusterforge.lab.netfile import (
     PortSettings,
     active_rate,
 )
-from clusterforge.lab.observe import GBPS_TO_SPEED, Discovery, PortKey, parse_ibnetdiscover
+from clusterforge.lab.observe import GBPS_TO_SPEED, Discovery, ParseError, PortKey, parse_ibnetdiscover
 
 # ibsim's console prints enabled speeds as lane rates ("53.125 Gbps"); the bits are netfile's
 _WIDTH_TEXT = WIDTH_BITS
@@ -203,7 +203,7 @@ class FaultInjector:
                 last = {k: v.rate for k, v in disc.links.items()}
                 if last == expected:
                     return disc
-            except CommandError:
+            except (CommandError, ParseError):  # a discovery of a fabric changing under it may be one-sided
                 pass
             if time.monotonic() >= deadline:
                 missing = {tuple(sorted(k)): v for k, v in expected.items() if last.get(k) != v}

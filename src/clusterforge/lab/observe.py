@@ -1,19 +1,26 @@
-"""What the simulated fabric looks like right now, from ibnetdiscover / iblinkinfo.
+"""What the simulated fabric looks like right now, from ibnetdiscover / iblinkinfo / ibstat.
 
-Small parsers for the output of the diag tools as run against ibsim; nodes
-are keyed by their node description (ibsim sets it from the net file).
+The lab's views of the diag tools' output, keyed by node description (ibsim sets it from the
+net file): the text is parsed by clusterforge.parse (the one parser of each tool, strict: an
+output that is cut or inconsistent raises its ParseError) and only re-keyed here.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-#: iblinkinfo prints the active per-lane signalling rate; map it to a name.
-GBPS_TO_SPEED = {
-    "2.5": "SDR", "5.0": "DDR", "10.0": "QDR", "14.0625": "FDR", "25.78125": "EDR",
-    "53.125": "HDR", "106.25": "NDR", "212.5": "XDR",
-}
+from clusterforge.parse import iblinkinfo as _iblinkinfo
+from clusterforge.parse import ibnetdiscover as _ibnetdiscover
+from clusterforge.parse import ibstat as _ibstat
+from clusterforge.parse.errors import ParseError
+
+__all__ = [
+    "GBPS_TO_SPEED", "DiscoveredLink", "DiscoveredNode", "Discovery", "IbStatCa", "IbStatPort", "ParseError",
+    "PortKey", "PortLink", "parse_iblinkinfo", "parse_ibnetdiscover", "parse_ibstat",
+]
+
+#: iblinkinfo prints the active per-lane signalling rate; its speed name (parse/iblinkinfo's table).
+GBPS_TO_SPEED = _iblinkinfo.SPEED_NAMES
 
 PortKey = tuple[str, int]  # (node description, port number)
 
@@ -84,52 +91,22 @@ class Discovery:
         return self.port_lids.get(key)
 
 
-_NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([^"]+)"\s*#\s*"([^"]*)"(.*)$')
-_SW_PORT = re.compile(r'^\[(\d+)\]\s+"([^"]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*#\s*"([^"]*)"'
-                      r"\s+lid\s+(\d+)\s+(\S+)")
-_CA_PORT = re.compile(r'^\[(\d+)\](?:\([0-9a-fA-F]+\))?\s+"([^"]+)"\[(\d+)\]'
-                      r'(?:\([0-9a-fA-F]+\))?\s*#\s*lid\s+(\d+)\s+lmc\s+\d+\s+"([^"]*)"'
-                      r"\s+lid\s+(\d+)\s+(\S+)")
-
-
 def parse_ibnetdiscover(text: str) -> Discovery:
+    """ibnetdiscover's topology by node description; ParseError for output that is not complete."""
+    topo = _ibnetdiscover.parse(text)
     disc = Discovery()
-    guid_to_desc: dict[str, str] = {}
-    pending: list[tuple[PortKey, str, int, str]] = []  # (here, peer guid, peer port, rate)
-    current: DiscoveredNode | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        m = _NODE.match(line)
-        if m:
-            kind = "Ca" if m.group(1) in ("Ca", "Rt") else "Switch"
-            lid_m = re.search(r"\blid\s+(\d+)", m.group(5))
-            lid = int(lid_m.group(1)) if (kind == "Switch" and lid_m) else None
-            current = DiscoveredNode(m.group(3), kind, m.group(4), int(m.group(2)), lid)
-            disc.nodes[current.desc] = current
-            guid_to_desc[current.guid] = current.desc
-            continue
-        if current is None or not line.startswith("["):
-            continue
-        if current.kind == "Switch":
-            sm = _SW_PORT.match(line)
-            if sm:
-                here = (current.desc, int(sm.group(1)))
-                pending.append((here, sm.group(2), int(sm.group(3)), sm.group(6)))
-        else:
-            cm = _CA_PORT.match(line)
-            if cm:
-                here = (current.desc, int(cm.group(1)))
-                disc.port_lids[here] = int(cm.group(4))
-                pending.append((here, cm.group(2), int(cm.group(3)), cm.group(7)))
-    for here, peer_guid, peer_port, rate in pending:
-        peer_desc = guid_to_desc.get(peer_guid)
-        if peer_desc is None:
-            continue
-        there = (peer_desc, peer_port)
-        key = frozenset((here, there))
-        if key not in disc.links:
-            a, b = sorted((here, there))
-            disc.links[key] = DiscoveredLink(a, b, rate)
+    for n in (*topo.switches, *topo.cas, *topo.routers):
+        kind = "Switch" if n.kind == "switch" else "Ca"
+        disc.nodes[n.name] = DiscoveredNode(n.guid, kind, n.name, n.ports, n.lid if kind == "Switch" else None)
+    for lk in topo.links:
+        ends = []
+        for e in (lk.a, lk.b):
+            key = (e.name, e.port)
+            if e.kind != "switch" and e.lid is not None:
+                disc.port_lids[key] = e.lid
+            ends.append(key)
+        a, b = sorted(ends)
+        disc.links.setdefault(frozenset((a, b)), DiscoveredLink(a, b, f"{lk.width}{lk.speed}"))
     return disc
 
 
@@ -149,37 +126,15 @@ class PortLink:
         return f"{self.width}{self.speed}" if self.width and self.speed else None
 
 
-_LINK = re.compile(
-    r"^(?:0x[0-9a-fA-F]+\s+)?\d+\s+(\d+)\[\s*\]\s+==\(\s*"
-    r"(?:(\d+X)\s+([\d.]+)\s+Gbps\s+)?(\w+)/\s*(\w+)\)==>\s*(.*)$"
-)
-_PEER = re.compile(r'^\d+\s+(\d+)\[\s*\]\s+"([^"]*)"')
-
-
 def parse_iblinkinfo(text: str) -> dict[PortKey, PortLink]:
+    """iblinkinfo's ports by (node description, port); ParseError for output that is not complete."""
     out: dict[PortKey, PortLink] = {}
-    node: str | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith("CA: "):
-            node = line[4:].rstrip(":")
-            continue
-        if line.startswith("Switch: "):
-            rest = line[len("Switch: ") :].rstrip(":")
-            parts = rest.split(None, 1)
-            node = parts[1] if len(parts) == 2 else parts[0]
-            continue
-        if node is None:
-            continue
-        m = _LINK.match(line)
-        if not m:
-            continue
-        port = int(m.group(1))
-        width = m.group(2)
-        speed = GBPS_TO_SPEED.get(m.group(3) or "") if m.group(3) else None
-        pm = _PEER.match(m.group(6).strip())
-        peer = (pm.group(2), int(pm.group(1))) if pm and pm.group(2) else None
-        out[(node, port)] = PortLink((node, port), width, speed, m.group(4), m.group(5), peer)
+    for node in _iblinkinfo.parse(text).nodes:
+        for p in node.ports:
+            key = (node.name, p.port)
+            peer = (p.peer.name, p.peer.port) if p.peer is not None and p.peer.name else None
+            width = p.width.upper() if p.width is not None else None
+            out[key] = PortLink(key, width, p.speed if width else None, p.state, p.physical_state, peer)
     return out
 
 
@@ -200,44 +155,9 @@ class IbStatCa:
 
 
 def parse_ibstat(text: str) -> list[IbStatCa]:
-    cas: list[IbStatCa] = []
-    name: str | None = None
-    guid = ""
-    ports: list[IbStatPort] = []
-    cur: dict[str, str] = {}
-
-    def flush_port() -> None:
-        if cur:
-            ports.append(
-                IbStatPort(
-                    int(cur["port"]), cur.get("State", ""), cur.get("Physical state", ""),
-                    cur.get("Rate", ""), int(cur.get("Base lid", "0") or 0),
-                )
-            )
-            cur.clear()
-
-    def flush_ca() -> None:
-        flush_port()
-        if name is not None:
-            cas.append(IbStatCa(name, guid, tuple(ports)))
-        ports.clear()
-
-    for raw in text.splitlines():
-        m = re.match(r"^CA '([^']+)'", raw)
-        if m:
-            flush_ca()
-            name, guid = m.group(1), ""
-            continue
-        pm = re.match(r"^\s+Port (\d+):\s*$", raw)
-        if pm:
-            flush_port()
-            cur["port"] = pm.group(1)
-            continue
-        if ":" in raw:
-            k, v = raw.strip().split(":", 1)
-            if cur:
-                cur[k.strip()] = v.strip()
-            elif k.strip() == "Node GUID":
-                guid = v.strip()
-    flush_ca()
-    return cas
+    """ibstat's CAs; ParseError for output that is not complete."""
+    return [
+        IbStatCa(ca.ca, ca.node_guid or "", tuple(
+            IbStatPort(p.port, p.state, p.physical_state, f"{p.rate:g}", p.base_lid) for p in ca.ports))
+        for ca in _ibstat.parse(text)
+    ]
