@@ -150,8 +150,9 @@ def handler_change(component: Component, facts: HostFacts) -> Change | None:
         if pids:
             return Change(component.name, "handler", "opensm", "re-sweep (SIGHUP re-reads the config)",
                           (f"kill -HUP {' '.join(str(p) for p in pids)}",))
-        if facts.systemd:
-            return Change(component.name, "handler", "opensm", "start", ("systemctl restart opensm",))
+        if facts.systemd:  # its units: opensm, or opensm-plane@<P> per rail plane
+            units = " ".join(shlex.quote(u) for u in component.services) or "opensm"
+            return Change(component.name, "handler", "opensm", "start", (f"systemctl restart {units}",))
         return None
     if h == "systemd-reload" and facts.systemd:
         return Change(component.name, "handler", "systemd", "daemon-reload", ("systemctl daemon-reload",))

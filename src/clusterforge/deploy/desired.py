@@ -15,6 +15,7 @@ from typing import Any
 from ..model.index import Index
 from ..model.inventory import RebootPolicy
 from ..render import banner, file_specs
+from ..render.context_opensm import install_path, plane_services
 from ..render.core import HOST_BUILDERS
 from ..render.env import environment
 from ..render.spec import FileSpec
@@ -111,8 +112,8 @@ def rendered_by_host(index: Index) -> tuple[dict[str, list[tuple[str, FileSpec]]
             hosts_spec = spec
         elif parts[0] == "hosts" and len(parts) > 2:
             out.setdefault(parts[1], []).append(("/" + "/".join(parts[2:]), spec))
-        elif parts[0] == "opensm" and len(parts) == 3:
-            out.setdefault(parts[1], []).append((f"/etc/opensm/{parts[2]}", spec))
+        elif parts[0] == "opensm" and (where := install_path(spec.path)) is not None:
+            out.setdefault(where[0], []).append((where[1], spec))
     return out, hosts_spec
 
 
@@ -271,7 +272,8 @@ def _ipoib(files: list[ManagedFile]) -> Component | None:
 def _opensm(files: list[ManagedFile], is_sm: bool) -> Component | None:
     if not is_sm or not files:
         return None
-    return Component("opensm", tuple(files), packages=("opensm",), services=("opensm",),
+    # rail planes: one opensm-plane@<P> instance per plane (its unit and /etc/opensm/plane<P>/ among the files)
+    return Component("opensm", tuple(files), packages=("opensm",), services=plane_services([f.dest for f in files]),
                      handler="opensm-resweep")
 
 

@@ -8,7 +8,11 @@ own OpenSM instance, so each SM node gets `opensm/<sm-node>/plane<P>/` (installe
 /etc/opensm/plane<P>/) per plane: opensm.conf bound to the SM node's port in that plane, with
 its own log file and dump directory, and root / compute / I/O GUID files and partitions
 holding only that plane's switches and ports. A port's plane is the plane of the switch its
-cable reaches (a leaf: its rail's plane; a rail-plane spine: its group).
+cable reaches (a leaf: its rail's plane; a rail-plane spine: its group). Each SM node also gets the
+unit `opensm/<sm-node>/systemd/opensm-plane@.service` (one instance per plane: opensm-plane@0, ...;
+installed in /etc/systemd/system) and `opensm/<sm-node>/default/opensm` (/etc/default/opensm,
+PORTS=NONE: the distribution's per-port opensm.service stays off). `install_path` says where each
+rendered OpenSM file goes on its SM node.
 """
 
 from __future__ import annotations
@@ -29,8 +33,34 @@ FILES = {
     "partition_config_file": "partitions.conf",
     "node_name_map_name": "node-name-map",
 }
+PLANE_UNIT = "opensm-plane@.service"
+"""The systemd template unit of the per-plane OpenSM instances (opensm-plane@<P>)."""
+_INSTALL_DIRS = {"systemd": "/etc/systemd/system", "default": "/etc/default"}
 DEFAULT_PKEY = 0x7FFF
 _KEYWORDS = {"ALL", "ALL_CAS", "ALL_SWITCHES", "SELF"}
+
+
+def install_path(path: str) -> tuple[str, str] | None:
+    """A rendered `opensm/<sm-node>/...` file -> (SM node, absolute path there), else None:
+    `opensm/sm01/opensm.conf` -> /etc/opensm/opensm.conf, `opensm/sm01/plane1/opensm.conf` ->
+    /etc/opensm/plane1/opensm.conf, `opensm/sm01/systemd/X` -> /etc/systemd/system/X,
+    `opensm/sm01/default/opensm` -> /etc/default/opensm."""
+    parts = path.split("/")
+    if parts[0] != "opensm" or len(parts) < 3:
+        return None
+    if len(parts) == 4 and parts[2] in _INSTALL_DIRS:
+        return parts[1], f"{_INSTALL_DIRS[parts[2]]}/{parts[3]}"
+    if len(parts) == 3 or (len(parts) == 4 and parts[2].startswith("plane")):
+        return parts[1], f"{OPENSM_DIR}/{'/'.join(parts[2:])}"
+    return None
+
+
+def plane_services(paths: list[str]) -> tuple[str, ...]:
+    """The OpenSM units of an SM node from its installed files: `opensm-plane@<P>` for each
+    /etc/opensm/plane<P>/opensm.conf (rail planes), else the distribution's `opensm`."""
+    planes = sorted(int(p.split("/")[3][len("plane"):]) for p in paths
+                    if p.startswith(f"{OPENSM_DIR}/plane") and p.endswith("/opensm.conf"))
+    return tuple(f"opensm-plane@{p}" for p in planes) or ("opensm",)
 
 
 def rail_order(cas: list[Ca]) -> list[Ca]:
@@ -232,6 +262,11 @@ def _plane_files(fab: FabricView, sm: OpenSm, planes: dict[str, int],
             notes = () if guid else (f"opensm.conf for {smn.node} plane {plane}: guid 0 ({why})",)
             out.append(FileSpec(f"{base}/opensm.conf", "opensm/opensm.conf.j2", conf, notes=notes))
             out += [FileSpec(f"{base}/{name}", template, ctx, unknown) for name, template, ctx, unknown in shared]
+    all_planes = sorted(set(planes.values()))
+    for smn in sm.sm_nodes:
+        out.append(FileSpec(f"opensm/{smn.node}/systemd/{PLANE_UNIT}", f"opensm/{PLANE_UNIT}.j2", {}))
+        out.append(FileSpec(f"opensm/{smn.node}/default/opensm", "opensm/default-opensm.j2",
+                            {"planes": [f"opensm-plane@{p}" for p in all_planes]}))
     return out
 
 

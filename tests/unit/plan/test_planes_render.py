@@ -36,7 +36,12 @@ def test_one_opensm_instance_per_plane(tmp_path: Path) -> None:
     osm = _render(tmp_path)
     assert sorted(p.name for p in osm.iterdir()) == ["sm01", "sm02"]
     for sm in ("sm01", "sm02"):
-        assert sorted(p.name for p in (osm / sm).iterdir()) == ["plane0", "plane1"]
+        assert sorted(p.name for p in (osm / sm).iterdir()) == ["default", "plane0", "plane1", "systemd"]
+        # the per-plane template unit and the distribution's per-port opensm.service kept off
+        unit = (osm / sm / "systemd" / "opensm-plane@.service").read_text()
+        assert "ExecStart=/usr/sbin/opensm -F /etc/opensm/plane%i/opensm.conf" in unit
+        assert "OSM_CACHE_DIR=/var/cache/opensm/plane%i" in unit
+        assert "PORTS=NONE" in (osm / sm / "default" / "opensm").read_text().splitlines()
     for plane, hca, spines in ((0, "mlx5_0", "spine-pl01-"), (1, "mlx5_1", "spine-pl02-")):
         d = osm / "sm01" / f"plane{plane}"
         conf = (d / "opensm.conf").read_text()
@@ -60,3 +65,17 @@ def test_nccl_for_rail_planes(tmp_path: Path) -> None:
     text = confs[0].read_text()
     assert "NCCL_CROSS_NIC=0" in text and "NCCL_PXN_DISABLE=0" in text
     assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1" in text
+
+
+def test_install_paths_and_units() -> None:
+    from clusterforge.render.context_opensm import install_path, plane_services
+
+    assert install_path("opensm/sm01/opensm.conf") == ("sm01", "/etc/opensm/opensm.conf")
+    assert install_path("opensm/sm01/plane1/opensm.conf") == ("sm01", "/etc/opensm/plane1/opensm.conf")
+    assert install_path("opensm/sm01/systemd/opensm-plane@.service") == (
+        "sm01", "/etc/systemd/system/opensm-plane@.service")
+    assert install_path("opensm/sm01/default/opensm") == ("sm01", "/etc/default/opensm")
+    assert install_path("opensm/sm01/other/x") is None and install_path("fabric/node-name-map") is None
+    assert plane_services(["/etc/opensm/opensm.conf", "/etc/opensm/partitions.conf"]) == ("opensm",)
+    assert plane_services(["/etc/opensm/plane1/opensm.conf", "/etc/opensm/plane0/opensm.conf",
+                           "/etc/opensm/plane0/partitions.conf"]) == ("opensm-plane@0", "opensm-plane@1")
