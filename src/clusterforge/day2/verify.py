@@ -27,11 +27,12 @@ subnet manager (highest priority), the trunks laid. Each step acts on it, and mu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..model.cabling import Cable
-from ..model.index import Index, PortKey
+from ..model.index import Index
+from .floor import floor_of
 from .ha import Groups, groups, replaced_switches
 from .inventory_diff import LEARN_FIELDS, cable_ends, device_places, hardware_fields, unit_heights
 from .steps import ChangePlan, Step
@@ -62,27 +63,6 @@ def _physical(c: Cable) -> tuple[Any, ...]:
     return (c.id, c.label, c.media, c.length_m, c.fiber_type, c.trunk, c.lane_group)
 
 
-@dataclass
-class _State:
-    racks: dict[str, dict[str, Any]]  # rack -> settings
-    at: dict[str, tuple[str, int]]  # device -> (rack, lowest U)
-    slot: dict[tuple[str, int], str]  # every (rack, U) a device takes -> the device
-    height: dict[str, int]  # units each standing device takes from its lowest U
-    plugged: dict[frozenset[PortKey], Cable]
-    by_id: dict[str, frozenset[PortKey]]
-    port_busy: dict[PortKey, str]
-    busy_on: dict[str, set[PortKey]]  # device -> its ports with a cable in them
-    host: dict[str, str]  # in, drained, out, new
-    trunks: set[str]
-    master: str | None
-    learned: set[str] = field(default_factory=set)
-    deployed: set[str] = field(default_factory=set)
-    validated: set[str] = field(default_factory=set)  # hosts validated since their last change
-    commissioned: set[str] = field(default_factory=set)
-    hw_done: set[str] = field(default_factory=set)  # nodes whose hardware change was made
-    cabled_since: dict[str, int] = field(default_factory=dict)  # device -> cables plugged into it
-
-
 class _Replay:
     def __init__(self, plan: ChangePlan, old: Index, new: Index):
         self.plan, self.old, self.new = plan, old, new
@@ -105,28 +85,8 @@ class _Replay:
                            and hardware_fields(d.fields)}
         self.cooling = {d.name for d in plan.diff.devices if d.kind == "rack" and d.change == "changed"
                         and "cooling" in d.fields}
-        plugged: dict[frozenset[PortKey], Cable] = {}
-        by_id: dict[str, frozenset[PortKey]] = {}
-        busy: dict[PortKey, str] = {}
-        for c in old.inv.cables:  # one pass: 50,000 cables at 2,048 nodes
-            ka, kb = c.a.key, c.b.key
-            ends = frozenset((ka, kb))
-            plugged[ends] = c
-            by_id[c.id] = ends
-            busy[ka] = busy[kb] = c.id
-        busy_on: dict[str, set[PortKey]] = {}
-        for k in busy:
-            busy_on.setdefault(k[0], set()).add(k)
-        places = device_places(old)
-        height = unit_heights(old)
         self.new_heights = unit_heights(new)
-        self.s = _State(
-            racks={r.name: r.model_dump(mode="json") for r in old.inv.racks},
-            at=places, slot={(p[0], u): d for d, p in places.items() for u in range(p[1], p[1] + height.get(d, 1))},
-            height={d: height.get(d, 1) for d in places},
-            plugged=plugged, by_id=by_id, port_busy=busy, busy_on=busy_on,
-            host={n: "in" for n in old.nodes}, trunks=set(old.trunks), master=self.g.master,
-        )
+        self.s = floor_of(old, self.g.master)
         self.panel_trunks: dict[str, set[str]] = {}  # panel -> trunks ending at it (old or new)
         for t in (*old.inv.trunks, *new.inv.trunks):
             for panel in (t.a_panel, t.b_panel):
