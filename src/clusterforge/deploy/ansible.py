@@ -48,7 +48,7 @@ def _component_vars(plan: HostPlan) -> dict[str, Any]:
         p = f"cf_{name}_"
         files = [] if comp is None else [
             {"dest": f.dest, "content": f.content.rstrip("\n") if f.block else f.content, "mode": f"0{f.mode:o}",
-             "block": f.block} for f in comp.files if not f.secret]
+             "block": f.block, "unit": f.unit, "reload": f.reload} for f in comp.files if not f.secret]
         out[p + "files"] = files
         out[p + "pins"] = [] if comp is None else [
             {"package": x.package, "version": x.version, "hold": x.hold} for x in comp.pins]

@@ -12,6 +12,7 @@ import base64
 import difflib
 import hashlib
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .desired import Component, ManagedFile, merge_block
@@ -142,9 +143,12 @@ def module_changes(component: str, modules: tuple[str, ...], facts: HostFacts) -
             for m in modules if m not in facts.modules]
 
 
-def handler_change(component: Component, facts: HostFacts) -> Change | None:
-    """What a changed configuration file of `component` triggers (None: nothing to do here)."""
+def handler_change(component: Component, facts: HostFacts, changed: Sequence[str] = ()) -> Change | None:
+    """What a changed configuration file of `component` triggers (None: nothing to do here). `changed`: the
+    destinations of its files that change in this run (the `units` handler acts on their units only)."""
     h = component.handler
+    if h == "units":
+        return units_change(component, facts, changed)
     if h == "opensm-resweep":
         pids = facts.processes.get("opensm", [])
         if pids:
@@ -164,6 +168,23 @@ def handler_change(component: Component, facts: HostFacts) -> Change | None:
     return None
 
 
+def units_change(component: Component, facts: HostFacts, changed: Sequence[str]) -> Change | None:
+    """Restart (or reload) exactly the units whose files change, after a daemon-reload when one of the
+    changed files is a unit or drop-in; nothing on a host without systemd."""
+    if not facts.systemd:
+        return None
+    files = [f for f in component.files if f.dest in set(changed) and f.unit]
+    restart = sorted({f.unit for f in files if not f.reload})
+    reload = sorted({f.unit for f in files if f.reload} - set(restart))
+    if not restart and not reload:
+        return None
+    commands = ["systemctl daemon-reload"] if any("/systemd/system/" in f.dest for f in files) else []
+    commands += [f"systemctl restart {' '.join(shlex.quote(u) for u in restart)}"] if restart else []
+    commands += [f"systemctl reload {' '.join(shlex.quote(u) for u in reload)}"] if reload else []
+    what = ", ".join([*(f"restart {u}" for u in restart), *(f"reload {u}" for u in reload)])
+    return Change(component.name, "handler", " ".join([*restart, *reload]), what, tuple(commands))
+
+
 def component_changes(component: Component, facts: HostFacts) -> list[Change]:
     """Every change one component needs on a host, in execution order."""
     files = [c for f in component.files if (c := file_change(component.name, f, facts)) is not None]
@@ -173,7 +194,7 @@ def component_changes(component: Component, facts: HostFacts) -> list[Change]:
     out += service_changes(component.name, component.services, facts)
     out += module_changes(component.name, component.modules, facts)
     if files and component.handler != "apt-update":
-        handler = handler_change(component, facts)
+        handler = handler_change(component, facts, [c.target for c in files])
         if handler is not None:
             out.append(handler)
     return out

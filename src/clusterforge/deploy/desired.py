@@ -21,10 +21,11 @@ from ..render.env import environment
 from ..render.spec import FileSpec
 from ..render.writer import file_mode
 from .compat import lustre_ofed_problem
+from .monitoring import monitoring_components
 from .options import DeployOptions
 from .packages import Pin, lustre_pins, nccl_pins, nvidia_pins, ofed_pins
 
-COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "opensm")
+COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "opensm", "monitoring")
 HOSTS_FRAGMENT = "network/hosts"
 HOSTS_MARKER = "# {mark} clusterforge managed block"
 
@@ -47,6 +48,10 @@ class ManagedFile:
     """Never printed or diffed (repository credentials)."""
     block: bool = False
     """Managed as a marked block inside an existing file (/etc/hosts), not the whole file."""
+    unit: str = ""
+    """The systemd unit this file configures: restarted when the file changes (the `units` handler)."""
+    reload: bool = False
+    """Reload `unit` (it re-reads this file on SIGHUP) instead of restarting it."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,8 @@ class Component:
     modules: tuple[str, ...] = ()
     """Kernel modules loaded when their dependencies are (persisted by a modules-load file)."""
     handler: str | None = None
-    """What a changed file triggers: `opensm-resweep`, `systemd-reload`, `netplan-apply`, `apt-update`."""
+    """What a changed file triggers: `opensm-resweep`, `systemd-reload`, `netplan-apply`, `apt-update`, `units`
+    (each changed file's own `unit` restarted or reloaded, after a daemon-reload when a unit file changed)."""
     problems: tuple[str, ...] = ()
     """Preflight problems known from the model alone: the component fails before any change."""
 
@@ -140,6 +146,7 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
     kind_of: dict[tuple[str, str], tuple[str, int, str]] = {}  # (dest, template) -> component, mode, full dest
     contexts: dict[int, dict[str, Any]] = {}
     pins_of: dict[str, tuple[Pin, ...]] = {}  # the same for every host: computed once
+    monitoring = monitoring_components(index, options, render=render)
     for node in inv.nodes:
         files: dict[str, list[ManagedFile]] = {}
         for dest, spec in by_host.get(node.name, []):
@@ -165,7 +172,7 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
         nvidia = nvidia_for[nvswitch] if has_gpus else None
         comp_list = [base, ofed, nvidia, _nccl(index, files.get("nccl", []), pins_of),
                      _lustre(index, files.get("lustre", []), pins_of), _ipoib(files.get("ipoib", [])),
-                     _opensm(files.get("opensm", []), node.name in sm_nodes)]
+                     _opensm(files.get("opensm", []), node.name in sm_nodes), monitoring.get(node.name)]
         comps = [c for c in comp_list if c is not None]
         pins = tuple(p for c in comps for p in c.pins)
         if pins not in repo_for:

@@ -37,7 +37,8 @@ HANDLERS = {"opensm-resweep": "re-sweep when its files changed",
             "systemd-reload": "daemon-reload when its files changed",
             "netplan-apply": "netplan apply when its files changed",
             "timesync-restart": "restart systemd-timesyncd when its files changed",
-            "apt-update": "apt-get update when its files changed"}
+            "apt-update": "apt-get update when its files changed",
+            "units": "restart or reload the services whose files changed"}
 
 
 def op_name(comp: Component, action: str) -> str | None:

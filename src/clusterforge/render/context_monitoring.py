@@ -13,12 +13,16 @@ Files (under out/<env>/):
   monitoring/<server>/etc/default/victoria-metrics               the Debian unit's ARGS (retention, ...)
   monitoring/<server>/etc/default/prometheus-alertmanager        its ARGS (the cluster of several servers)
   monitoring/<server>/etc/systemd/system/clusterforge-{vmalert,vmagent}.service
+  monitoring/<server>/usr/local/lib/clusterforge/drain-hook, .../etc/clusterforge/monitoring/drain-targets.json,
+  monitoring/<server>/etc/systemd/system/clusterforge-drain-hook.service   the level 3 drain hook
   monitoring/nodes/dcgm-counters.csv, monitoring/nodes/dcgm-exporter.service   GPU nodes
+  monitoring/nodes/prometheus-node-exporter                      every node's /etc/default (exporters)
   hosts/<node>/etc/telegraf/telegraf.conf                        every node (telegraf path)
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..model.index import Index
@@ -38,6 +42,12 @@ DCGM_EXPORTER_PORT = 9400
 CONF_DIR = "/etc/clusterforge/monitoring"
 IB_HEALTH = "/usr/local/lib/clusterforge/ib-health"
 """The exec input / textfile script: optics temperature and pre-FEC BER, the master SM (`cf_*` metrics)."""
+TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
+"""node_exporter's textfile collector directory (Debian's)."""
+DRAIN_HOOK = "/usr/local/lib/clusterforge/drain-hook"
+"""The drain hook on the monitoring node: a standalone Python script (nothing of clusterforge installed there)."""
+DRAIN_TARGETS = f"{CONF_DIR}/drain-targets.json"
+"""host -> the inventory's deploy.reboot.drain argv, read by the drain hook."""
 
 DCGM_COUNTERS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
@@ -181,8 +191,21 @@ def monitoring_files(fab: FabricView) -> list[FileSpec]:
                  else [f"http://127.0.0.1:{ALERTMANAGER_PORT}"])
     units = {"store": f"http://127.0.0.1:{STORE_PORT}", "alertmanagers": notifiers,
              "vmalert_port": VMALERT_PORT, "conf_dir": CONF_DIR, "remote_write": list(mon.remote_write)}
+    page = mon.alerts.page
+    drain = None
+    if page is not None and page.drain:
+        argv = list(index.inv.deploy.reboot.drain)
+        drain = {"port": page.drain_hook_port, "script": DRAIN_HOOK, "targets": DRAIN_TARGETS,
+                 "hosts": {n.name: [part.replace("{host}", n.name) for part in argv] for n in index.inv.nodes}}
     for srv in stores:
         base = f"monitoring/{srv}"
+        if drain is not None:
+            specs.append(FileSpec(f"{base}{DRAIN_HOOK}", "monitoring/drain-hook.py.j2", {"port": drain["port"]}))
+            specs.append(FileSpec(f"{base}{DRAIN_TARGETS}", "monitoring/drain-targets.json.j2",
+                                  {"json": json.dumps(drain["hosts"], indent=1, sort_keys=True)}))
+            specs.append(FileSpec(f"{base}/etc/systemd/system/clusterforge-drain-hook.service",
+                                  "monitoring/drain-hook.service.j2",
+                                  {k: drain[k] for k in ("port", "script", "targets")}))
         specs.append(FileSpec(f"{base}/etc/default/prometheus-alertmanager",
                               "monitoring/prometheus-alertmanager.default.j2",
                               {"peers": [f"{s}:{ALERTMANAGER_CLUSTER_PORT}" for s in stores if s != srv],
@@ -198,6 +221,10 @@ def monitoring_files(fab: FabricView) -> list[FileSpec]:
                                   scrape))
             specs.append(FileSpec(f"{base}/etc/systemd/system/clusterforge-vmagent.service",
                                   "monitoring/vmagent.service.j2", units))
+    if mon.collector == "exporters":
+        specs.append(FileSpec("monitoring/nodes/prometheus-node-exporter",
+                              "monitoring/prometheus-node-exporter.default.j2",
+                              {"textfile_dir": TEXTFILE_DIR, "port": NODE_EXPORTER_PORT}))
     if _gpu_counts(index):
         specs.append(FileSpec("monitoring/nodes/dcgm-counters.csv", "monitoring/dcgm-counters.csv.j2",
                               {"counters": [list(c) for c in DCGM_COUNTERS]}))

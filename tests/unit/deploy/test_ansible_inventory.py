@@ -16,7 +16,7 @@ def test_groups_by_role_and_rack_and_hostvars(plans: dict[str, HostPlan]) -> Non
     assert inv["rack_lab_su01_r01"]["hosts"] == ["gpu01", "gpu02", "gpu03", "gpu04"]
     assert set(inv["all"]["children"]) >= {"role_compute", "role_storage", "rack_lab_core01"}
     hv = plain(inv["_meta"]["hostvars"]["sm01"])
-    assert hv["cf_components"] == ["repo", "base", "ofed", "ipoib", "opensm"]
+    assert hv["cf_components"] == ["repo", "base", "ofed", "ipoib", "opensm", "monitoring"]
     conf = next(f for f in hv["cf_opensm_files"] if f["dest"] == "/etc/opensm/opensm.conf")
     ours = next(f for f in plans["sm01"].files if f.dest == "/etc/opensm/opensm.conf")
     assert conf["content"] == ours.content and "sm_priority 15" in conf["content"]

@@ -18,8 +18,17 @@ def _all(plan: HostPlan, facts: HostFacts) -> list[tuple[str, str, str]]:
 
 
 def test_converged_hosts_need_nothing(plans: dict[str, HostPlan]) -> None:
-    assert _all(plans["gpu01"], parse_state(data("probe-gpu01-converged.out"))) == []
-    assert _all(plans["sm01"], parse_state(data("probe-sm01-converged.out"))) == []
+    # captured before the monitoring component existed: its own convergence (a second run changes nothing)
+    # is checked on the systemd lab (tests/lab/test_monitoring_deploy.py)
+    sm01 = parse_state(data("probe-sm01-converged.out"))
+    assert [k for k in _all(plans["sm01"], sm01) if k[0] != "monitoring"] == []
+    # a GPU node's pin file gains the dcgm-exporter pin, and nothing else
+    gpu01 = parse_state(data("probe-gpu01-converged.out"))
+    changes = [c for comp in plans["gpu01"].components for c in component_changes(comp, gpu01)
+               if c.component != "monitoring"]
+    assert [c.key for c in changes] == [("repo", "file", "/etc/apt/preferences.d/clusterforge.pref")]
+    added = [line for line in changes[0].diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert added == ["+", "+Package: dcgm-exporter", "+Pin: version 3.3.9-1", "+Pin-Priority: 1001"]
 
 
 def test_fresh_gpu_host_needs_every_file_package_and_hold(plans: dict[str, HostPlan]) -> None:
@@ -28,7 +37,8 @@ def test_fresh_gpu_host_needs_every_file_package_and_hold(plans: dict[str, HostP
     assert {"/etc/nccl.conf", "/etc/hosts", "/etc/lnet.conf", "/etc/apt/preferences.d/clusterforge.pref"} <= files
     pkgs = {t for c, k, t in keys if k == "package"}
     assert {"nvidia-driver-550", "nvidia-fabricmanager-550", "libnccl2", "doca-ofed", "lustre-client-utils"} <= pkgs
-    assert {t for c, k, t in keys if k == "hold"} == pkgs
+    pinned = {p.package for p in plans["gpu01"].pins}
+    assert {t for c, k, t in keys if k == "hold"} == pinned == pkgs - {"prometheus-node-exporter"}
 
 
 def test_one_apt_transaction_per_component_with_exact_versions() -> None:

@@ -19,9 +19,10 @@ def _names(plan: HostPlan) -> list[str]:
 
 
 def test_components_follow_roles_and_hardware(plans: dict[str, HostPlan]) -> None:
-    assert _names(plans["gpu01"]) == ["repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib"]
-    assert _names(plans["sm01"]) == ["repo", "base", "ofed", "ipoib", "opensm"]
-    assert _names(plans["lus01"]) == ["repo", "base", "ofed", "lustre", "ipoib"]
+    # every node of an inventory with a `monitoring` section gets its collector (the lab: every node)
+    assert _names(plans["gpu01"]) == ["repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "monitoring"]
+    assert _names(plans["sm01"]) == ["repo", "base", "ofed", "ipoib", "opensm", "monitoring"]
+    assert _names(plans["lus01"]) == ["repo", "base", "ofed", "lustre", "ipoib", "monitoring"]
 
 
 def test_nvswitch_nodes_get_fabricmanager_of_the_driver_version(plans: dict[str, HostPlan]) -> None:
