@@ -43,6 +43,8 @@ def validate(
     for path, option in ((junit, "--junit"), (save, "--save")):
         if path is not None:
             check_output_path(path, option, directory=option == "--save")
+    # the declared-fabric cache (validate/quick.py) is keyed by the files as they are before loading
+    key = _cache_key(env) if from_dir is not None and fabric_only else None
     checked = load_or_fail(env)
     hosts = None if limit is None else {h for h in limit.split(",") if h}
     unknown = sorted((hosts or set()) - checked.index.nodes.keys())
@@ -82,7 +84,22 @@ def validate(
         print_json(to_json(report))
     else:
         print_summary(out, report)
+    if key is not None:
+        from ..validate.declared import refresh
+
+        refresh(env, checked.index, key)
     raise typer.Exit(int(exit_code(report)))
+
+
+def _cache_key(env: Path) -> str | None:
+    from ..validate.quick import cache_enabled, inventory_key
+
+    if not cache_enabled():
+        return None
+    try:
+        return inventory_key(env)
+    except OSError:
+        return None  # loading says what is wrong with the environment
 
 
 def _with_where(f: Finding, where: str) -> Finding:

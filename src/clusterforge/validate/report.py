@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections import Counter
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ExitCode, format_path
 from .findings import RULES
-from .run import Report
+
+if TYPE_CHECKING:  # imported by validate.quick's clean report too: nothing heavy at import
+    from rich.console import Console
+
+    from .run import Report
 
 _DETAILS = 12  # detail lines printed per finding on the terminal (JSON and JUnit carry all)
 
@@ -56,6 +55,9 @@ def print_summary(console: Console, report: Report, top: int = 20) -> None:
     if not report.findings:
         console.print("[bold green]clean[/]: the fabric and hosts match the inventory")
         return
+    from rich.markup import escape
+    from rich.table import Table
+
     counts = Counter((f.rule, f.severity) for f in report.findings)
     table = Table(title="findings by rule", title_justify="left")
     table.add_column("rule")
@@ -84,6 +86,8 @@ def print_summary(console: Console, report: Report, top: int = 20) -> None:
 
 def to_junit(report: Report) -> str:
     """One test case per checked subject; a finding is a failure of its subject's case."""
+    import xml.etree.ElementTree as ET
+
     suites = ET.Element("testsuites", name="clusterforge validate")
     by_suite: dict[str, list[Any]] = {"fabric": [], "hosts": []}
     for f in report.findings:
