@@ -157,6 +157,7 @@ def lab_status(env: Path = typer.Argument(Path("inventories/lab")),
     except LabError as exc:
         err.print(f"lab status: {exc}", markup=False)
         monitoring_faults = []
+    drained = lab_monitoring.drained(labenv.paths(env).state_dir, {h.name for h in st.hosts})
     if as_json or fmt is Format.json:
         out.print_json(json.dumps({
             "healthy": st.healthy, "mode": st.mode, "lab_network": mapping.get("lab_network"),
@@ -165,7 +166,7 @@ def lab_status(env: Path = typer.Argument(Path("inventories/lab")),
                                "inventory_address": inv.get(h.name)} for h in st.hosts},
             "without_container": mapping.get("without_container", []),
             "fabric": mapping.get("fabric"), "opensm": mapping.get("opensm"), "faults": st.faults,
-            "monitoring_faults": monitoring_faults}))
+            "monitoring_faults": monitoring_faults, "drained": drained}))
     else:
         out.print(f"healthy: {st.healthy} ({st.mode} mode), lab network {mapping.get('lab_network', '?')} "
                   f"(inventory {mapping.get('inventory_network', '?')}: never contacted)", markup=False)
@@ -182,6 +183,8 @@ def lab_status(env: Path = typer.Argument(Path("inventories/lab")),
         if n_out:
             out.print(f"  {n_out} node(s) without a container (HCAs simulated)", markup=False)
         lab_monitoring.print_status(monitoring_faults)
+        if drained:
+            out.print(f"  drained (the lab's stand-in for a scheduler): {', '.join(drained)}", markup=False)
     if not st.healthy:
         raise typer.Exit(int(ExitCode.FAILURE))
 
@@ -403,8 +406,11 @@ def lab_resume(args: list[str] = typer.Argument(..., metavar="[ENV] HOST"), env_
 
 
 def _drain(env: Path, host: str, drain: bool, fmt: Format = Format.text) -> None:
+    from . import lab_monitoring
+
     state = _running(env)
     try:
+        lab_monitoring.drained(state.state_dir, set(state.hosts))  # what the containers asked for comes first
         changed = set_drained(state.state_dir, host, drain, set(state.hosts))
     except (LabError, OSError) as exc:
         _fail(exc)

@@ -85,3 +85,19 @@ def print_status(faults: list[dict[str, Any]]) -> None:
         driver = "" if f["driver_running"] else " (driver NOT running: `lab heal`, then fault again)"
         out.print(f"  monitoring fault: {f['kind']} {f['target']} ({params}) on {', '.join(f['hosts'])}{driver}",
                   markup=False)
+
+
+def drained(state_dir: Path, known: set[str]) -> list[str]:
+    """The lab's drained hosts, after applying the requests the containers left (the drain hook's stand-in)."""
+    from ..lab.drain_outbox import fold
+    from ..lab.technician import drained as read_drained
+
+    try:
+        for req in fold(state_dir, known):
+            if not req.get("applied"):
+                err.print(f"lab: a drain request from a container was refused: {req.get('error')}", markup=False)
+        hosts = read_drained(state_dir).get("drained")
+    except (LabError, OSError, ValueError) as exc:
+        err.print(f"lab: {exc}", markup=False)
+        return []
+    return sorted(str(h) for h in hosts) if isinstance(hosts, list) else []

@@ -94,6 +94,7 @@ def run_host_container(
     address: str,
     lab: str,
     mounts: Sequence[tuple[Path, str]],
+    rw_mounts: Sequence[tuple[Path, str]] = (),
     env: Sequence[tuple[str, str]],
     entrypoint: str,
     systemd: bool = False,
@@ -114,6 +115,8 @@ def run_host_container(
         args += ["--entrypoint", '["/bin/sh", "' + entrypoint + '"]']
     for src, dst in mounts:
         args += ["--volume", f"{src}:{dst}:ro"]
+    for src, dst in rw_mounts:  # the lab's drain outbox only (drain_outbox)
+        args += ["--volume", f"{src}:{dst}:rw"]
     for key, value in env:
         args += ["--env", f"{key}={value}"]
     args.append(image)

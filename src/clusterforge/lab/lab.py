@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusterforge.lab import containers, hostns, netns
+from clusterforge.lab import containers, drain_outbox, hostns, netns
 from clusterforge.lab.errors import CommandError, LabError
 from clusterforge.lab.fabric_tools import (
     FabricClient,
@@ -353,6 +353,7 @@ def _up_podman_hosts(spec: LabSpec, state: LabState, packages: Sequence[str]) ->
         rec.container = containers.container_name(spec.name, rec.name)
     write_state(state)
     write_guest_files(spec, state)
+    drain_outbox.install_standin(state.state_dir / "guest" / "sbin")
     for rec in state.hosts.values():
         rec.container_id = _start_container(spec, state, rec)
         write_state(state)
@@ -390,10 +391,13 @@ def _start_container(spec: LabSpec, state: LabState, rec: HostRecord) -> str:
     containers.remove_container(rec.container)  # leftover of a crashed run
     standins = host_dir(state.state_dir, rec.name)  # the monitoring stand-ins' files (monitoring_standins)
     standins.mkdir(parents=True, exist_ok=True)
+    drain_box = drain_outbox.outbox(state.state_dir)  # the lab's drain from inside (the drain hook's stand-in)
+    drain_box.mkdir(parents=True, exist_ok=True)
     return containers.run_host_container(
         name=rec.container, hostname=rec.name, image=state.image, network=state.network,
         address=rec.address, lab=spec.name,
         mounts=[(hd, GUEST_ETC), (state.state_dir / "guest" / "sbin", GUEST_SBIN), (standins, LAB_DIR)],
+        rw_mounts=[(drain_box, drain_outbox.OUTBOX)],
         env=env, entrypoint=GUEST_INIT, systemd=spec.systemd,
     )
 
