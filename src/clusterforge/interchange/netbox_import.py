@@ -34,6 +34,32 @@ class _Table:
     rows: list[tuple[int, dict[str, str]]]  # (line, row)
 
 
+class _Lines:
+    """The text's lines for csv, numbered from 1; `start` is the line the record being read began on (a quoted
+    cell may span lines, and csv's own `line_num` is the record's last line)."""
+
+    def __init__(self, text: str) -> None:
+        self._lines = io.StringIO(text, newline="")
+        self.n = 0
+        self.start = 1
+        self.fresh = True  # the next line that is not blank begins a record
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._lines)
+        self.n += 1
+        if self.fresh and line.strip("\r\n"):
+            self.start, self.fresh = self.n, False
+        return line
+
+    def record_read(self) -> int:
+        """The first line of the record just read; the next record starts afresh."""
+        self.fresh = True
+        return self.start
+
+
 def read_tables(texts: dict[str, str]) -> dict[str, _Table]:
     """Parse each FILES CSV (a missing optional file is empty); a missing column is an error."""
     out: dict[str, _Table] = {}
@@ -44,18 +70,21 @@ def read_tables(texts: dict[str, str]) -> dict[str, _Table]:
                 raise NetboxImportError(name, None, "missing: an export has sites.csv and devices.csv at least")
             out[name] = _Table(name, [])
             continue
-        reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+        lines = _Lines(text)
+        reader = csv.DictReader(lines, strict=True)
         rows = []
         try:
             header = reader.fieldnames or []
             needed = [c for c in columns if c in _REQUIRED.get(name, ())]
             lacking = [c for c in needed if c not in header]
             if lacking:
-                raise NetboxImportError(name, 1, f"no column {', '.join(lacking)} (header: {', '.join(header)})")
+                raise NetboxImportError(name, lines.start,
+                                        f"no column {', '.join(lacking)} (header: {', '.join(header)})")
+            lines.record_read()  # the header
             for row in reader:
-                rows.append((reader.line_num, {k: _uncell(v) for k, v in row.items() if isinstance(k, str)}))
+                rows.append((lines.record_read(), {k: _uncell(v) for k, v in row.items() if isinstance(k, str)}))
         except csv.Error as exc:
-            raise NetboxImportError(name, reader.line_num, f"not CSV: {exc}") from None
+            raise NetboxImportError(name, lines.start, f"not CSV: {exc}") from None
         out[name] = _Table(name, rows)
     return out
 

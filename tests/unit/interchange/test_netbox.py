@@ -167,6 +167,35 @@ def test_cli_refuses_bad_csv_without_a_traceback(prod: Checked, tmp_path: Path) 
     assert "Traceback" not in result.output and not (tmp_path / "env").exists()
 
 
+def test_error_lines_are_where_the_record_starts_in_an_editor(prod: Checked) -> None:
+    """Line numbers count the file's lines from 1 (the header is line 1); a record whose quoted cell spans
+    lines is named by its first line, and blank lines count."""
+    texts = _texts(prod)
+    lines = texts["devices.csv"].splitlines(keepends=True)
+    header = next(csv.reader([lines[0]]))
+
+    def edited(at: int, **cells: str) -> str:
+        row = next(csv.reader([lines[at]]))
+        for col, value in cells.items():
+            row[header.index(col)] = value
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerow(row)
+        return out.getvalue()
+
+    lines[1] = edited(1, description="two\nlines")  # editor lines 2-3
+    lines[3] = edited(3, description="three\nline\nnote", position="top")
+    lines.insert(2, "\n")  # editor line 4; lines[2] (gpu02) is line 5, lines[3] lines 6-8
+    texts["devices.csv"] = "".join(lines)
+    with pytest.raises(NetboxImportError) as err:
+        import_tables(read_tables(texts), catalog())
+    assert (err.value.file, err.value.line) == ("devices.csv", 6)
+    assert "position: 'top' is not a number" in str(err.value)
+    texts["devices.csv"] = "".join([*lines[:5], '"unterminated,cell\n', *lines[5:]])  # starts on line 9
+    with pytest.raises(NetboxImportError) as err:
+        read_tables(texts)
+    assert err.value.line == 9 and "not CSV" in str(err.value)
+
+
 GARBAGE: dict[str, dict[str, bytes]] = {
     "empty-dir": {},
     "empty-files": {"sites.csv": b"", "devices.csv": b""},
