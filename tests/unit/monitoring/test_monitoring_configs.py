@@ -56,7 +56,7 @@ def test_alertmanager_levels_route_and_inhibit(tmp_path: Path) -> None:
     receivers = {r["name"]: r for r in conf["receivers"]}
     assert set(receivers["level1-record"]) == {"name"}  # recorded only: no notifier
     assert receivers["level2-email"]["email_configs"][0]["to"] == "oncall@lab.invalid"
-    assert conf["global"]["smtp_smarthost"] == "127.0.0.1:2525"
+    assert conf["global"]["smtp_smarthost"] == "198.18.10.1:2525"  # the lab machine, seen from sm01
     assert [h["url"] for h in receivers["level3-page"]["webhook_configs"]] == ["http://127.0.0.1:9095/drain"]
     inhibit = {(r["source_matchers"][0], r["target_matchers"][0]): r["equal"] for r in conf["inhibit_rules"]}
     assert inhibit == {('level="3"', 'level=~"1|2"'): ["host"], ('level="2"', 'level="1"'): ["host"]}
