@@ -26,7 +26,7 @@ from ..render.env import environment
 from ..render.fabric import FabricView
 from ..render.writer import file_mode
 from .options import DeployOptions
-from .packages import Pin, dcgm_pins, deb_version
+from .packages import TELEGRAF_PACKAGE, Pin, dcgm_pins, telegraf_pins
 
 if TYPE_CHECKING:
     from ..model.index import Index
@@ -61,13 +61,8 @@ UNIT_OF: dict[str, tuple[str, bool]] = {
 SERVER_PACKAGES = ("victoria-metrics", "prometheus-alertmanager")
 """Debian 12's: the store, vmagent and vmalert in one package; Alertmanager."""
 NODE_EXPORTER = "prometheus-node-exporter"
-TELEGRAF = "telegraf"
+TELEGRAF = TELEGRAF_PACKAGE
 EXECUTABLE = (DRAIN_HOOK,)
-
-
-def telegraf_pins(index: Index) -> list[Pin]:
-    version = index.inv.software.telegraf
-    return [] if version is None else [Pin(TELEGRAF, deb_version(version))]
 
 
 def monitoring_components(index: Index, options: DeployOptions, *, render: bool = True) -> dict[str, Component]:
@@ -108,7 +103,7 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
     sw = index.inv.software
     exporters = mon.collector == "exporters"
     gpu_pins = tuple(dcgm_pins(sw))
-    tg_pins = tuple(telegraf_pins(index))
+    tg_pins = tuple(telegraf_pins(sw))
     out: dict[str, Component] = {}
     for node in index.inv.nodes:
         hw = index.hardware[node.name]

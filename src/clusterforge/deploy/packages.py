@@ -76,9 +76,18 @@ def dcgm_pins(sw: SoftwarePins) -> list[Pin]:
     return [] if sw.dcgm_exporter is None else [Pin(DCGM_EXPORTER_PACKAGE, deb_version(sw.dcgm_exporter))]
 
 
+TELEGRAF_PACKAGE = "telegraf"
+"""InfluxData's Telegraf (the `telegraf` collector): from the site's InfluxData repository; a stand-in in the lab."""
+
+
+def telegraf_pins(sw: SoftwarePins) -> list[Pin]:
+    return [] if sw.telegraf is None else [Pin(TELEGRAF_PACKAGE, deb_version(sw.telegraf))]
+
+
 def all_pins(sw: SoftwarePins) -> list[Pin]:
     """Every pinned package of an environment (what a mirror or stand-in repo must hold)."""
-    return sorted({*nvidia_pins(sw, True), *ofed_pins(sw), *nccl_pins(sw), *lustre_pins(sw), *dcgm_pins(sw)})
+    return sorted({*nvidia_pins(sw, True), *ofed_pins(sw), *nccl_pins(sw), *lustre_pins(sw), *dcgm_pins(sw),
+                   *telegraf_pins(sw)})
 
 
 def headers_package(kernel_release: str) -> str:

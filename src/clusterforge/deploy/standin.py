@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..lab.monitoring_standins import DCGM_FILE, SYSFS_ROOT
 from . import standin_lnet
-from .packages import DCGM_EXPORTER_PACKAGE, Pin, headers_package
+from .packages import DCGM_EXPORTER_PACKAGE, TELEGRAF_PACKAGE, Pin, headers_package
 
 LABEL = "clusterforge LAB-ONLY stand-in"
 TOOL_TIMEOUT_S = 120
@@ -134,6 +134,9 @@ def _extra_files(name: str, version: str) -> dict[str, tuple[str, int]]:
                 (_NODE_EXPORTER_DROPIN, 0o644)}
     if name == DCGM_EXPORTER_PACKAGE:
         return {"usr/bin/dcgm-exporter": (_DCGM_EXPORTER, 0o755)}
+    if name == TELEGRAF_PACKAGE:  # a prod rehearsal (telegraf path): the unit the deploy enables; collects nothing
+        return {"lib/systemd/system/telegraf.service":
+                (_unit("telegraf (an idle process: Telegraf is not installable here)", _IDLE), 0o644)}
     if name.startswith("nvidia-driver-"):
         return {"lib/systemd/system/nvidia-persistenced.service":
                 (_unit("nvidia-persistenced (an idle process: no GPUs)", _IDLE), 0o644)}

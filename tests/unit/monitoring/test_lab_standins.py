@@ -114,3 +114,15 @@ def test_ofed_standin_points_node_exporter_at_the_tree() -> None:
     lines = dropin.splitlines()
     assert lines[lines.index("[Service]") + 1] == "ExecStart="
     assert f"ExecStart=/usr/bin/prometheus-node-exporter $ARGS --path.sysfs={SYSFS_ROOT}" in lines
+
+
+def test_telegraf_is_a_pinned_standin_in_a_prod_rehearsal() -> None:
+    """Telegraf is not installable here: the lab repository holds an idle LAB-ONLY stand-in of the pin."""
+    from clusterforge.api import load_checked
+    from clusterforge.deploy.packages import all_pins
+
+    sw = load_checked(Path(__file__).resolve().parents[3] / "inventories" / "prod").index.inv.software
+    pins = {p.package: p.version for p in all_pins(sw)}
+    assert pins["telegraf"] == "1.30.3-1" and pins[DCGM_EXPORTER_PACKAGE] == "3.3.9-1"
+    unit = _extra_files("telegraf", "1.30.3-1")["lib/systemd/system/telegraf.service"][0]
+    assert "LAB-ONLY" in unit and "ExecStart=/bin/sleep infinity" in unit
