@@ -39,7 +39,8 @@ def _load_checked(env: Path, planned: bool) -> Checked:
         try:
             inv = apply_plan(inv)
         except PlanError as exc:
-            issue = InventoryIssue(("fabric",), f"the fabric spec cannot be planned: {exc}", rule="INV-PLAN")
+            issue = InventoryIssue(("fabric", *exc.field), f"the fabric spec cannot be planned: {exc}",
+                                   rule="INV-PLAN")
             raise InventoryInvalid([issue.located(*source.locate(issue.path))]) from None
     index = Index(inv)
     issues = run_checks(index)

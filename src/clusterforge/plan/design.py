@@ -187,7 +187,7 @@ def resolve(spec: FabricSpec, cat: Catalog, nodes: int, rails: int, infra_ports:
     if rpp and infra_ports:
         raise PlanError("fabric.infra_roles with rail planes: infrastructure leaves would join one plane only",
                         ["leave infra_roles empty (the nodes take unit slots on the rail leaves of every plane)",
-                         "planes: null"])
+                         "planes: null"], field=("infra_roles",))
     infra_leaves = _infra_leaves(spec, down, infra_ports)
     infra_sus = math.ceil(infra_leaves / (rails * per_rail))
     sus = max(math.ceil(nodes / su) if nodes or infra_ports else 1, units)
@@ -202,7 +202,7 @@ def resolve(spec: FabricSpec, cat: Catalog, nodes: int, rails: int, infra_ports:
     if rpp:
         if tiers == 3:
             raise PlanError("rail planes are two-tier Clos networks: fabric.tiers 3 with planes",
-                            ["tiers: 2 (or auto)", "planes: null (one three-tier fabric)"])
+                            ["tiers: 2 (or auto)", "planes: null (one three-tier fabric)"], field=("tiers",))
         tiers = 2
     if tiers == "auto":
         tiers = 2 if design_sus * rails * per_rail <= spine.ports else 3
@@ -257,11 +257,11 @@ def _rails_per_plane(spec: FabricSpec, rails: int) -> int:
         return 0
     if spec.kind != "rail-optimized":
         raise PlanError("fabric.planes needs kind rail-optimized (a plane is a group of rails)",
-                        ["kind: rail-optimized", "planes: null"])
+                        ["kind: rail-optimized", "planes: null"], field=("planes",))
     rpp = spec.rails_per_plane or 1
     if rails % rpp:
         raise PlanError(f"planes: {rpp} rails per plane do not divide the {rails} rails evenly",
-                        [f"planes: {n}" for n in divisors(rails)])
+                        [f"planes: {n}" for n in divisors(rails)], field=("planes",))
     return rpp
 
 

@@ -9,12 +9,14 @@ class PlanError(Exception):
     """The spec cannot be turned into a correct folded Clos.
 
     `message` says what does not fit and why (with the numbers); `suggestions` are the
-    nearest designs that do, each written as the spec change to make.
+    nearest designs that do, each written as the spec change to make. `field`: the spec field at
+    fault, when one is (`("infra_roles",)`): `check` names its line.
     """
 
-    def __init__(self, message: str, suggestions: Sequence[str] = ()) -> None:
+    def __init__(self, message: str, suggestions: Sequence[str] = (), field: tuple[str, ...] = ()) -> None:
         self.message = message
         self.suggestions = tuple(suggestions)
+        self.field = field
         super().__init__(str(self))
 
     def __str__(self) -> str:

@@ -55,3 +55,20 @@ def test_sm_nodes_with_a_port_in_each_plane_pass(tmp_path: Path) -> None:
     text = runner.invoke(app, ["plan", str(env)]).output
     assert "2 rail planes of 1 rail(s), 2 QM8700 spine(s) per plane" in text
     assert "0 across them" in text
+
+
+def test_options_rail_planes_cannot_take_are_refused_at_their_line(tmp_path: Path) -> None:
+    # infrastructure leaves (one plane only) and a third tier, each with planes: check names the field's line
+    for i, (extra, field, why) in enumerate((
+            ("  infra_roles: [subnet-manager]\n", "fabric.infra_roles", "infrastructure leaves would join one plane"),
+            ("  tiers: 3\n", "fabric.tiers", "rail planes are two-tier Clos networks"))):
+        env = _staging(tmp_path / str(i), 2)
+        fabric = env / "fabric.yaml"
+        text = fabric.read_text().replace("  tiers: auto\n", "").replace("  planes: rail\n", "  planes: rail\n" + extra)
+        fabric.write_text(text)
+        line = text.splitlines().index(extra.rstrip("\n")) + 1
+        result = runner.invoke(app, ["check", str(env)])
+        assert result.exit_code == 3, result.output
+        assert f"fabric.yaml:{line}:" in result.output and f": {field}: the fabric spec cannot be planned" \
+            in result.output, result.output
+        assert why in result.output and "[INV-PLAN]" in result.output and "Traceback" not in result.output
