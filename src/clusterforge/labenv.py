@@ -20,18 +20,21 @@ from pathlib import Path
 from typing import Any
 
 from .api import Checked
-from .collect.plan import FABRIC_TOOLS, HOST_TOOLS, Target, default_targets
+from .collect.plan import FABRIC_TOOLS, HOST_TOOLS, Target, default_targets, plane_ports
 from .collect.ssh import SshConfig
 from .fsutil import write_atomic
-from .lab import LabHca, LabHost, LabSpec, LabState, PortRef, down, read_state, ssh_command, up
+from .lab import SM_ROLE, LabHca, LabHost, LabSpec, LabState, PortRef, down, read_state, ssh_command, up
 from .lab.errors import LabError
+from .lab.ibsim import MAX_CLIENTS
 from .lab.monitoring_standins import MonitoredHost, write_initial
 from .lab.netfile import parse_netfile
 from .lab.proc import run
 from .model.index import Index
 from .render import render, write_tree
+from .render.context_opensm import install_path, plane_services
 from .selection import SelectionError, default_rehearsal, select_nodes
 from .sim import nvidia_smi
+from .validate.planes import switch_plane
 
 LAB_ROOT = Path(os.environ.get("CLUSTERFORGE_LAB_ROOT", ".lab"))
 SM_ETC = "/etc/opensm"
@@ -133,6 +136,9 @@ def _beside_simulator(spec: LabSpec, index: Index, p: LabPaths, sm: str) -> LabS
     hw = index.hardware.get(sm)
     if hw is None or not hw.hcas:
         return spec
+    if plane_ports(index, sm):
+        raise LabError(f"rail planes: OpenSM beside the simulator runs one instance, and {sm} needs one per "
+                       f"plane: select the SM nodes (`--limit {sm}` with the nodes you want)")
     sm_dir = p.render_dir / "opensm" / sm
     conf = (sm_dir / "opensm.conf").read_text(encoding="utf-8").replace(f"{SM_ETC}/", f"{sm_dir.resolve()}/")
     local = sm_dir / "opensm.lab.conf"
@@ -152,6 +158,7 @@ def lab_spec(index: Index, *, name: str, cidr: str, state_dir: Path, netfile: Pa
     base = int(ipaddress.ip_network(str(mgmt.cidr)).network_address) if mgmt else int(net.network_address)
     addrs = index.addresses
     wanted = set(nodes) if nodes is not None else None
+    planes = switch_plane(index)
     hosts = []
     for node in index.inv.nodes:
         if wanted is not None and node.name not in wanted:
@@ -160,7 +167,7 @@ def lab_spec(index: Index, *, name: str, cidr: str, state_dir: Path, netfile: Pa
         if ip is None:
             raise LabError(f"{node.name} has no management address")
         hcas = tuple(
-            LabHca(h.name, sim_id[f"{node.name} {h.name}"])
+            LabHca(h.name, sim_id[f"{node.name} {h.name}"], _hca_plane(index, planes, node.name, h.name))
             for h in index.hardware[node.name].hcas
             if f"{node.name} {h.name}" in sim_id
         )
@@ -172,6 +179,17 @@ def lab_spec(index: Index, *, name: str, cidr: str, state_dir: Path, netfile: Pa
         hosts.append(LabHost(node.name, address, hcas, node.role))
     return LabSpec(name=name, network_cidr=cidr, hosts=tuple(hosts), netfile=netfile, state_dir=state_dir,
                    start_sm=start_sm)
+
+
+def _hca_plane(index: Index, planes: dict[str, int], node: str, hca: str) -> int | None:
+    """Rail planes: the plane of the leaf an HCA's first cabled port reaches; None without planes."""
+    for dev in index.hardware[node].hcas:
+        for port in dev.ports if dev.name == hca and planes else ():
+            cable = index.cable_at.get((node, hca, port.port))
+            far = None if cable is None else cable.b if cable.a.device == node else cable.a
+            if far is not None and far.device in planes:
+                return planes[far.device]
+    return None
 
 
 def running(env: Path, root: Path | None = None) -> LabState | None:
@@ -191,14 +209,32 @@ def put_file(state: LabState, host: str, path: str, text: str, mode: str = "0644
     run(ssh_command(state, host, ["sh", "-c", script, "put", path, mode]), timeout=timeout_s, input_text=text)
 
 
-def start_subnet_manager(state: LabState, p: LabPaths, sm_node: str, timeout_s: float = 60) -> None:
-    """Push the rendered OpenSM files to the SM container and start OpenSM there (idempotent)."""
-    for f in sorted((p.render_dir / "opensm" / sm_node).iterdir()):
-        put_file(state, sm_node, f"{SM_ETC}/{f.name}", f.read_text(encoding="utf-8"))
-    # with systemd (a `--systemd` lab) as the unit the deploy manages, else as a plain background process
-    script = ('if [ -d /run/systemd/system ]; then systemctl enable --now opensm; '
-              'elif ! pgrep -x opensm >/dev/null; then opensm -B -F "$1/opensm.conf" -f /var/log/opensm.log; fi')
-    run(ssh_command(state, sm_node, ["sh", "-c", script, "start-sm", SM_ETC]), timeout=timeout_s)
+def start_subnet_manager(state: LabState, p: LabPaths, sm_node: str, timeout_s: float = 60) -> tuple[str, ...]:
+    """Push the rendered OpenSM files to the SM container, where the deploy installs them, and start OpenSM
+    there (idempotent): `opensm`, or with rail planes one `opensm-plane@<P>` per plane (its plane's
+    /etc/opensm/plane<P>/opensm.conf, attached as the HCA in that plane). Returns the units."""
+    root = p.render_dir / "opensm" / sm_node
+    dests = []
+    for f in sorted(x for x in root.rglob("*") if x.is_file()):
+        where = install_path(f.relative_to(p.render_dir).as_posix())
+        if where is not None:
+            put_file(state, sm_node, where[1], f.read_text(encoding="utf-8"))
+            dests.append(where[1])
+    units = plane_services(dests)
+    # with systemd (a `--systemd` lab) as the units the deploy manages, else as plain background processes
+    if units == ("opensm",):
+        script = ('if [ -d /run/systemd/system ]; then systemctl enable --now opensm; '
+                  'elif ! pgrep -x opensm >/dev/null; then opensm -B -F "$1/opensm.conf" -f /var/log/opensm.log; fi')
+        run(ssh_command(state, sm_node, ["sh", "-c", script, "start-sm", SM_ETC]), timeout=timeout_s)
+        return units
+    planes = [u.split("@", 1)[1] for u in units]
+    script = ('if [ -d /run/systemd/system ]; then systemctl daemon-reload; for p in "$@"; do '
+              'systemctl enable --now "opensm-plane@$p"; done; else for p in "$@"; do '
+              'pgrep -f "/etc/opensm/plane$p/opensm.conf" >/dev/null || CLUSTERFORGE_LAB_OPENSM_PLANE=$p '
+              'OSM_CACHE_DIR=/var/cache/opensm/plane$p OSM_TMP_DIR=/var/cache/opensm/plane$p '
+              'opensm -B -F "/etc/opensm/plane$p/opensm.conf"; done; fi')
+    run(ssh_command(state, sm_node, ["sh", "-c", script, "start-sm", *planes]), timeout=timeout_s)
+    return units
 
 
 STANDIN_DIR = "/usr/local/lib/clusterforge-lab/nvidia-smi"
@@ -295,18 +331,21 @@ def bring_up(checked: Checked, env: Path, *, limit: tuple[str, ...] = (), cidr: 
                 start_subnet_manager(state, p, sm)
                 started.append(sm)
         if started:
-            wait_sm_master(state, started[0], sm_timeout_s)
+            ports = plane_ports(checked.index, started[0])
+            for hca, _ in ports.values() or [(None, 0)]:  # rail planes: a master in every plane
+                wait_sm_master(state, started[0], sm_timeout_s, hca)
     standins = install_gpu_standins(state, checked)
     write_monitoring_standins(state, checked)
     return LabUp(state, p, spec, tuple(started), standins, time.monotonic() - t0)
 
 
-def wait_sm_master(state: LabState, host: str, timeout_s: float = 120.0) -> str:
-    """Wait until `sminfo` on `host` names a MASTER SM; its output."""
+def wait_sm_master(state: LabState, host: str, timeout_s: float = 120.0, hca: str | None = None) -> str:
+    """Wait until `sminfo` on `host` (through its HCA `hca`: rail planes, the plane of that HCA) names a
+    MASTER SM; its output."""
     deadline = time.monotonic() + timeout_s
     last = ""
     while time.monotonic() < deadline:
-        res = run(ssh_command(state, host, ["sminfo"]), timeout=60, check=False)
+        res = run(ssh_command(state, host, ["sminfo", *(["-C", hca] if hca else [])]), timeout=60, check=False)
         last = (res.stdout + res.stderr).strip()
         if res.returncode == 0 and "SMINFO_MASTER" in res.stdout:
             return res.stdout
@@ -401,25 +440,47 @@ def unit_states(state: LabState, checked: Checked) -> list[UnitState] | None:
 
 
 def sm_states(state: LabState, checked: Checked) -> dict[str, str]:
-    """SM node -> `sminfo` of its port as seen from another lab host ("priority 15 state 3 SMINFO_MASTER")."""
+    """SM node -> `sminfo` of its port as seen from another lab host ("priority 15 state 3 SMINFO_MASTER");
+    with rail planes one entry per plane, `sm01 plane1`: its port in that plane, seen from that plane."""
+    index = checked.index
+    planes = switch_plane(index)
     out: dict[str, str] = {}
-    for sm in sm_nodes_by_priority(checked.index):
+    for sm in sm_nodes_by_priority(index):
         rec = state.hosts.get(sm)
         if rec is None:
             continue
-        ibstat = run(ssh_command(state, sm, ["ibstat", rec.hcas[0][0] if rec.hcas else ""]), timeout=60,
-                     check=False).stdout
-        lid = next((ln.split(":")[1].strip() for ln in ibstat.splitlines() if "Base lid" in ln), "")
-        viewer = next((h for h in sorted(state.hosts) if h != sm and state.hosts[h].hcas), sm)
-        res = run(ssh_command(state, viewer, ["sminfo", lid]), timeout=60, check=False) if lid not in ("", "0") \
-            else None
-        text = res.stdout.strip() if res is not None and res.returncode == 0 else "no SM answers on its port"
-        out[sm] = text[text.index("priority"):] if "priority" in text else text
+        views: list[tuple[str, str, int | None]] = [(f"{sm} plane{pl}", hca, pl)
+                                                    for pl, (hca, _) in plane_ports(index, sm).items()]
+        for key, hca, plane in views or [(sm, rec.hcas[0][0] if rec.hcas else "", None)]:
+            ibstat = run(ssh_command(state, sm, ["ibstat", hca]), timeout=60, check=False).stdout
+            lid = next((ln.split(":")[1].strip() for ln in ibstat.splitlines() if "Base lid" in ln), "")
+            viewer, via = _viewer(state, index, planes, sm, plane)
+            argv = ["sminfo", *([] if via is None else ["-C", via]), lid]
+            res = run(ssh_command(state, viewer, argv), timeout=60, check=False) if lid not in ("", "0") else None
+            text = res.stdout.strip() if res is not None and res.returncode == 0 else "no SM answers on its port"
+            out[key] = text[text.index("priority"):] if "priority" in text else text
     return out
 
 
+def _viewer(state: LabState, index: Index, planes: dict[str, int], sm: str, plane: int | None
+            ) -> tuple[str, str | None]:
+    """Another lab host with an HCA to ask `sminfo` from, and (rail planes) its HCA in `plane`."""
+    for host in sorted(state.hosts):
+        for dev, _ in state.hosts[host].hcas if host != sm else ():
+            if plane is None:
+                return host, None
+            if _hca_plane(index, planes, host, dev) == plane:
+                return host, dev
+    return sm, None
+
+
 def collect_config(state: LabState) -> SshConfig:
-    return SshConfig(known_hosts=state.known_hosts, identity=state.ssh_key, user="root", parallel=8)
+    """The lab's SSH settings for collection. Hosts are read in parallel, each running one simulator client
+    at a time, beside the fabric target's and every OpenSM's (one per HCA of an SM host at most: rail planes
+    run one per plane): together within ibsim's client slots."""
+    sms = sum(len(h.hcas) for h in state.hosts.values() if h.role == SM_ROLE) + (state.opensm is not None)
+    return SshConfig(known_hosts=state.known_hosts, identity=state.ssh_key, user="root",
+                     parallel=max(2, min(8, MAX_CLIENTS - 1 - sms)))
 
 
 def collect_targets(state: LabState, checked: Checked) -> tuple[list[Target], Target | None]:

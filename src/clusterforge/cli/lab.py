@@ -205,7 +205,9 @@ def lab_services(env: Path = typer.Argument(Path("inventories/lab")),
         _fail(LabError("this lab runs no systemd (`lab up --systemd`): the deploy starts no unit in it"))
     masters = [sm for sm, text in sms.items() if "SMINFO_MASTER" in text]
     bad = [u for u in units if not u.ok]
-    ok = not bad and (not sms or len(masters) == 1)
+    # one MASTER per subnet: with rail planes each SM node is reported per plane ("sm01 plane1")
+    subnets = {sm.partition(" ")[2] for sm in sms}
+    ok = not bad and all(sum(m.partition(" ")[2] == s for m in masters) == 1 for s in subnets)
     if fmt is Format.json:
         out.print_json(json.dumps({"ok": ok, "units": [{"host": u.host, "unit": u.unit, "enabled": u.enabled,
                                                         "active": u.active} for u in units],
@@ -214,7 +216,7 @@ def lab_services(env: Path = typer.Argument(Path("inventories/lab")),
         for u in units:
             out.print(f"  {u.host:<12} {u.unit:<28} {u.enabled or '-':<10} {u.active or '-'}", markup=False)
         for sm, text in sms.items():
-            out.print(f"  {sm:<12} OpenSM: {text}", markup=False)
+            out.print(f"  {sm:<13} OpenSM: {text}", markup=False)
         out.print(f"{len(units) - len(bad)} of {len(units)} unit(s) enabled and active"
                   + (f"; {len(masters)} master SM(s)" if sms else ""), markup=False)
     if not ok:

@@ -57,7 +57,8 @@ def write_guest_files(spec: LabSpec, state: LabState) -> None:
         ib = {
             "server": spec.ibsim_address,
             "port": DEFAULT_REMOTE_PORT,
-            "devices": [{"name": dev, "sim_host": sim} for dev, sim in rec.hcas],
+            "devices": [{"name": dev, "sim_host": sim, **({} if x.plane is None else {"plane": x.plane})}
+                        for (dev, sim), x in zip(rec.hcas, h.hcas, strict=True)],
             "timeout": IB_TOOL_TIMEOUT,
         }
         (hd / "ib.json").write_text(json.dumps(ib, indent=1) + "\n")

@@ -31,7 +31,7 @@ DEFAULT_PACKAGES: tuple[str, ...] = (
 #: systemd-timesyncd is there for the deploy's try-restart; it does not run in a container (its own condition).
 SYSTEMD_PACKAGES: tuple[str, ...] = ("systemd", "systemd-sysv", "dbus", "systemd-timesyncd")
 #: Bump when ``_customize_systemd`` changes (only systemd images carry it in their tag).
-SYSTEMD_RECIPE = 1
+SYSTEMD_RECIPE = 2
 DEFAULT_SUITE = "bookworm"
 IMAGE_REPO = "localhost/clusterforge-lab"
 #: Bump when ``_customize`` changes what ends up in the image.
@@ -226,6 +226,19 @@ WantedBy=multi-user.target
 """
 
 
+#: Rail planes: the deploy installs opensm-plane@.service (one OpenSM per plane, /usr/sbin/opensm -F
+#: /etc/opensm/plane<P>/opensm.conf). This LAB-ONLY drop-in runs it through the lab's wrapper instead, told its
+#: plane, so that each instance attaches to the simulator as the host's HCA in that plane.
+LAB_OPENSM_PLANE_DROPIN = """[Unit]
+Description=OpenSM for rail plane %i on the lab's simulated fabric (clusterforge LAB-ONLY drop-in: via the wrapper)
+
+[Service]
+Environment=CLUSTERFORGE_LAB_OPENSM_PLANE=%i
+ExecStart=
+ExecStart=/usr/local/sbin/opensm -F /etc/opensm/plane%i/opensm.conf
+"""
+
+
 def _customize_systemd(rootfs: Path) -> None:
     """systemd as PID 1 in a container: the lab's sshd unit enabled, Debian's ssh and opensm units out of
     the way (the deploy enables OpenSM itself), nothing that needs hardware or a network out."""
@@ -242,3 +255,5 @@ def _customize_systemd(rootfs: Path) -> None:
     (etc / "multi-user.target.wants").mkdir(parents=True, exist_ok=True)
     (etc / "multi-user.target.wants" / "cf-lab-sshd.service").symlink_to("/etc/systemd/system/cf-lab-sshd.service")
     (etc / "opensm.service").write_text(LAB_OPENSM_UNIT)
+    (etc / "opensm-plane@.service.d").mkdir(parents=True, exist_ok=True)
+    (etc / "opensm-plane@.service.d" / "cf-lab.conf").write_text(LAB_OPENSM_PLANE_DROPIN)

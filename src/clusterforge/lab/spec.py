@@ -37,10 +37,13 @@ class LabHca:
     ever presents one CA called ``ibsim0``; the lab's guest wrappers map it back.
     ``sim_host`` selects the simulated node: an ibsim node id (``gpu01-mlx5_0``)
     or its node description (``gpu01 mlx5_0``), at most 31 characters.
+    ``plane``: the rail plane (subnet) its port is in, when the fabric has rail planes: the
+    per-plane OpenSM instance of that plane attaches as this HCA.
     """
 
     device: str
     sim_host: str
+    plane: int | None = None
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,12 @@ first in root's PATH.  Python 3 stdlib only: it runs inside the lab hosts.
 * ``ibstat`` output is rewritten: ``CA 'ibsim0'`` becomes the device name and
   the ``Rate:`` line is recomputed from the port's active width and speed
   (umad2sim 0.10 reports 26 Gb/s per lane for HDR, i.e. 104 for 4X HDR).
+* ``opensm`` binds the port whose GUID it is given (``-g``/``--guid``, else the ``guid`` line of its
+  ``-F`` config), as a real OpenSM does: the wrapper attaches it as the HCA with that port GUID
+  (asked of the simulator with ``ibstat -p``), so one OpenSM per rail plane can run on a host,
+  each as its HCA in that plane. GUID 0 (not known yet, as in the lab's rendered configuration): the
+  HCA of rail plane ``$CLUSTERFORGE_LAB_OPENSM_PLANE`` (ib.json's ``plane``; set by the lab's
+  opensm-plane@ drop-in), else the first HCA.
 * Every tool but opensm runs with a timeout (clients wait forever when the
   simulator is gone): ib.json "timeout", or env CLUSTERFORGE_LAB_IB_TIMEOUT
   (0 = none).  Exit status 124 on timeout.
@@ -57,6 +63,7 @@ _EXT_SPEED = {"14.0625 Gbps": 14.0, "25.78125 Gbps": 25.0, "53.125 Gbps": 50.0,
 class Device:
     name: str
     sim_host: str
+    plane: int | None = None
 
 
 @dataclass(frozen=True)
@@ -71,7 +78,8 @@ def load_conf(path: str | None = None) -> Conf:
     path = path or os.environ.get("CLUSTERFORGE_LAB_IB_CONF") or CONF_PATH
     with open(path) as f:
         data = json.load(f)
-    devices = tuple(Device(str(d["name"]), str(d["sim_host"])) for d in data["devices"])
+    devices = tuple(Device(str(d["name"]), str(d["sim_host"]), None if d.get("plane") is None else int(d["plane"]))
+                    for d in data["devices"])
     timeout = float(os.environ.get("CLUSTERFORGE_LAB_IB_TIMEOUT", data.get("timeout", 60)))
     return Conf(str(data["server"]), int(data["port"]), devices, timeout)
 
@@ -253,6 +261,60 @@ def ibstat(conf: Conf, args: list[str]) -> int:
     return status
 
 
+# -- opensm: the HCA of the bound port ----------------------------------------------
+
+
+def opensm_guid(args: list[str]) -> int:
+    """The port GUID OpenSM is told to bind (``-g``/``--guid``, else ``guid`` in its ``-F`` config); 0: none."""
+    value = None
+    config = None
+    for i, a in enumerate(args):
+        nxt = args[i + 1] if i + 1 < len(args) else None
+        if a in ("-g", "--guid") and nxt is not None:
+            value = nxt
+        elif a.startswith("--guid="):
+            value = a.split("=", 1)[1]
+        elif a in ("-F", "--config") and nxt is not None:
+            config = nxt
+    if value is None and config is not None:
+        try:
+            with open(config) as f:
+                for line in f:
+                    parts = line.split("#", 1)[0].split()
+                    if len(parts) == 2 and parts[0] == "guid":
+                        value = parts[1]
+        except OSError:
+            return 0
+    try:
+        return int(value, 16) if value else 0
+    except ValueError:
+        return 0
+
+
+def device_by_guid(conf: Conf, guid: int) -> Device | None:
+    """The HCA one of whose ports has `guid` (``ibstat -p`` through the simulator), or None."""
+    for dev in conf.devices:
+        res = run_client([real_tool("ibstat"), "-p"], client_env(conf, dev), conf.timeout, capture=True)
+        for word in res.stdout.split() if res.returncode == 0 else []:
+            try:
+                if int(word, 16) == guid:
+                    return dev
+            except ValueError:
+                continue
+    return None
+
+
+def opensm_device(conf: Conf, args: list[str]) -> Device | None:
+    """The HCA OpenSM attaches as: the one with its bound port GUID, else the one of its rail plane."""
+    guid = opensm_guid(args)
+    if guid:
+        found = device_by_guid(conf, guid)
+        if found is not None:
+            return found
+    plane = os.environ.get("CLUSTERFORGE_LAB_OPENSM_PLANE", "")
+    return next((d for d in conf.devices if plane.isdigit() and d.plane == int(plane)), None)
+
+
 # -- entry point -------------------------------------------------------------------
 
 
@@ -275,7 +337,10 @@ def main(argv: list[str]) -> int:
     conf = load_conf()
     if tool == "ibstat":
         return ibstat(conf, args)
+    chosen = [a for a in args if a in ("-C", "--Ca") or a.startswith(("-C", "--Ca="))]
     device, args = select_device(conf, args)
+    if tool == "opensm" and not chosen and len(conf.devices) > 1:
+        device = opensm_device(conf, args) or device
     env = client_env(conf, device)
     real = real_tool(tool)
     if tool in DAEMON_TOOLS:

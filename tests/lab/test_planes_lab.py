@@ -1,0 +1,133 @@
+"""A rail-plane fabric in the lab (issue #15): two planes, each its own subnet, in one simulator.
+
+tests/fixtures/inventories/lab-planes: 4 GPU nodes x 2 rails (`fabric.planes: rail`) and an SM pair with
+a port in each plane. A systemd lab (`lab up --systemd`): on each SM node the rendered files go where the
+deploy puts them and `opensm-plane@0` / `opensm-plane@1` start as units (the deploy's template unit, run
+through the lab's LAB-ONLY drop-in: each instance attaches as the SM node's HCA in its plane). Then: a
+MASTER (sm01) and a STANDBY (sm02) in every plane, each bound to its port in that plane; `validate` clean;
+one cable moved into the other plane is exactly the cross-plane finding naming that cable; `lab down`
+leaves nothing.
+
+Both planes run in one ibsim: disjoint subnets in one net file (nothing links them), which is what lets
+a technician move a cable from one plane into the other (one simulator links only its own ports).
+Run with the lab lock: `flock /tmp/cf-lab.lock .venv/bin/pytest -q tests/lab/test_planes_lab.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clusterforge import labenv
+from clusterforge.api import load_checked
+from clusterforge.cli.main import app
+from clusterforge.lab import ssh_command
+from clusterforge.lab.proc import run
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "inventories" / "lab-planes"
+pytestmark = pytest.mark.lab
+
+runner = CliRunner()
+
+
+def cf(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def _left(name: str) -> list[str]:
+    out = subprocess.run(["podman", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split()
+    nets = subprocess.run(["podman", "network", "ls", "--format", "{{.Name}}"], capture_output=True, text=True,
+                          timeout=60, check=True).stdout.split()
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=60,
+                           check=True).stdout.split()
+    return [n for n in [*out, *nets, *netns] if name in n]
+
+
+@pytest.fixture(scope="module")
+def planes_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    if shutil.which("podman") is None or shutil.which("ibsim") is None:
+        pytest.fail("the lab needs podman and ibsim: run scripts/lab-deps.sh (CI does)")
+    base = tmp_path_factory.mktemp("planes")
+    env = base / "cfplanes"
+    shutil.copytree(FIXTURE, env)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("CLUSTERFORGE_LAB_ROOT", str(base / "state"))
+    try:
+        code, out = cf("lab", "up", str(env), "--systemd")
+        assert code == 0, out
+        yield env
+    finally:
+        code, out = cf("lab", "down", str(env))
+        mp.undo()
+        assert code == 0, out
+        assert _left("cfplanes") == []
+
+
+def _ssh(env: Path, host: str, *argv: str) -> str:
+    state = labenv.running(env)
+    assert state is not None
+    res = run(ssh_command(state, host, list(argv)), timeout=90, check=False)
+    assert res.returncode == 0, (argv, res.stdout, res.stderr)
+    return res.stdout
+
+
+def _port_guid(env: Path, host: str, hca: str) -> int:
+    return int(_ssh(env, host, "ibstat", "-p", hca).split()[0], 16)
+
+
+def test_one_opensm_per_plane_master_and_standby_in_each(planes_env: Path) -> None:
+    for sm in ("sm01", "sm02"):
+        states = _ssh(planes_env, sm, "systemctl", "is-active", "opensm-plane@0", "opensm-plane@1").split()
+        assert states == ["active", "active"], (sm, states)
+        assert "PORTS=NONE" in _ssh(planes_env, sm, "cat", "/etc/default/opensm").splitlines()
+    # every plane: sm01 (15) MASTER, bound to its port in that plane, as a GPU node of that plane sees it
+    for plane, hca in ((0, "mlx5_0"), (1, "mlx5_1")):
+        sminfo = _ssh(planes_env, "gpu01", "sminfo", "-C", hca)
+        assert "priority 15" in sminfo and "SMINFO_MASTER" in sminfo, sminfo
+        guid = int(sminfo.split("sm guid ")[1].split(",")[0], 16)
+        assert guid == _port_guid(planes_env, "sm01", hca), (plane, sminfo)
+    checked = load_checked(planes_env)
+    state = labenv.running(planes_env)
+    assert state is not None
+    sms = labenv.sm_states(state, checked)
+    assert sorted(sms) == ["sm01 plane0", "sm01 plane1", "sm02 plane0", "sm02 plane1"]
+    assert all("SMINFO_MASTER" in sms[f"sm01 plane{p}"] for p in (0, 1)), sms
+    assert all("priority 14" in sms[f"sm02 plane{p}"] and "SMINFO_STANDBY" in sms[f"sm02 plane{p}"]
+               for p in (0, 1)), sms
+
+
+def _validate(env: Path) -> tuple[int, dict[str, object]]:
+    code, out = cf("validate", str(env), "--format", "json")
+    return code, json.loads(out[out.index("{"):])
+
+
+def test_validate_clean_then_a_cable_moved_across_planes(planes_env: Path) -> None:
+    code, data = _validate(planes_env)
+    assert (code, data["findings"]) == (0, []), data["findings"]
+    assert data["fabric_checked"] and len(data["hosts_checked"]) == 6  # type: ignore[arg-type]
+    # gpu02's rail-1 cable (plane 1's leaf-su01-r1/2) moved to a free port of plane 0's leaf
+    code, out = cf("lab", "cable", "move", "gpu02/mlx5_1/1", "leaf-su01-r0/6", "--env", str(planes_env))
+    assert code == 0, out
+    try:
+        code, data = _validate(planes_env)
+        found = data["findings"]
+        assert code == 4
+        assert [f["rule"] for f in found] == ["FAB-PLANE"], found  # type: ignore[index]
+        (f,) = found  # type: ignore[misc]
+        assert f["message"].startswith("rail 1 HCA reaches plane 0's leaf leaf-su01-r0 (leaf-su01-r0/6)")
+        assert "leaf-su01-r1.2" in f["message"] and "declared leaf-su01-r1/2" in f["message"]
+        assert f["action"].startswith("move cable leaf-su01-r1.2") or "leaf-su01-r1/2" in f["action"]
+    finally:
+        code, out = cf("lab", "cable", "move", "gpu02/mlx5_1/1", "leaf-su01-r1/2", "--env", str(planes_env))
+        assert code == 0, out
+    code, data = _validate(planes_env)
+    assert (code, data["findings"]) == (0, []), data["findings"]
