@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..render.context_monitoring import DRAIN_HOOK, DRAIN_TARGETS, monitoring_files, servers
+from ..render.context_monitoring import DRAIN_HOOK, DRAIN_TARGETS, IB_HEALTH, monitoring_files, servers
 from ..render.env import environment
 from ..render.fabric import FabricView
 from ..render.writer import file_mode
@@ -36,9 +36,15 @@ NODE_FILES = {
     "monitoring/nodes/prometheus-node-exporter": "/etc/default/prometheus-node-exporter",
     "monitoring/nodes/dcgm-counters.csv": "/etc/dcgm-exporter/clusterforge-counters.csv",
     "monitoring/nodes/dcgm-exporter.service": "/etc/systemd/system/dcgm-exporter.service",
+    f"monitoring/nodes{IB_HEALTH}": IB_HEALTH,
+    "monitoring/nodes/clusterforge-ib-health.service": "/etc/systemd/system/clusterforge-ib-health.service",
+    "monitoring/nodes/clusterforge-ib-health.timer": "/etc/systemd/system/clusterforge-ib-health.timer",
 }
 """Rendered once for all nodes -> where each goes on a node."""
 GPU_ONLY = ("/etc/dcgm-exporter/clusterforge-counters.csv", "/etc/systemd/system/dcgm-exporter.service")
+
+IB_HEALTH_TIMER = "clusterforge-ib-health.timer"
+"""Runs ib-health into the textfile directory (exporters path; Telegraf's exec input runs it itself)."""
 
 UNIT_OF: dict[str, tuple[str, bool]] = {
     "/etc/default/prometheus-node-exporter": ("prometheus-node-exporter", False),
@@ -55,6 +61,8 @@ UNIT_OF: dict[str, tuple[str, bool]] = {
     "/etc/systemd/system/clusterforge-drain-hook.service": ("clusterforge-drain-hook", False),
     DRAIN_HOOK: ("clusterforge-drain-hook", False),
     DRAIN_TARGETS: ("clusterforge-drain-hook", False),
+    "/etc/systemd/system/clusterforge-ib-health.service": (IB_HEALTH_TIMER, False),
+    "/etc/systemd/system/clusterforge-ib-health.timer": (IB_HEALTH_TIMER, False),
 }
 """Destination -> (the unit it configures, reloaded rather than restarted: the program re-reads it on SIGHUP)."""
 
@@ -62,7 +70,7 @@ SERVER_PACKAGES = ("victoria-metrics", "prometheus-alertmanager")
 """Debian 12's: the store, vmagent and vmalert in one package; Alertmanager."""
 NODE_EXPORTER = "prometheus-node-exporter"
 TELEGRAF = TELEGRAF_PACKAGE
-EXECUTABLE = (DRAIN_HOOK,)
+EXECUTABLE = (DRAIN_HOOK, IB_HEALTH)
 
 
 def monitoring_components(index: Index, options: DeployOptions, *, render: bool = True) -> dict[str, Component]:
@@ -115,7 +123,7 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
         problems: list[str] = []
         if exporters:
             packages.append(NODE_EXPORTER)
-            services.append(NODE_EXPORTER)
+            services += [NODE_EXPORTER, IB_HEALTH_TIMER]
         else:
             if node.name in telegraf_conf:
                 files.append(telegraf_conf[node.name])

@@ -17,6 +17,8 @@ Files (under out/<env>/):
   monitoring/<server>/etc/systemd/system/clusterforge-drain-hook.service   the level 3 drain hook
   monitoring/nodes/dcgm-counters.csv, monitoring/nodes/dcgm-exporter.service   GPU nodes
   monitoring/nodes/prometheus-node-exporter                      every node's /etc/default (exporters)
+  monitoring/nodes/usr/local/lib/clusterforge/ib-health          every node: SM and optics state (render/ib_health)
+  monitoring/nodes/clusterforge-ib-health.{service,timer}        every node: ib-health into the textfile dir
   hosts/<node>/etc/telegraf/telegraf.conf                        every node (telegraf path)
 """
 
@@ -29,6 +31,7 @@ from ..model.index import Index
 from ..model.monitoring import Monitoring
 from ..model.nodes import Node
 from ..validate.expect import route_text
+from . import ib_health
 from .fabric import FabricView
 from .monitoring_rules import rule_groups
 from .spec import FileSpec
@@ -40,8 +43,10 @@ ALERTMANAGER_CLUSTER_PORT = 9094
 NODE_EXPORTER_PORT = 9100
 DCGM_EXPORTER_PORT = 9400
 CONF_DIR = "/etc/clusterforge/monitoring"
-IB_HEALTH = "/usr/local/lib/clusterforge/ib-health"
-"""The exec input / textfile script: optics temperature and pre-FEC BER, the master SM (`cf_*` metrics)."""
+IB_HEALTH = ib_health.PATH
+"""The exec input / textfile script: optic temperatures and the master SM (`cf_*` metrics; render/ib_health)."""
+IB_HEALTH_EVERY_S = 60
+"""clusterforge-ib-health.timer (exporters path): one sminfo a minute per node."""
 TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
 """node_exporter's textfile collector directory (Debian's)."""
 DRAIN_HOOK = "/usr/local/lib/clusterforge/drain-hook"
@@ -221,10 +226,16 @@ def monitoring_files(fab: FabricView) -> list[FileSpec]:
                                   scrape))
             specs.append(FileSpec(f"{base}/etc/systemd/system/clusterforge-vmagent.service",
                                   "monitoring/vmagent.service.j2", units))
+    specs.append(ib_health.file_spec())  # both paths: Telegraf's exec input runs it too
     if mon.collector == "exporters":
         specs.append(FileSpec("monitoring/nodes/prometheus-node-exporter",
                               "monitoring/prometheus-node-exporter.default.j2",
                               {"textfile_dir": TEXTFILE_DIR, "port": NODE_EXPORTER_PORT}))
+        every = {"script": IB_HEALTH, "textfile_dir": TEXTFILE_DIR, "every_s": IB_HEALTH_EVERY_S}
+        specs.append(FileSpec("monitoring/nodes/clusterforge-ib-health.service", "monitoring/ib-health.service.j2",
+                              every))
+        specs.append(FileSpec("monitoring/nodes/clusterforge-ib-health.timer", "monitoring/ib-health.timer.j2",
+                              every))
     if _gpu_counts(index):
         specs.append(FileSpec("monitoring/nodes/dcgm-counters.csv", "monitoring/dcgm-counters.csv.j2",
                               {"counters": [list(c) for c in DCGM_COUNTERS]}))

@@ -41,7 +41,9 @@ def test_rendered_files_are_deployed_byte_for_byte(checked: Checked, plans: dict
     gpu = {f.dest: f for f in plans["gpu01"].files}
     assert gpu["/etc/nccl.conf"].content == rendered["hosts/gpu01/etc/nccl.conf"]
     assert gpu["/etc/netplan/60-clusterforge-ipoib.yaml"].mode == 0o600
-    assert all(f.content.startswith("# Managed by clusterforge") for f in plans["gpu01"].files if not f.block)
+    # a script's banner follows its #! line (ib-health)
+    assert all(f.content.removeprefix("#!/usr/bin/python3\n").startswith("# Managed by clusterforge")
+               for f in plans["gpu01"].files if not f.block)
 
 
 def test_lustre_clients_only_get_packages_and_the_pair_is_checked(plans: dict[str, HostPlan]) -> None:
