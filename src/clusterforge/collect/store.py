@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ..fsutil import write_atomic
-
 DEFAULT_MAX_MB = 64
 """The largest saved output read, in MB (ibnetdiscover of a 2,048-node fabric is ~5 MB)."""
 
@@ -80,6 +78,8 @@ def load_dir(root: Path) -> Observations:
 
 
 def save_dir(root: Path, obs: Observations) -> None:
+    from ..fsutil import write_atomic  # reading (validate --from's fast path) needs none of fsutil
+
     for tool, text in obs.fabric.items():
         write_atomic(root / "fabric" / f"{tool}.txt", text)
     for host, tools in obs.hosts.items():
