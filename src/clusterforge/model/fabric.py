@@ -78,11 +78,6 @@ class FabricSpec(Model):
             return None
         return 1 if self.planes == "rail" else int(self.planes)
 
-    def plane_of_rail(self, rail: int) -> int | None:
-        """The 0-based rail plane of `rail`; None without rail planes."""
-        rpp = self.rails_per_plane
-        return None if rpp is None else rail // rpp
-
     @field_validator("planes")
     @classmethod
     def _planes_positive(cls, value: Literal["rail"] | int | None) -> Literal["rail"] | int | None:

@@ -59,6 +59,21 @@ class Index:
         return {s.name: s for s in self.inv.switches}
 
     @cached_property
+    def switch_planes(self) -> dict[str, int]:
+        """Rail planes (`fabric.planes`): switch -> its 0-based plane (a leaf by its rail, a rail-plane spine
+        by its group); {} without two planes or more (one fabric)."""
+        spec = self.inv.fabric
+        if spec is None or spec.rails_per_plane is None:
+            return {}
+        out: dict[str, int] = {}
+        for sw in self.inv.switches:
+            if sw.role == "leaf" and sw.rail is not None:
+                out[sw.name] = sw.rail // spec.rails_per_plane
+            elif sw.role == "spine" and sw.group is not None:
+                out[sw.name] = sw.group
+        return out if len(set(out.values())) >= 2 else {}
+
+    @cached_property
     def trunks(self) -> dict[str, Trunk]:
         return {t.id: t for t in self.inv.trunks}
 

@@ -198,17 +198,7 @@ def opensm_conf(fab: FabricView, sm: OpenSm, smn: SmNode) -> dict[str, Any]:
 
 def switch_planes(fab: FabricView) -> dict[str, int]:
     """Rail planes: switch -> plane (leaves by rail, spines by group); {} without two planes or more."""
-    spec = fab.index.inv.fabric
-    rpp = spec.rails_per_plane if spec is not None else None
-    if rpp is None:
-        return {}
-    out: dict[str, int] = {}
-    for sw in fab.index.inv.switches:
-        if sw.role == "leaf" and sw.rail is not None:
-            out[sw.name] = sw.rail // rpp
-        elif sw.role == "spine" and sw.group is not None:
-            out[sw.name] = sw.group
-    return out if len(set(out.values())) >= 2 else {}
+    return fab.index.switch_planes
 
 
 def port_planes(fab: FabricView, planes: dict[str, int]) -> dict[PortKey, int]:

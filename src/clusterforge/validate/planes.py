@@ -13,18 +13,8 @@ from .findings import Finding
 
 
 def switch_plane(index: Index) -> dict[str, int]:
-    """Rail planes: switch -> its plane (a leaf by its rail, a rail-plane spine by its group);
-    {} without two planes or more."""
-    spec = index.inv.fabric
-    if spec is None or spec.rails_per_plane is None:
-        return {}
-    out: dict[str, int] = {}
-    for sw in index.inv.switches:
-        if sw.role == "leaf" and sw.rail is not None:
-            out[sw.name] = sw.rail // spec.rails_per_plane
-        elif sw.role == "spine" and sw.group is not None:
-            out[sw.name] = sw.group
-    return out if len(set(out.values())) >= 2 else {}
+    """Rail planes: switch -> its plane; {} without two planes or more (`Index.switch_planes`)."""
+    return index.switch_planes
 
 
 def _subject_planes(index: Index, planes: dict[str, int]) -> dict[str, int]:
