@@ -67,10 +67,48 @@ def diff(
     if fmt is Format.json:
         print_json(data)
     else:
-        for line in plan.lines():
-            out.print(line, markup=False)
+        print_plan(plan)
     if exit_code and not plan.empty:
         raise typer.Exit(int(ExitCode.FAILURE))
+
+
+def print_plan(plan: ChangePlan) -> None:
+    """The summary and warnings as lines, then the steps as a table grouped by rack (or fabric-wide phase).
+    Piped, the table is as wide as its widest row (nothing wrapped: a step stays greppable)."""
+    import shlex
+
+    from rich.table import Table
+    from rich.text import Text
+
+    lines = plan.lines()
+    for line in lines[: 1 + len(plan.warnings)] if not plan.empty else lines:
+        out.print(line, markup=False)
+    if plan.empty:
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+    table.add_column("#", justify="right")
+    for name in ("rack / phase", "phase", "subject", "action", "command"):
+        table.add_column(name)
+    heading = None
+    for step in plan.steps:
+        head = f"rack {step.rack}" if step.rack else step.phase
+        if heading is not None and head != heading:
+            table.add_section()
+        cells = (str(step.n), head if head != heading else "", step.phase, step.subject, step.action,
+                 f"$ {shlex.join(step.argv)}" if step.argv else "")
+        table.add_row(*(Text(c) for c in cells))  # inventory text is data, never markup
+        heading = head
+    if out.is_terminal:
+        out.print(table)
+        return
+    from io import StringIO
+
+    from rich.console import Console
+
+    wide = Console(file=StringIO(), width=100_000, no_color=True, highlight=False)
+    wide.print(table)
+    text = wide.file.getvalue()  # type: ignore[attr-defined]
+    out.print("\n".join(line.rstrip() for line in text.splitlines()), markup=False, highlight=False)
 
 
 def _verified(plan: ChangePlan, old: Index, new: Index) -> None:

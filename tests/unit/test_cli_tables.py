@@ -1,0 +1,68 @@
+"""Human output as rich tables: `diff`'s change-plan steps (piped: one unwrapped row per step; on a terminal:
+fitted to its width), the JSON form unchanged."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from typer.testing import CliRunner
+
+from clusterforge.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB = ROOT / "inventories" / "lab"
+
+
+def _changed(tmp_path: Path) -> Path:
+    env = tmp_path / "lab"
+    shutil.copytree(LAB, env)
+    fabric = env / "fabric.yaml"
+    fabric.write_text(fabric.read_text(encoding="utf-8").replace("b: leaf-su01-r0/1,", "b: leaf-su01-r0/5,"),
+                      encoding="utf-8")
+    return env
+
+
+def test_diff_steps_are_a_table_one_row_per_step_when_piped(tmp_path: Path) -> None:
+    env = _changed(tmp_path)
+    result = CliRunner().invoke(app, ["diff", str(LAB), str(env)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"{env}: devices none; cables 1 moved")
+    header = lines[1].split()
+    assert header == ["#", "rack", "/", "phase", "phase", "subject", "action", "command"]
+    data = json.loads(CliRunner().invoke(app, ["diff", str(LAB), str(env), "--format", "json"]).stdout)
+    rows = lines[2:]
+    assert len(rows) == len(data["steps"])  # nothing wrapped onto a second line
+    for row, step in zip(rows, data["steps"], strict=True):
+        assert row.split()[0] == str(step["n"])
+        assert step["action"] in row  # markup-like text ("[rack U2]") is printed as it is
+        assert step["subject"] in row
+        if step["argv"]:
+            assert row.endswith(" ".join(step["argv"]))
+        assert row == row.rstrip()
+    # the rack (or phase) is named on the first row of its group only
+    firsts = [r for r in rows if "rack lab-su01-r01" in r]
+    assert len(firsts) == 2  # the drain group and the resume after validation
+
+
+def test_diff_table_fits_a_terminal(tmp_path: Path, monkeypatch: Any) -> None:
+    from clusterforge.cli import diff as diff_cli
+
+    buf = io.StringIO()
+    monkeypatch.setattr(diff_cli, "out", Console(file=buf, force_terminal=True, width=100, highlight=False))
+    result = CliRunner().invoke(app, ["diff", str(LAB), str(_changed(tmp_path))])
+    assert result.exit_code == 0, result.output
+    text = buf.getvalue()
+    assert "\x1b[" in text  # a terminal gets styles (the bold header)
+    assert max(len(line) for line in text.splitlines() if "\x1b" not in line) <= 100
+
+
+def test_diff_without_changes_is_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["diff", str(LAB), str(LAB)])
+    assert result.exit_code == 0
+    assert result.stdout == f"{LAB}: no change\n"
