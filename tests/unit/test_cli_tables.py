@@ -51,10 +51,13 @@ def test_diff_steps_are_a_table_one_row_per_step_when_piped(tmp_path: Path) -> N
 
 
 def test_diff_table_fits_a_terminal(tmp_path: Path, monkeypatch: Any) -> None:
+    from clusterforge.cli import common
     from clusterforge.cli import diff as diff_cli
 
     buf = io.StringIO()
-    monkeypatch.setattr(diff_cli, "out", Console(file=buf, force_terminal=True, width=100, highlight=False))
+    tty = Console(file=buf, force_terminal=True, width=100, highlight=False)
+    monkeypatch.setattr(diff_cli, "out", tty)
+    monkeypatch.setattr(common, "out", tty)
     result = CliRunner().invoke(app, ["diff", str(LAB), str(_changed(tmp_path))])
     assert result.exit_code == 0, result.output
     text = buf.getvalue()
@@ -66,3 +69,22 @@ def test_diff_without_changes_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["diff", str(LAB), str(LAB)])
     assert result.exit_code == 0
     assert result.stdout == f"{LAB}: no change\n"
+
+
+def test_print_table_piped_is_one_line_per_row_and_never_markup(monkeypatch: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from clusterforge.cli import common
+
+    buf = io.StringIO()
+    monkeypatch.setattr(common, "out", Console(file=buf, force_terminal=False, width=40))
+    table = Table(box=None, show_edge=False, pad_edge=False)
+    table.add_column("host")
+    table.add_column("unit")
+    long = "opensm@" + "x" * 80 + ".service"
+    table.add_row(Text("[bold]gpu01[/]"), Text(long))
+    common.print_table(table)
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("[bold]gpu01[/]") and lines[1].endswith(long)
+    assert all(line == line.rstrip() for line in lines)

@@ -17,6 +17,8 @@ from rich.console import Console
 from ..errors import ExitCode, InventoryInvalid
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from ..api import Checked
     from ..load import Source
     from ..model import Inventory
@@ -119,6 +121,20 @@ def check_output_path(path: Path, option: str, *, directory: bool) -> None:
     if problem:
         err.print(f"{option} {path}: {problem}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+
+
+def print_table(table: Table) -> None:
+    """A rich table on stdout: fitted to a terminal; piped, as wide as its widest row, lines stripped (a row
+    stays one greppable line whatever the width)."""
+    if out.is_terminal:
+        out.print(table)
+        return
+    from io import StringIO
+
+    wide = Console(file=StringIO(), width=100_000, no_color=True, highlight=False)
+    wide.print(table)
+    text = wide.file.getvalue()  # type: ignore[attr-defined]
+    out.print("\n".join(line.rstrip() for line in text.splitlines()), markup=False, highlight=False, soft_wrap=True)
 
 
 def _no_progress(note: str = "") -> None:

@@ -11,7 +11,7 @@ from ..day2.steps import ChangePlan
 from ..errors import ExitCode
 from ..gitsnap import GitError, env_at_revision
 from ..model.index import Index
-from .common import Format, check_output_path, err, load_or_fail, out, print_json
+from .common import Format, check_output_path, err, load_or_fail, out, print_json, print_table
 
 
 def diff(
@@ -98,17 +98,7 @@ def print_plan(plan: ChangePlan) -> None:
                  f"$ {shlex.join(step.argv)}" if step.argv else "")
         table.add_row(*(Text(c) for c in cells))  # inventory text is data, never markup
         heading = head
-    if out.is_terminal:
-        out.print(table)
-        return
-    from io import StringIO
-
-    from rich.console import Console
-
-    wide = Console(file=StringIO(), width=100_000, no_color=True, highlight=False)
-    wide.print(table)
-    text = wide.file.getvalue()  # type: ignore[attr-defined]
-    out.print("\n".join(line.rstrip() for line in text.splitlines()), markup=False, highlight=False)
+    print_table(table)
 
 
 def _verified(plan: ChangePlan, old: Index, new: Index) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import typer
 
@@ -15,7 +15,11 @@ from ..lab import LabError, LabState, PortRef, down, fault_injector, status
 from ..lab.lab import technician
 from ..lab.technician import Technician, set_drained
 from ..selection import split_tokens
-from .common import Format, err, load_or_fail, out, print_json, progress
+from .common import Format, err, load_or_fail, out, print_json, print_table, progress
+
+if TYPE_CHECKING:
+    from rich.table import Table
+    from rich.text import Text
 
 app = typer.Typer(help="The local lab: containers with sshd on a simulated InfiniBand fabric.",
                   no_args_is_help=True)
@@ -24,6 +28,21 @@ app = typer.Typer(help="The local lab: containers with sshd on a simulated Infin
 def _fail(exc: Exception) -> NoReturn:
     err.print(f"lab: {exc}", markup=False)
     raise typer.Exit(int(ExitCode.FAILURE))
+
+
+def _table(*columns: str) -> Table:
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold", show_edge=False)
+    for c in columns:
+        table.add_column(c)
+    return table
+
+
+def _cells(*values: str) -> list[Text]:
+    from rich.text import Text
+
+    return [Text(v) for v in values]  # names and tool output are data, never markup
 
 
 DEFAULT_ENV = Path("inventories/lab")
@@ -108,9 +127,10 @@ def lab_up(
     out.print(f"lab {state.lab} up in {res.seconds:.1f} s ({state.mode} mode), "
               f"network {state.network_cidr}, simulator at {state.ibsim_address}", markup=False)
     inv = {n: h.get("inventory_address") for n, h in (mapping.get("hosts") or {}).items()}
+    hosts = _table("host", "lab address", "inventory address", "HCAs")
     for name, rec in sorted(state.hosts.items()):
-        hcas = ", ".join(d for d, _ in rec.hcas) or "no HCA"
-        out.print(f"  {name:<12} {rec.address:<15} (inventory {inv.get(name) or '-'}) {hcas}", markup=False)
+        hosts.add_row(*_cells(name, rec.address, inv.get(name) or "-", ", ".join(d for d, _ in rec.hcas) or "no HCA"))
+    print_table(hosts)
     n_out = len(mapping.get("without_container") or [])
     if isinstance(fabric, dict) and fabric:
         out.print(f"  fabric: {fabric.get('switches')} switches, {fabric.get('hca_ports')} HCA ports simulated; "
@@ -213,10 +233,15 @@ def lab_services(env: Path = typer.Argument(Path("inventories/lab")),
                                                         "active": u.active} for u in units],
                                    "subnet_managers": sms}))
     else:
+        table = _table("host", "unit", "enabled", "active")
         for u in units:
-            out.print(f"  {u.host:<12} {u.unit:<28} {u.enabled or '-':<10} {u.active or '-'}", markup=False)
-        for sm, text in sms.items():
-            out.print(f"  {sm:<13} OpenSM: {text}", markup=False)
+            table.add_row(*_cells(u.host, u.unit, u.enabled or "-", u.active or "-"))
+        print_table(table)
+        if sms:
+            managers = _table("subnet manager", "OpenSM")
+            for sm, text in sms.items():
+                managers.add_row(*_cells(sm, text))
+            print_table(managers)
         out.print(f"{len(units) - len(bad)} of {len(units)} unit(s) enabled and active"
                   + (f"; {len(masters)} master SM(s)" if sms else ""), markup=False)
     if not ok:
