@@ -15,7 +15,7 @@ from ..fsutil import write_atomic
 from ..validate.findings import Finding
 from ..validate.report import exit_code, print_summary, to_json, to_junit
 from ..validate.run import validate as run_validate
-from .common import Format, check_output_path, err, load_or_fail, out, print_json
+from .common import Format, check_output_path, err, load_or_fail, out, print_json, progress
 
 if TYPE_CHECKING:
     from ..lab.state import LabState
@@ -121,11 +121,16 @@ def _collect_live(env: Path, checked: Checked, no_lab: bool = False) -> tuple[Ob
     """From the environment's lab when one is up for it (unless `no_lab`), else from the real hosts;
     with the lab's state (None when collected from the real hosts)."""
     from .. import labenv  # the lab and SSH modules only when collecting live (`--from` needs none: 0.7 s)
-    from ..collect.live import collect_environment
+    from ..collect.live import ssh_config, targets
     from ..collect.ssh import collect
 
     state = None if no_lab else labenv.running(env)
     if state is not None:
         hosts, fabric = labenv.collect_targets(state, checked)
-        return collect(labenv.collect_config(state), hosts, fabric), state
-    return collect_environment(env, checked.index), None
+        cfg = labenv.collect_config(state)
+    else:
+        hosts, fabric = targets(checked.index)
+        cfg = ssh_config(env, checked.index)
+    # a bar on stderr while the hosts answer, on a terminal only (never in --format json's stdout)
+    with progress(f"collect {env.name}", total=len(hosts) + (fabric is not None)) as advance:
+        return collect(cfg, hosts, fabric, advance), state

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from ..model.index import Index
@@ -21,6 +22,7 @@ def targets(index: Index) -> tuple[list[Target], Target | None]:
     return default_targets(index, {n: addrs.text(ip) for n, ip in addrs.mgmt.items()})
 
 
-def collect_environment(env: Path, index: Index, cfg: SshConfig | None = None) -> Observations:
+def collect_environment(env: Path, index: Index, cfg: SshConfig | None = None,
+                        on_done: Callable[[str], None] | None = None) -> Observations:
     hosts, fabric = targets(index)
-    return collect(cfg or ssh_config(env, index), hosts, fabric)
+    return collect(cfg or ssh_config(env, index), hosts, fabric, on_done)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,11 +84,21 @@ def _run_target(cfg: SshConfig, target: Target) -> Outcome:
     return Outcome(target.host, outputs, None)
 
 
-def collect(cfg: SshConfig, hosts: list[Target], fabric: Target | None) -> Observations:
+def collect(cfg: SshConfig, hosts: list[Target], fabric: Target | None,
+            on_done: Callable[[str], None] | None = None) -> Observations:
+    """Every target's outputs, `cfg.parallel` at a time; `on_done(host)` as each finishes (from its worker
+    thread: a progress bar)."""
     obs = Observations()
     jobs = list(hosts) + ([fabric] if fabric else [])
+
+    def run(t: Target) -> Outcome:
+        outcome = _run_target(cfg, t)
+        if on_done is not None:
+            on_done(t.host)
+        return outcome
+
     with ThreadPoolExecutor(max_workers=max(1, cfg.parallel)) as pool:
-        outcomes = list(pool.map(lambda t: _run_target(cfg, t), jobs))
+        outcomes = list(pool.map(run, jobs))
     for target, outcome in zip(jobs, outcomes, strict=True):
         if target is fabric:
             obs.fabric.update(outcome.outputs)
