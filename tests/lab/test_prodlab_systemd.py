@@ -2,7 +2,10 @@
 SM nodes and one Lustre server in containers with systemd as PID 1, the whole prod fabric simulated. The
 deploy (pyinfra, then Ansible on fresh containers) enables and starts its units: the OpenSM HA pair comes
 up master (priority 15) and standby (14) as `sminfo` shows from a GPU node, persistenced, fabricmanager,
-openibd and the Lustre mount are active; the second run changes nothing; validate is clean.
+openibd, LNet (lnet.service, reading the deployed /etc/lnet.conf) and the Lustre mount are active; the second
+run changes nothing; validate is clean. A broken /etc/lnet.conf fails lnet.service (`lab services` names it)
+and the next deploy puts the file back and starts it. A systemd lab the inotify limit cannot hold is refused
+before anything starts.
 
 A copy of inventories/prod (`prodsd`) on its own free /20 and lab root. Run under `flock /tmp/cf-lab.lock`.
 """
@@ -18,6 +21,7 @@ import pytest
 from test_prodlab import cf, free_block
 
 from clusterforge import labenv
+from clusterforge.api import load_checked
 from clusterforge.deploy.ansible_api import deploy_ansible
 from clusterforge.deploy.api import DeployRequest
 from clusterforge.lab import ssh_command
@@ -67,12 +71,20 @@ def test_the_deploy_starts_its_units_and_the_sm_pair_elects(prodsd: Path, tmp_pa
     hosts = json.loads(plan.read_text())["hosts"]
     assert "no systemd" not in out
     started = {(h, c["target"]) for h, r in hosts.items() for c in r["changes"] if c["kind"] == "service"}
-    assert {("sm01", "opensm"), ("sm02", "opensm"), ("gpu0001", "nvidia-persistenced"),
+    assert {("sm01", "opensm"), ("sm02", "opensm"), ("gpu0001", "nvidia-persistenced"), ("gpu0001", "lnet"),
             ("gpu0001", "lustre-lfs01.mount"), ("lus01", "openibd")} <= started
+    assert ("lus01", "lnet") not in started  # a Lustre server's packages (and so its LNet unit) are not deployed
     after = _services(prodsd)
     assert after["exit"] == 0, after
     units = after["units"]
-    assert isinstance(units, list) and len(units) == 21 and all(u["active"] == "active" for u in units)
+    assert isinstance(units, list) and all(u["active"] == "active" for u in units)
+    expected = labenv.managed_units(load_checked(prodsd))
+    assert sorted((u["host"], u["unit"]) for u in units) == sorted((h, u) for h in NODES for u in expected[h])
+    assert {u["host"] for u in units if u["unit"] == "lnet"} == {"gpu0001", "gpu0002", "gpu0003", "gpu0004"}
+    # the LAB-ONLY lnet.service read the deployed /etc/lnet.conf (prod's o2ib0 on ib0) before the mount started
+    lnet = run(ssh_command(state, "gpu0004", ["sh", "-c", "cat /run/clusterforge-lab-lnet/nets; systemctl show "
+                                              "-p After --value lustre-lfs01.mount"]), timeout=60).stdout
+    assert lnet.startswith("o2ib0(ib0)\n") and "lnet.service" in lnet.split("\n", 1)[1]
     sms = after["subnet_managers"]
     assert sms == {"sm01": "priority 15 state 3 SMINFO_MASTER", "sm02": "priority 14 state 2 SMINFO_STANDBY"}
     master = run(ssh_command(state, "gpu0003", ["sminfo"]), timeout=60).stdout
@@ -86,6 +98,31 @@ def test_the_deploy_starts_its_units_and_the_sm_pair_elects(prodsd: Path, tmp_pa
     assert sum(len(r["changes"]) for r in json.loads(plan.read_text())["hosts"].values()) == 0
     code, out = cf("validate", str(prodsd))
     assert code == 0 and "clean" in out, out
+
+
+def test_a_broken_lnet_conf_fails_lnet_and_the_deploy_repairs_it(prodsd: Path, tmp_path: Path) -> None:
+    state = labenv.running(prodsd)
+    assert state is not None
+    broken = run(ssh_command(state, "gpu0002", ["sh", "-c", "printf 'net:\\n    - net type: ib0\\n' > "
+                                                "/etc/lnet.conf; systemctl restart lnet; echo rc=$?"]),
+                 timeout=60, check=False).stdout
+    assert "rc=1" in broken, broken
+    bad = _services(prodsd)
+    assert bad["exit"] == 1
+    units = bad["units"]
+    assert isinstance(units, list)
+    assert [(u["host"], u["unit"], u["active"]) for u in units if u["active"] != "active"] == \
+        [("gpu0002", "lnet", "failed")]
+    journal = run(ssh_command(state, "gpu0002", ["journalctl", "-u", "lnet", "--no-pager", "-n", "5"]),
+                  timeout=60).stdout
+    assert "/etc/lnet.conf line 2: net type 'ib0' is not o2ibN, tcpN or lo" in journal
+    plan = tmp_path / "result.json"
+    code, out = cf("deploy", str(prodsd), "--limit", "gpu0002", "--no-diffs", "--plan-file", str(plan))
+    assert code == 0, out
+    changes = json.loads(plan.read_text())["hosts"]["gpu0002"]["changes"]
+    assert [(c["kind"], c["target"]) for c in changes if c["kind"] != "handler"] == \
+        [("file", "/etc/lnet.conf"), ("service", "lnet")]
+    assert _services(prodsd)["exit"] == 0
 
 
 def test_ansible_on_fresh_containers_reaches_the_same_state(prodsd: Path) -> None:
@@ -106,3 +143,36 @@ def test_ansible_on_fresh_containers_reaches_the_same_state(prodsd: Path) -> Non
     code, out = cf("deploy", str(prodsd), "--no-diffs")  # pyinfra after Ansible: nothing to do
     assert code == 0, out
     assert "7 host(s), 0 change(s)" in out
+
+
+def _podman_names(kind: str) -> set[str]:
+    out = run(["podman", kind, "ls", "--format", "{{.Name}}"] if kind == "network"
+              else ["podman", "ps", "-a", "--format", "{{.Names}}"], timeout=60).stdout
+    return set(out.split())
+
+
+def test_a_systemd_lab_the_inotify_limit_cannot_hold_is_refused_before_anything_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `make deploy` meets on a machine without inotify room for the lab inventory's 11 systemd containers:
+    the limit is read from a file standing in for /proc/sys/fs/inotify/max_user_instances (this machine's is not
+    changed by a test); the refusal names the sysctl, and no container, network or lab is left."""
+    from clusterforge.lab import inotify
+
+    env = tmp_path / "labroom"
+    shutil.copytree(ROOT / "inventories" / "lab", env)
+    monkeypatch.setenv("CLUSTERFORGE_LAB_ROOT", str(tmp_path / "state"))
+    limit = tmp_path / "max_user_instances"
+    limit.write_text("20\n")  # room for two systemd containers
+    monkeypatch.setattr(inotify, "INOTIFY_LIMIT", limit)
+    containers, networks = _podman_names("container"), _podman_names("network")
+    code, out = cf("lab", "up", str(env), "--systemd", "--no-start-sm", "--cidr", free_block(24))
+    try:
+        assert code == 1, out
+        assert "a systemd lab of 11 containers needs about 77 inotify instances" in out
+        assert "fs.inotify.max_user_instances is 20" in out and "Nothing was started" in out
+        assert "sysctl -w fs.inotify.max_user_instances=1024" in out and "Traceback" not in out
+        assert labenv.running(env) is None
+        assert not any("labroom" in n for n in _podman_names("container") - containers)
+        assert _podman_names("container") <= containers and _podman_names("network") <= networks
+    finally:
+        cf("lab", "down", str(env))
