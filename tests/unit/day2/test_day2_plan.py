@@ -65,12 +65,23 @@ def test_new_gpu_driver_goes_in_waves_within_the_drain_cap() -> None:
     plan = plan_for(data)
     gpus = [f"gpu0{i}" for i in range(1, 9)]
     assert list(plan.drained) == gpus
-    assert all(h.reboot and h.disruptive == ("new GPU driver (reboot)",) for h in plan.hosts)
+    assert all(h.reboot and h.disruptive == ("new GPU driver (reboot)",) for h in plan.hosts if h.host != "sm01")
+    # the new drain hook argv reaches the monitoring server's drain hook targets (issue #11): not disruptive
+    [sm01] = [h for h in plan.hosts if h.host == "sm01"]
+    assert not sm01.reboot and not sm01.disruptive
+    assert [(c.component, c.files) for c in sm01.components] == [
+        ("monitoring", ("~/etc/clusterforge/monitoring/drain-targets.json",))]
     # 4 GPU nodes a rack, 8 in all: caps 50 % of a rack (2), 25 % of the cluster (2): four waves of two
     waves = [gpus[i:i + 2] for i in range(0, 8, 2)]
-    assert len(plan.steps) == 4 * 6
+    # sm01's drain hook targets go out once, in the first wave, beside its GPU nodes' deploy
+    [sm01_step] = [s for s in plan.steps if s.subject == "sm01"]
+    assert (sm01_step.n, sm01_step.phase) == (4, "deploy")
+    assert sm01_step.argv == ("clusterforge", "deploy", "inventories/lab", "--yes", "--limit", "sm01",
+                              "--component", "monitoring")
+    gpu_steps = [s for s in plan.steps if s is not sm01_step]
+    assert len(gpu_steps) == 4 * 6
     for w, members in enumerate(waves):
-        steps = plan.steps[6 * w:6 * w + 6]
+        steps = gpu_steps[6 * w:6 * w + 6]
         assert [s.phase for s in steps] == ["drain", "drain", "deploy", "validate", "resume", "resume"]
         assert [s.subject for s in steps if s.phase in ("drain", "resume")] == members * 2
         assert steps[0].argv == ("scontrol", "update", f"nodename={members[0]}", "state=drain",
@@ -101,7 +112,10 @@ def test_moved_cable_is_unplugged_and_plugged_with_its_host_drained() -> None:
     assert phases(plan, "lab-su02-r01") == ["drain", "unplug", "plug", "resume"]
     unplug, plug = (s for s in plan.steps if s.phase in ("unplug", "plug"))
     assert "leaf-su02-r0 port 4" in unplug.action and "leaf-su02-r0 port 6" in plug.action
-    assert plan.hosts == ()  # nothing rendered for gpu08 depends on its leaf port
+    # nothing rendered for gpu08 depends on its leaf port; the monitoring server's scrape labels (leaf, leaf
+    # port, far end) follow the cable (issue #11)
+    assert [(h.host, [(c.component, c.files) for c in h.components], h.disruptive) for h in plan.hosts] == [
+        ("sm01", [("monitoring", ("~/etc/clusterforge/monitoring/scrape.yml",))], ())]
 
 
 def test_new_spine_is_installed_cabled_and_the_subnet_manager_reconfigured() -> None:

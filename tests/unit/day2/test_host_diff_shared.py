@@ -78,5 +78,10 @@ def test_shared_specs_give_the_same_host_changes(case: str, monkeypatch: pytest.
     got = diff_hosts(old, new, "lab", diff)
     monkeypatch.setattr(host_diff, "same_host_file_inputs", lambda *a: False)
     assert got == diff_hosts(old, new, "lab", diff)
-    # the edits that change a host file or pin show (a leaf-side port move, a slot or a cooling change do not)
-    assert bool(got) is (case not in ("cooling", "swap slots", "cable length", "cable to another port"))
+    # the edits that change a host file or pin show (a cooling change or a cable's length do not); a slot swap
+    # or a leaf-side port move changes only the monitoring server's scrape labels (u; leaf port, far end)
+    monitoring_only = case in ("swap slots", "cable to another port")
+    assert bool(got) is (case not in ("cooling", "cable length"))
+    if monitoring_only:
+        assert [(h.host, [(c.component, c.files) for c in h.components]) for h in got] == [
+            ("sm01", [("monitoring", ("~/etc/clusterforge/monitoring/scrape.yml",))])]

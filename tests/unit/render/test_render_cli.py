@@ -21,12 +21,12 @@ def test_render_lab_json(tmp_path: Path) -> None:
     result = runner.invoke(app, ["render", str(env), "--output", str(out), "--format", "json", "--no-svg"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["ok"] and data["environment"] == "lab" and data["files"] == 71
+    assert data["ok"] and data["environment"] == "lab" and data["files"] == 78
     assert data["kinds"]["opensm/opensm.conf"] == 1 and data["kinds"]["nccl/nccl.conf"] == 8
     assert data["placeholders"]["opensm/sm01/root-guids.conf"] == ["spine01", "spine02"]
     assert (out / "opensm/sm01/opensm.conf").is_file()
     again = runner.invoke(app, ["render", str(env), "--output", str(out), "--format", "json", "--no-svg"])
-    assert json.loads(again.stdout)["unchanged"] == 71
+    assert json.loads(again.stdout)["unchanged"] == 78
 
 
 def test_render_text_names_placeholder_files_outside_the_lab(tmp_path: Path) -> None:
@@ -34,7 +34,7 @@ def test_render_text_names_placeholder_files_outside_the_lab(tmp_path: Path) -> 
     shutil.copytree(LAB, env)
     result = runner.invoke(app, ["render", str(env), "--output", str(tmp_path / "out"), "--no-svg"])
     assert result.exit_code == 0, result.output
-    assert "qa: 71 files in" in result.stdout
+    assert "qa: 78 files in" in result.stdout
     assert "warning: 6 files contain placeholder GUIDs" in result.stderr
     assert "  opensm/sm01/root-guids.conf: spine01, spine02" in result.stderr
 
