@@ -137,7 +137,8 @@ def print_table(table: Table) -> None:
     out.print("\n".join(line.rstrip() for line in text.splitlines()), markup=False, highlight=False, soft_wrap=True)
 
 
-def _no_progress(note: str = "") -> None:
+def no_progress(note: str = "") -> None:
+    """`progress`'s advance when there is no bar."""
     return None
 
 
@@ -147,7 +148,7 @@ def progress(description: str, total: int | None = None) -> Iterator[Callable[[s
     terminal: yields `advance(note)`, one call per unit of work done. Elsewhere (pipes, CI, tests) `advance`
     does nothing, so the output stays the same lines as before."""
     if not err.is_terminal:
-        yield _no_progress
+        yield no_progress
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 

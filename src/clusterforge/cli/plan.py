@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, NoReturn
@@ -45,10 +46,21 @@ from ..plan import (
     size_dict,
 )
 from ..plan.changes import changes
+from ..plan.checks import PlanReport
 from ..plan.frozen import Frozen
 from ..plan.merge import Merged
 from ..plan.report import bom_rows, summary_dict, summary_lines
-from .common import Format, check_output_path, err, fail_inventory, load_inventory_or_fail, out, print_json
+from .common import (
+    Format,
+    check_output_path,
+    err,
+    fail_inventory,
+    load_inventory_or_fail,
+    no_progress,
+    out,
+    print_json,
+    progress,
+)
 from .locking import locked
 
 _LISTS = ("switches", "cables", "patch_panels", "trunks")
@@ -91,10 +103,13 @@ def _base(env: Path) -> tuple[Inventory, Source, dict[str, list[int]], Frozen]:
     return (inv.model_copy(update=update) if update else inv), source, keep, frozen
 
 
-def _checked(env: Path, renumber: bool = False, write: bool = False) -> tuple[Merged | None, Inventory, Index]:
+def _checked(env: Path, renumber: bool = False, write: bool = False,
+             advance: Callable[[str], None] = no_progress) -> tuple[Merged | None, Inventory, Index]:
     """Load, plan and check ENV. `renumber`: the index's addresses ignore addresses.generated.yaml;
-    `write`: refuse when another file holds the `allocations` section that file is written with."""
+    `write`: refuse when another file holds the `allocations` section that file is written with.
+    `advance` is called after each of the three (a progress bar's step)."""
     base, source, keep, frozen = _base(env)
+    advance("loaded")
     elsewhere = addresses_file.misplaced(env, source) if write else None
     if elsewhere is not None:
         err.print(f"{elsewhere}: allocations is written by `plan --write` into {env / addresses_file.GENERATED}; "
@@ -108,10 +123,12 @@ def _checked(env: Path, renumber: bool = False, write: bool = False) -> tuple[Me
         except PlanError as exc:
             _fail_plan(exc)
         inv = merged.inv
+    advance("planned")
     index = Index(inv)
     if renumber:
         index.addresses = allocate(index, renumber=True)  # the cached property, set before anything reads it
     issues = run_checks(index)
+    advance("checked")
     if issues:
         located = []
         for issue in issues:
@@ -147,28 +164,10 @@ def show(
 def _show(env: Path, fmt: Format, write: bool, renumber: bool, export: Path | None) -> None:
     if export is not None:
         check_output_path(export, "--export", directory=True)
-    with gc_paused():  # 10^5-10^6 small acyclic objects: collector passes would dominate
-        merged, inv, index = _checked(env, renumber, write)
-        report = check_plan(index)
-    summary = summary_dict(report, merged.plan.design if merged else None, merged.deviations if merged else ())
-    summary["environment"] = str(env)
-    if merged is not None and merged.plan.frozen:
-        summary["changes"] = changes(merged.plan.frozen, merged.plan).to_dict()
-    if renumber:
-        summary["renumbered"] = [{"node": n, "address": pool, "old": _ip(index, a), "new": _ip(index, b)}
-                                 for n, pool, a, b in moves(allocate(index), index.addresses, list(index.nodes))]
-    if write:
-        if not env.is_dir():
-            err.print(f"{env}: --write needs an environment directory")
-            raise typer.Exit(int(ExitCode.INVALID_INVENTORY))
-        if merged is not None:
-            target = env / GENERATED_FILE
-            write_atomic(target, generated_yaml(merged.switches, merged.cables, merged.patch_panels, merged.trunks))
-            summary["written"] = str(target)
-        summary["addresses_written"] = str(addresses_file.write(env, index))
-    if export is not None:
-        with gc_paused():
-            _export(export, summary, inv, index)
+    # a bar on a terminal's stderr only (a 2,048-node plan takes seconds): load, plan, check, the fabric's
+    # checks, then writing and exporting when asked
+    with progress(f"plan {env.name}", total=4 + write + (export is not None)) as advance:
+        summary, merged, report = _planned(env, write, renumber, export, advance)
     if fmt is Format.json:
         print_json(summary)
     else:
@@ -186,6 +185,37 @@ def _show(env: Path, fmt: Format, write: bool, renumber: bool, export: Path | No
                       + ("" if merged is not None else " (no `fabric` section: addresses only)"), markup=False)
     if not report.ok:
         raise typer.Exit(int(ExitCode.FINDINGS))
+
+
+def _planned(env: Path, write: bool, renumber: bool, export: Path | None, advance: Callable[[str], None]
+             ) -> tuple[dict[str, Any], Merged | None, PlanReport]:
+    """`plan show`'s work: load, plan, check; write and export when asked. The summary, the merge, the report."""
+    with gc_paused():  # 10^5-10^6 small acyclic objects: collector passes would dominate
+        merged, inv, index = _checked(env, renumber, write, advance)
+        report = check_plan(index)
+    advance("fabric checked")
+    summary = summary_dict(report, merged.plan.design if merged else None, merged.deviations if merged else ())
+    summary["environment"] = str(env)
+    if merged is not None and merged.plan.frozen:
+        summary["changes"] = changes(merged.plan.frozen, merged.plan).to_dict()
+    if renumber:
+        summary["renumbered"] = [{"node": n, "address": pool, "old": _ip(index, a), "new": _ip(index, b)}
+                                 for n, pool, a, b in moves(allocate(index), index.addresses, list(index.nodes))]
+    if write:
+        if not env.is_dir():
+            err.print(f"{env}: --write needs an environment directory")
+            raise typer.Exit(int(ExitCode.INVALID_INVENTORY))
+        if merged is not None:
+            target = env / GENERATED_FILE
+            write_atomic(target, generated_yaml(merged.switches, merged.cables, merged.patch_panels, merged.trunks))
+            summary["written"] = str(target)
+        summary["addresses_written"] = str(addresses_file.write(env, index))
+        advance("written")
+    if export is not None:
+        with gc_paused():
+            _export(export, summary, inv, index)
+        advance("exported")
+    return summary, merged, report
 
 
 def _ip(index: Index, value: int | None) -> str | None:

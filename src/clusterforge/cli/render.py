@@ -12,7 +12,7 @@ from ..errors import ExitCode
 from ..fsutil import LockTimeout
 from ..render import Rendered, WriteReport, write_tree
 from ..render import render as render_files
-from .common import Format, err, load_or_fail, out, print_json
+from .common import Format, err, load_or_fail, out, print_json, progress
 
 LAB_ENV = "lab"  # the simulated lab: ibsim assigns the GUIDs, placeholders are expected there
 
@@ -24,15 +24,20 @@ def render(
     svg: bool = typer.Option(True, "--svg/--no-svg", help="draw fabric/fabric.svg with Graphviz dot"),
 ) -> None:
     """Render configs, GUID files, topology, ibsim net, cabling CSVs and the fabric diagram."""
-    checked = load_or_fail(env, fmt)
     env_name = env.resolve().name
     target = output if output is not None else Path("out") / env_name
-    result = render_files(checked.index, env_name, svg=svg)
-    try:
-        report = write_tree(target, result.files, on_wait=lambda msg: err.print(msg, markup=False))
-    except (OSError, ValueError, LockTimeout) as exc:
-        err.print(f"cannot write {target}: {exc}", style="bold red", markup=False)
-        raise typer.Exit(int(ExitCode.FAILURE)) from None
+    # a bar on a terminal's stderr only (prod renders thousands of files): load, render, write
+    with progress(f"render {env.name}", total=3) as advance:
+        checked = load_or_fail(env, fmt)
+        advance("loaded")
+        result = render_files(checked.index, env_name, svg=svg)
+        advance(f"{len(result.files)} files rendered")
+        try:
+            report = write_tree(target, result.files, on_wait=lambda msg: err.print(msg, markup=False))
+        except (OSError, ValueError, LockTimeout) as exc:
+            err.print(f"cannot write {target}: {exc}", style="bold red", markup=False)
+            raise typer.Exit(int(ExitCode.FAILURE)) from None
+        advance("written")
     for line in report.ignored:
         err.print(f"warning: ignored manifest line {line!r} (not a plain relative path inside {target})",
                   style="yellow", markup=False)
