@@ -273,3 +273,14 @@ def test_fast_clean_never_disagrees_with_the_validator(tmp_path: Path, locked: b
             assert diff_fabric(index, topo) == [], kinds
     assert claimed["none"] > 0 and claimed["reverse"] > 0
     assert claimed["remove"] == claimed["degrade"] == claimed["dup-desc"] == 0
+
+
+def test_an_unwritable_state_directory_only_costs_speed(env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the state directory would be\n", encoding="utf-8")
+    monkeypatch.setenv(quick.STATE_DIR_ENV, str(blocker))
+    saved = _saved(tmp_path, _sim(env)[1])
+    code, out = _full(env, saved, "--format", "json")
+    assert code == 0 and json.loads(out)["ok"] is True
+    assert _fast(env, saved, capsys)[0] is None
