@@ -7,7 +7,6 @@ link, every declared device nameable) is then established by the validator, not 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from ..fsutil import write_atomic
 from ..model.index import Index
 from .expect import expected_links
 from .identify import DeviceKey, locked_guids
-from .quick import CACHE_FORMAT, cache_enabled, cache_path, inventory_key, read_cache
+from .quick import CACHE_FORMAT, cache_enabled, cache_path, cache_text, inventory_key, link_key, read_cache
 
 
 def _name(key: DeviceKey) -> str:
@@ -24,10 +23,10 @@ def _name(key: DeviceKey) -> str:
 
 
 def declared_fabric(index: Index, key: str) -> dict[str, Any]:
-    links = []
+    links = {}
     for exp in expected_links(index).values():
         (a, ah, ap), (b, bh, bp) = exp.a, exp.b
-        links.append([_name((a, ah)), ap, _name((b, bh)), bp, exp.width, exp.speed])
+        links[link_key((_name((a, ah)), ap), (_name((b, bh)), bp))] = f"{exp.width} {exp.speed}"
     return {
         "format": CACHE_FORMAT,
         "key": key,
@@ -61,7 +60,7 @@ def refresh(env: Path, index: Index, key: str) -> bool:
     try:
         if read_cache(env, key) is not None or inventory_key(env) != key:
             return False  # current already, or a file changed while it was loaded
-        write_atomic(cache_path(env), json.dumps(declared_fabric(index, key), separators=(",", ":")) + "\n")
+        write_atomic(cache_path(env), cache_text(declared_fabric(index, key)))
     except OSError:
         return False
     return True

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..parse.ibnetdiscover import IbNode, IbTopology
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 CACHE_FILE = Path("validate") / "declared-fabric.json"
 STATE_DIR_ENV = "CLUSTERFORGE_STATE_DIR"  # the same directory as the deploy record (deploy/record.py)
 NO_CACHE_ENV = "CLUSTERFORGE_NO_CACHE"
@@ -83,11 +83,20 @@ def code_stamp(package: Path = _PACKAGE) -> str:
     return h.hexdigest()
 
 
+def cache_text(doc: dict[str, Any]) -> str:
+    """The file: the sha256 of the JSON document on the first line, then the document (one line)."""
+    body = json.dumps(doc, separators=(",", ":"))
+    return f"{hashlib.sha256(body.encode()).hexdigest()}\n{body}\n"
+
+
 def read_cache(env: Path, key: str) -> dict[str, Any] | None:
-    """The cached declared fabric of `env` when it is there, readable, well-formed and of this key; else None
-    (a corrupt or foreign file is ignored: the next full run writes it again)."""
+    """The cached declared fabric of `env` when it is there, intact (its digest line), well-formed and of this
+    key; else None (a damaged or foreign file is ignored, and the next full run writes it again)."""
     try:
-        doc = json.loads(cache_path(env).read_text(encoding="utf-8"))
+        digest, _, body = cache_path(env).read_bytes().partition(b"\n")
+        if hashlib.sha256(body.rstrip(b"\n")).hexdigest().encode() != digest:
+            return None
+        doc = json.loads(body)
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT or doc.get("key") != key:
@@ -98,17 +107,23 @@ def read_cache(env: Path, key: str) -> dict[str, Any] | None:
         return None
 
 
+def link_key(a: tuple[str, int], b: tuple[str, int]) -> str:
+    """A link's two ends, in order, as one string: `device|port|device|port` ("gpu01 mlx5_0|1|leaf01|3"; a name
+    never holds `|`). The cache's `links` maps it to `"<width> <speed>"`."""
+    if b < a:
+        a, b = b, a
+    return f"{a[0]}|{a[1]}|{b[0]}|{b[1]}"
+
+
 def _checked_shape(doc: dict[str, Any]) -> dict[str, Any]:
-    """The document with its fields converted to what `proven_clean` reads; raises on any other shape."""
-    if not isinstance(doc["fast"], bool):
-        raise TypeError("fast")
+    """The document with its fields converted to what `proven_clean` reads; raises on any other shape. The
+    links are only looked up: a value of another type cannot compare equal, so it fails the proof."""
+    if not isinstance(doc["fast"], bool) or not isinstance(doc["links"], dict):
+        raise TypeError("fast / links")
     switches = {str(s) for s in doc["switches"]}
     hcas = {str(h) for h in doc["hcas"]}
     locks = [(str(k), str(g)) for k, g in doc["locks"]]
-    links = {}
-    for a, pa, b, pb, width, speed in doc["links"]:
-        links[frozenset(((str(a), int(pa)), (str(b), int(pb))))] = (str(width), str(speed))
-    return {"fast": doc["fast"], "switches": switches, "hcas": hcas, "locks": locks, "links": links}
+    return {"fast": doc["fast"], "switches": switches, "hcas": hcas, "locks": locks, "links": doc["links"]}
 
 
 def proven_clean(declared: dict[str, Any], topo: IbTopology) -> bool:
@@ -145,14 +160,14 @@ def proven_clean(declared: dict[str, Any], topo: IbTopology) -> bool:
             return False  # unknown device, or one that would be bound by position, or a replaced GUID
         bound[n.guid] = key
         taken.add(key)
-    expected: dict[frozenset[tuple[str, int]], tuple[str, str]] = declared["links"]
-    seen: set[frozenset[tuple[str, int]]] = set()
+    expected: dict[str, Any] = declared["links"]
+    seen: set[str] = set()
     for link in topo.links:
         ka, kb = bound.get(link.a.guid), bound.get(link.b.guid)
         if ka is None or kb is None:
             return False
-        ends = frozenset(((ka, link.a.port), (kb, link.b.port)))
-        if ends in seen or expected.get(ends) != (link.width, link.speed):
+        ends = link_key((ka, link.a.port), (kb, link.b.port))
+        if ends in seen or expected.get(ends) != f"{link.width} {link.speed}":
             return False  # unexpected, miswired, degraded, or seen twice
         seen.add(ends)
     return len(seen) == len(expected)  # else some declared link is missing

@@ -7,6 +7,7 @@ every inventory byte, ignored when corrupt, and rebuilt by the next full run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import shutil
@@ -130,21 +131,39 @@ def test_any_inventory_byte_invalidates_the_cache(env: Path, tmp_path: Path,
     assert _fast(env, saved, capsys)[0] is None
 
 
-@pytest.mark.parametrize("garbage", [b"", b"\x00\xff not json", b'{"format": 1', b"[1, 2]",
-                                     b'{"format": 1, "key": "KEY", "fast": true, "links": "x"}',
-                                     b'{"format": 1, "key": "KEY", "fast": "yes", "switches": [], "hcas": [], '
-                                     b'"locks": [], "links": []}'])
-def test_a_corrupt_cache_is_ignored_and_rebuilt(env: Path, tmp_path: Path, garbage: bytes,
+@pytest.mark.parametrize("garbage", [b"", b"\x00\xff not json", b'{"format": 2', b"[1, 2]",
+                                     b'{"format": 2, "key": "KEY", "fast": true, "links": "x"}',
+                                     b'{"format": 2, "key": "KEY", "fast": "yes", "switches": [], "hcas": [], '
+                                     b'"locks": [], "links": {}}'])
+@pytest.mark.parametrize("digest", ["none", "valid"])
+def test_a_corrupt_cache_is_ignored_and_rebuilt(env: Path, tmp_path: Path, garbage: bytes, digest: str,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Damaged bytes fail the digest line; a document of the wrong shape behind a valid digest is refused too."""
     saved = _saved(tmp_path, _sim(env)[1])
     assert _full(env, saved)[0] == 0
     path = quick.cache_path(env)
-    path.write_bytes(garbage.replace(b"KEY", quick.inventory_key(env).encode()))
+    body = garbage.replace(b"KEY", quick.inventory_key(env).encode())
+    path.write_bytes(hashlib.sha256(body).hexdigest().encode() + b"\n" + body if digest == "valid" else body)
     assert _fast(env, saved, capsys)[0] is None
     code, out = _full(env, saved, "--format", "json")
     assert code == 0 and json.loads(out)["ok"] is True
-    assert json.loads(path.read_text(encoding="utf-8"))["key"] == quick.inventory_key(env)
+    assert quick.read_cache(env, quick.inventory_key(env)) is not None  # written again
     assert _fast(env, saved, capsys)[0] == 0
+
+
+def test_one_changed_byte_of_the_cache_is_noticed(env: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A well-formed edit (a link's speed) behind the old digest line: ignored, and rebuilt by the next run."""
+    saved = _saved(tmp_path, _sim(env)[1])
+    assert _full(env, saved)[0] == 0
+    path = quick.cache_path(env)
+    data = path.read_bytes()
+    assert b" NDR" in data or b" HDR" in data
+    path.write_bytes(data.replace(b" NDR", b" EDR", 1) if b" NDR" in data else data.replace(b" HDR", b" EDR", 1))
+    assert quick.read_cache(env, quick.inventory_key(env)) is None
+    assert _fast(env, saved, capsys)[0] is None
+    assert _full(env, saved)[0] == 0
+    assert path.read_bytes() == data
 
 
 def test_a_cache_of_a_fabric_that_is_not_all_links_answers_nothing(env: Path, tmp_path: Path,
