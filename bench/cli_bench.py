@@ -211,7 +211,8 @@ def _cache_current(path: Path, env: Path) -> bool:
     from clusterforge.validate import quick
 
     try:
-        doc = json.loads(path.read_text())
+        _, _, body = path.read_bytes().partition(b"\n")  # the digest line, then the document
+        doc = json.loads(body)
     except (OSError, ValueError):
         return False
     return doc.get("key") == quick.inventory_key(env) and doc.get("fast") is True
