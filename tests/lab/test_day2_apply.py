@@ -1,7 +1,7 @@
 """Day-2 end to end on the lab: `diff --output` then `apply --lab-technician`, for real.
 
 A copy of the lab inventory on its own subnet and lab root (a developer's lab is left alone), its
-drain/resume hooks pointed at the copy, GUIDs learned once. Then, on the running lab:
+drain/resume hooks pointed at the copy, GUIDs learned once, the monitoring server sm01 deployed. Then, on the running lab:
 
 * a node's HCA port re-cabled to another leaf port; the first apply stops at validation (a fault
   injected elsewhere), the re-run after `lab heal` resumes there without redoing the cable work;
@@ -67,6 +67,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory, container_tools: None) -> Iter
     try:
         code, out = cf("learn", str(env))  # the as-built GUIDs, locked (replacements show as a lock change)
         assert code == 0, out
+        # the monitoring server as deployed (its apt source is the lab repository): a plan's monitoring-only
+        # deploy step then finds the packages, as on a cluster that was deployed before day 2
+        code, out = cf("deploy", str(env), "--limit", "sm01")
+        assert code == 0, out
         yield env
     finally:
         code, out = cf("lab", "down", str(env))
@@ -105,23 +109,26 @@ def test_recable_a_node_port_resume_after_a_failed_validation(lab: Path) -> None
     assert code == 0, out
     steps = json.loads(plan.read_text())["steps"]
     assert [(s["phase"], s["subject"]) for s in steps] == [
-        ("drain", "gpu01"), ("unplug", "C-00001"), ("plug", "C-00001"), ("validate", "fabric and hosts"),
-        ("resume", "gpu01")]
+        ("drain", "gpu01"), ("unplug", "C-00001"), ("plug", "C-00001"), ("deploy", "sm01"),
+        ("validate", "fabric and hosts"), ("resume", "gpu01")]
+    # the moved cable relabels the port's series: sm01's scrape config follows (a monitoring-only deploy)
+    deploy = next(s for s in steps if s["phase"] == "deploy")
+    assert "--component" in deploy["argv"] and deploy["argv"][deploy["argv"].index("--component") + 1] == "monitoring"
     # somebody else's cable is pulled: the plan's validation fails, apply stops there
     code, out = cf("lab", "fault", "remove", "C-00010", "--env", str(lab))
     assert code == 0, out
     code, out = cf("apply", str(plan), "--lab-technician")
     assert code == 1, out
-    assert "step 4 failed (exit 4)" in out and "FAB-PORT-DOWN" in out
+    assert "step 5 failed (exit 4)" in out and "FAB-PORT-DOWN" in out, out
     assert [(e["n"], e["event"]) for e in journal(plan)] == [
-        (1, "start"), (1, "done"), (2, "done"), (3, "done"), (4, "start"), (4, "failed")]
+        (1, "start"), (1, "done"), (2, "done"), (3, "done"), (4, "start"), (4, "done"), (5, "start"), (5, "failed")]
     code, out = cf("lab", "heal", "--env", str(lab))
     assert code == 0, out
     code, out = cf("apply", str(plan), "--lab-technician")
     assert code == 0, out
-    assert "resuming: 3 of 5 steps done" in out and "clean: the fabric and hosts match" in out
+    assert "resuming: 4 of 6 steps done" in out and "clean: the fabric and hosts match" in out
     done = [e["n"] for e in journal(plan) if e["event"] == "done"]
-    assert done == [1, 2, 3, 4, 5]
+    assert done == [1, 2, 3, 4, 5, 6]
     # the cable work was done once, and where the plan said
     gpu = ["gpu01 mlx5_0", 1]
     assert technician_ops(lab) == [("unplug", gpu, ["leaf-su01-r0", 1]), ("plug", gpu, ["leaf-su01-r0", 5])]
