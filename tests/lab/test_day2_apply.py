@@ -1,7 +1,8 @@
 """Day-2 end to end on the lab: `diff --output` then `apply --lab-technician`, for real.
 
 A copy of the lab inventory on its own subnet and lab root (a developer's lab is left alone), its
-drain/resume hooks pointed at the copy, GUIDs learned once, the monitoring server sm01 deployed. Then, on the running lab:
+drain/resume hooks pointed at the copy, GUIDs learned once, the monitoring server sm01 deployed.
+Then, on the running lab:
 
 * a node's HCA port re-cabled to another leaf port; the first apply stops at validation (a fault
   injected elsewhere), the re-run after `lab heal` resumes there without redoing the cable work;
