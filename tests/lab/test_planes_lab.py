@@ -1,12 +1,13 @@
 """A rail-plane fabric in the lab (issue #15): two planes, each its own subnet, in one simulator.
 
 tests/fixtures/inventories/lab-planes: 4 GPU nodes x 2 rails (`fabric.planes: rail`) and an SM pair with
-a port in each plane. A systemd lab (`lab up --systemd`): on each SM node the rendered files go where the
-deploy puts them and `opensm-plane@0` / `opensm-plane@1` start as units (the deploy's template unit, run
-through the lab's LAB-ONLY drop-in: each instance attaches as the SM node's HCA in its plane). Then: a
-MASTER (sm01) and a STANDBY (sm02) in every plane, each bound to its port in that plane; `validate` clean;
-one cable moved into the other plane is exactly the cross-plane finding naming that cable; `lab down`
-leaves nothing.
+a port in each plane. A systemd lab whose OpenSM is left to the deploy (`lab up --systemd --no-start-sm`):
+the deploy installs opensm-plane@.service and /etc/opensm/plane<P>/ on each SM node and enables and starts
+`opensm-plane@0` / `opensm-plane@1` (run through the lab's LAB-ONLY drop-in: each instance attaches as the
+SM node's HCA in its plane). Then: a MASTER (sm01) and a STANDBY (sm02) in every plane, each bound to its
+port in that plane; a second deploy changes nothing; `lab up`'s own start of an SM node's instances;
+`validate` clean; one cable moved into the other plane is exactly the cross-plane finding naming that
+cable; `lab down` leaves nothing.
 
 Both planes run in one ibsim: disjoint subnets in one net file (nothing links them), which is what lets
 a technician move a cable from one plane into the other (one simulator links only its own ports).
@@ -20,6 +21,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -62,7 +64,7 @@ def planes_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     mp = pytest.MonkeyPatch()
     mp.setenv("CLUSTERFORGE_LAB_ROOT", str(base / "state"))
     try:
-        code, out = cf("lab", "up", str(env), "--systemd")
+        code, out = cf("lab", "up", str(env), "--systemd", "--no-start-sm")
         assert code == 0, out
         yield env
     finally:
@@ -84,7 +86,28 @@ def _port_guid(env: Path, host: str, hca: str) -> int:
     return int(_ssh(env, host, "ibstat", "-p", hca).split()[0], 16)
 
 
-def test_one_opensm_per_plane_master_and_standby_in_each(planes_env: Path) -> None:
+def _services(env: Path) -> tuple[int, dict[str, Any]]:
+    code, out = cf("lab", "services", str(env), "--format", "json")
+    return code, json.loads(out[out.index("{"):])
+
+
+def test_the_deploy_starts_one_opensm_per_plane_master_and_standby_in_each(planes_env: Path, tmp_path: Path
+                                                                            ) -> None:
+    assert _services(planes_env)[0] == 1  # nothing deployed yet: no SM in any plane
+    plan = tmp_path / "result.json"
+    code, out = cf("deploy", str(planes_env), "--no-diffs", "--plan-file", str(plan))
+    assert code == 0, out
+    hosts = json.loads(plan.read_text())["hosts"]
+    started = {(h, c["target"]) for h, r in hosts.items() for c in r["changes"] if c["kind"] == "service"}
+    assert {(sm, f"opensm-plane@{p}") for sm in ("sm01", "sm02") for p in (0, 1)} <= started
+    assert not {(sm, "opensm") for sm in ("sm01", "sm02")} & started
+    code, data = _services(planes_env)
+    assert code == 0, data
+    units = {(u["host"], u["unit"]): u["active"] for u in data["units"]}
+    assert units[("sm02", "opensm-plane@1")] == "active"
+    sms = data["subnet_managers"]
+    assert sms == {**{f"sm01 plane{p}": "priority 15 state 3 SMINFO_MASTER" for p in (0, 1)},
+                   **{f"sm02 plane{p}": "priority 14 state 2 SMINFO_STANDBY" for p in (0, 1)}}, sms
     for sm in ("sm01", "sm02"):
         states = _ssh(planes_env, sm, "systemctl", "is-active", "opensm-plane@0", "opensm-plane@1").split()
         assert states == ["active", "active"], (sm, states)
@@ -95,17 +118,28 @@ def test_one_opensm_per_plane_master_and_standby_in_each(planes_env: Path) -> No
         assert "priority 15" in sminfo and "SMINFO_MASTER" in sminfo, sminfo
         guid = int(sminfo.split("sm guid ")[1].split(",")[0], 16)
         assert guid == _port_guid(planes_env, "sm01", hca), (plane, sminfo)
+    code, out = cf("deploy", str(planes_env), "--no-diffs", "--plan-file", str(plan))
+    assert code == 0, out
+    assert sum(len(r["changes"]) for r in json.loads(plan.read_text())["hosts"].values()) == 0
+
+
+def test_lab_up_starts_an_sm_nodes_plane_instances_itself(planes_env: Path) -> None:
+    # what `lab up` (without --no-start-sm) does on each SM node: its files where the deploy puts them, the units
+    _ssh(planes_env, "sm02", "systemctl", "disable", "--now", "opensm-plane@0", "opensm-plane@1")
     checked = load_checked(planes_env)
     state = labenv.running(planes_env)
     assert state is not None
+    assert "no SM answers" in labenv.sm_states(state, checked)["sm02 plane1"]
+    units = labenv.start_subnet_manager(state, labenv.paths(planes_env), "sm02")
+    assert units == ("opensm-plane@0", "opensm-plane@1")
+    labenv.wait_sm_master(state, "sm02", 60, "mlx5_1")
     sms = labenv.sm_states(state, checked)
     assert sorted(sms) == ["sm01 plane0", "sm01 plane1", "sm02 plane0", "sm02 plane1"]
-    assert all("SMINFO_MASTER" in sms[f"sm01 plane{p}"] for p in (0, 1)), sms
     assert all("priority 14" in sms[f"sm02 plane{p}"] and "SMINFO_STANDBY" in sms[f"sm02 plane{p}"]
                for p in (0, 1)), sms
 
 
-def _validate(env: Path) -> tuple[int, dict[str, object]]:
+def _validate(env: Path) -> tuple[int, dict[str, Any]]:
     code, out = cf("validate", str(env), "--format", "json")
     return code, json.loads(out[out.index("{"):])
 
@@ -113,7 +147,7 @@ def _validate(env: Path) -> tuple[int, dict[str, object]]:
 def test_validate_clean_then_a_cable_moved_across_planes(planes_env: Path) -> None:
     code, data = _validate(planes_env)
     assert (code, data["findings"]) == (0, []), data["findings"]
-    assert data["fabric_checked"] and len(data["hosts_checked"]) == 6  # type: ignore[arg-type]
+    assert data["fabric_checked"] and len(data["hosts_checked"]) == 6
     # gpu02's rail-1 cable (plane 1's leaf-su01-r1/2) moved to a free port of plane 0's leaf
     code, out = cf("lab", "cable", "move", "gpu02/mlx5_1/1", "leaf-su01-r0/6", "--env", str(planes_env))
     assert code == 0, out
@@ -121,8 +155,8 @@ def test_validate_clean_then_a_cable_moved_across_planes(planes_env: Path) -> No
         code, data = _validate(planes_env)
         found = data["findings"]
         assert code == 4
-        assert [f["rule"] for f in found] == ["FAB-PLANE"], found  # type: ignore[index]
-        (f,) = found  # type: ignore[misc]
+        assert [f["rule"] for f in found] == ["FAB-PLANE"], found
+        (f,) = found
         assert f["message"].startswith("rail 1 HCA reaches plane 0's leaf leaf-su01-r0 (leaf-su01-r0/6)")
         assert "leaf-su01-r1.2" in f["message"] and "declared leaf-su01-r1/2" in f["message"]
         assert f["action"].startswith("move cable leaf-su01-r1.2") or "leaf-su01-r1/2" in f["action"]
