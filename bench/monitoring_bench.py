@@ -7,7 +7,15 @@
   (an instant query), timed per group. The data spans only the run, so the long windows (3 h, 1 d, 7 d)
   hold little: lower bounds for a store that has been up for days.
 
-    .venv/bin/python bench/monitoring_bench.py [--nodes 2048] [--seconds 30]
+* lab (`lab()`, run by `make bench` under the lab lock): the end-to-end scenario of
+  tests/lab/test_monitoring_e2e.py on the container lab, each step timed and checked: lab up, deploy,
+  the first live samples, and from the faulted series being in the store (live + backfilled history)
+  to the level 2 e-mail and the level 3 drain.
+
+Every timed run checks that it worked (BenchFailed, no figure, otherwise): every value offered was taken and
+every series is in the store; every rule query answered `success`; the lab scenario's own checks.
+
+    .venv/bin/python bench/monitoring_bench.py [--nodes 2048] [--seconds 30] [--lab]
 """
 
 from __future__ import annotations
@@ -41,6 +49,10 @@ PORT_FIELDS = ["symbol_error_total", "link_downed_total", "link_error_recovery_t
                "port_discards_transmitted_total", "port_transmit_wait_total", "port_constraint_errors_received_total",
                "port_constraint_errors_transmitted_total", "state_id", "physical_state_id",
                "rate_bytes_per_second", "info"]
+
+
+class BenchFailed(RuntimeError):
+    """A timed run did not do what it times: no figure is printed for it."""
 
 
 def _free_port() -> int:
@@ -101,11 +113,25 @@ def ingest(vm_port: int, pid: int, nodes: int, seconds: int, interval_s: int = 5
     time.sleep(2)
     urllib.request.urlopen(f"http://127.0.0.1:{vm_port}/internal/force_flush", timeout=60).close()
     taken = _rows_inserted(vm_port) - rows0
+    if taken < offered:
+        raise BenchFailed(f"VictoriaMetrics took {taken:.0f} of {offered} values offered")
+    answer = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{vm_port}/api/v1/series/count",
+                                               timeout=300).read())
+    stored = int(answer["data"][0])
+    if stored != nodes * 200:
+        raise BenchFailed(f"{stored} series in the store, not {nodes} nodes x 200")
     return {"figure": "monitoring ingest", "nodes": nodes, "values_per_node": 200, "interval_s": interval_s,
             "offered_values_per_s": round(offered / elapsed), "taken_values_per_s": round(taken / elapsed),
             "taken_share": round(taken / offered, 3) if offered else None,
             "vm_cpu_cores": round((_proc_cpu_s(pid) - cpu0) / elapsed, 2), "vm_rss_mb": round(_rss_mb(pid)),
             "late_intervals": late, "seconds": round(elapsed, 1)}
+
+
+def _instant(vm_port: int, expr: str) -> int:
+    query = urllib.parse.urlencode({"query": expr})
+    answer = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{vm_port}/api/v1/query?{query}", timeout=300).read())
+    result = answer["data"]["result"]
+    return int(float(result[0]["value"][1])) if result else 0
 
 
 def rules(vm_port: int) -> list[dict[str, object]]:
@@ -132,6 +158,8 @@ def rules(vm_port: int) -> list[dict[str, object]]:
             answer = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{vm_port}/api/v1/query?{query}",
                                                        timeout=300).read())
             spent = time.perf_counter() - t0
+            if answer.get("status") != "success":
+                raise BenchFailed(f"rule {rule.get('alert') or rule.get('record')}: {answer}")
             total += spent
             series += len(answer["data"]["result"])
             slowest = max(slowest, (spent, rule.get("alert") or rule.get("record")))
@@ -147,8 +175,11 @@ def run(nodes: int = 2048, seconds: int = 30) -> list[dict[str, object]]:
         return [{"figure": "monitoring", "skipped": "victoria-metrics is not installed (scripts/lab-deps.sh)"}]
     port = _free_port()
     with tempfile.TemporaryDirectory() as tmp:
+        # -search.latencyOffset=0s: the rule queries see the samples just written (vmalert evaluates 30 s back
+        # by default; here the whole run is younger than that)
         proc = subprocess.Popen([binary, f"-storageDataPath={tmp}", f"-httpListenAddr=127.0.0.1:{port}",
-                                 "-retentionPeriod=1d"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                 "-retentionPeriod=1d", "-search.latencyOffset=0s"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 30
             while True:
@@ -160,6 +191,9 @@ def run(nodes: int = 2048, seconds: int = 30) -> list[dict[str, object]]:
                         raise
                     time.sleep(0.2)
             rows = [ingest(port, proc.pid, nodes, seconds)]
+            seen = _instant(port, "count(DCGM_FI_DEV_MEMORY_TEMP)")
+            if seen != nodes * 8:  # the rule queries below must see the data, or their times mean nothing
+                raise BenchFailed(f"an instant query sees {seen} HBM temperature series, not {nodes} x 8")
             rows += rules(port)
             return rows
         finally:
@@ -167,12 +201,42 @@ def run(nodes: int = 2048, seconds: int = 30) -> list[dict[str, object]]:
             proc.wait(timeout=60)
 
 
+def lab(env: Path = ROOT / "inventories" / "lab") -> list[dict[str, object]]:
+    """The lab scenario (tests/cf_monitoring_e2e.py) once, under the lab lock, on its own lab root; its rows
+    are the seconds of each step. A failed check is BenchFailed."""
+    import fcntl
+
+    if shutil.which("podman") is None or os.geteuid() != 0:
+        return [{"figure": "monitoring lab", "skipped": "needs root and podman (scripts/lab-deps.sh)"}]
+    sys.path.insert(0, str(ROOT / "tests"))
+    from cf_monitoring_e2e import ScenarioFailed, cf, run_scenario  # type: ignore[import-not-found]
+
+    with open("/tmp/cf-lab.lock", "w") as lock, tempfile.TemporaryDirectory(prefix="cf-monlab-") as tmp:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        old = os.environ.get("CLUSTERFORGE_LAB_ROOT")
+        os.environ["CLUSTERFORGE_LAB_ROOT"] = tmp
+        try:
+            result = run_scenario(env)
+        except ScenarioFailed as exc:
+            raise BenchFailed(f"monitoring lab scenario: {exc}") from None
+        finally:
+            cf("lab", "down", str(env))
+            if old is None:
+                os.environ.pop("CLUSTERFORGE_LAB_ROOT", None)
+            else:
+                os.environ["CLUSTERFORGE_LAB_ROOT"] = old
+    return [{"figure": "monitoring lab", "step": step, "seconds": round(sec, 1)}
+            for step, sec in result.seconds.items()]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=2048)
     ap.add_argument("--seconds", type=int, default=30)
+    ap.add_argument("--lab", action="store_true", help="also the end-to-end scenario on the container lab")
     args = ap.parse_args()
-    for row in run(args.nodes, args.seconds):
+    rows = run(args.nodes, args.seconds) + (lab() if args.lab else [])
+    for row in rows:
         print(json.dumps(row))
 
 
