@@ -5,7 +5,7 @@ PY := .venv/bin/python
 CF := .venv/bin/clusterforge
 INV := inventories/$(ENV)
 
-.PHONY: deps test-deps venv test test-fast lint check schema docs bench deploy deploy-vars plan render validate lab-up lab-down lab-status clean
+.PHONY: deps test-deps venv test test-long test-all test-fast lint check schema docs bench deploy deploy-vars plan render validate lab-up lab-down lab-status clean
 
 # Debian packages of the lab and the deploy tests (podman, ibsim, OpenSM, ...): installed when
 # missing and we are root; otherwise say what to run. Idempotent and quick when all are there.
@@ -28,7 +28,15 @@ test-deps:
 	@if [ "$$(id -u)" = 0 ]; then sh scripts/lab-deps.sh --netns; \
 	else echo "not root: run 'sudo sh scripts/lab-deps.sh --netns' once for the lab tests"; fi
 
+# the default run (well under 15 minutes on 2 cores); the lab scenarios of minutes each are `make test-long`
+# (.ci/run runs both), `make test-all` runs everything in one go
 test: venv test-deps
+	$(PY) -m pytest -q -m "not long"
+
+test-long: venv test-deps
+	$(PY) -m pytest -q -m long
+
+test-all: venv test-deps
 	$(PY) -m pytest -q
 
 # everything but the lab (no podman/ibsim needed)

@@ -153,6 +153,7 @@ def test_black_holed_host_fails_alone(deploy_lab: DeployLab) -> None:
     assert took < 60
 
 
+@pytest.mark.long
 def test_engines_write_identical_bytes(deploy_lab: DeployLab) -> None:
     deploy_lab.reset()
     py = _deploy(deploy_lab)

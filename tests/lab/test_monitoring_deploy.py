@@ -31,7 +31,7 @@ from clusterforge.lab.proc import run
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES = ["gpu01", "sm01"]
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.long]
 
 
 @pytest.fixture(scope="module")

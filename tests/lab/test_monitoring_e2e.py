@@ -4,7 +4,7 @@ a level 2 e-mail naming the cable at an SMTP sink on the lab machine, a level 3 
 `clusterforge alerts` listing both placed. The scenario and what each step checks: tests/cf_monitoring_e2e.py.
 
 inventories/lab itself (its smarthost is the lab network's gateway), on its own lab root. Run under
-`flock /tmp/cf-lab.lock`; about 4-5 minutes.
+`flock /tmp/cf-lab.lock`; about 2 minutes here (marked long: `make test-long`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from cf_monitoring_e2e import cf, run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.long]
 
 
 def test_faults_reach_mail_drain_and_alerts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -125,6 +125,7 @@ def test_a_broken_lnet_conf_fails_lnet_and_the_deploy_repairs_it(prodsd: Path, t
     assert _services(prodsd)["exit"] == 0
 
 
+@pytest.mark.long
 def test_ansible_on_fresh_containers_reaches_the_same_state(prodsd: Path) -> None:
     state = labenv.running(prodsd)
     assert state is not None
