@@ -20,7 +20,7 @@ AlertName = Literal[
     "HbmTemperatureHigh", "GpuTemperatureHigh", "GpuEccGrowth", "GpuEccProjected", "GpuXidError",
     "GpuFallenOffBus", "GpuRowRemapFailure", "GpuNvlinkErrors", "IbPortDown", "IbPortFlapping",
     "IbSymbolErrors", "IbReceiveErrors", "OpticBerHigh", "OpticTemperatureHigh", "NoMasterSubnetManager",
-    "HostDown",
+    "HostDown", "LustreClientEvicted", "LustreImportDown",
 ]
 """Every alert the rendered rules define (render/monitoring_rules.py)."""
 
@@ -30,7 +30,8 @@ DEFAULT_LEVELS: dict[AlertName, Level] = {
     "HbmTemperatureHigh": 3, "GpuTemperatureHigh": 2, "GpuEccGrowth": 2, "GpuEccProjected": 3,
     "GpuXidError": 2, "GpuFallenOffBus": 3, "GpuRowRemapFailure": 3, "GpuNvlinkErrors": 2,
     "IbPortDown": 2, "IbPortFlapping": 2, "IbSymbolErrors": 2, "IbReceiveErrors": 1, "OpticBerHigh": 2,
-    "OpticTemperatureHigh": 1, "NoMasterSubnetManager": 3, "HostDown": 2,
+    "OpticTemperatureHigh": 1, "NoMasterSubnetManager": 3, "HostDown": 2, "LustreClientEvicted": 2,
+    "LustreImportDown": 2,
 }
 """The level of each alert unless `monitoring.alerts.levels` says otherwise: a key for every AlertName."""
 

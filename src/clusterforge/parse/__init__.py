@@ -32,7 +32,7 @@ _MODULES = {
     "nvidia-smi-topo": "nvidia_smi_topo", "nvidia-smi-nvlink": "nvidia_smi_nvlink",
     "nvidia-smi-query-gpu": "nvidia_smi_query_gpu", "nvidia-smi-q": "nvidia_smi_q", "ibdev2netdev": "ibdev2netdev",
     "lnetctl-net-show": "lnetctl_net_show", "lctl-list-nids": "lctl_list_nids", "nccl-tests": "nccl_tests",
-    "ofed-info": "ofed_info", "dpkg-query": "dpkg_query",
+    "ofed-info": "ofed_info", "dpkg-query": "dpkg_query", "lustre-state": "lustre_state",
 }
 
 PARSERS: dict[str, Callable[[str], object]]
@@ -72,6 +72,7 @@ _RECORDS: dict[str, tuple[str, str | None]] = {
     "nccl-tests": ("NcclResult", None),
     "ofed-info": ("OfedInfo", None),
     "dpkg-query": ("dict", None),
+    "lustre-state": ("tuple", "LustreImport"),
 }
 _BUILTIN: dict[str, type] = {"tuple": tuple, "dict": dict, "str": str}
 

@@ -17,7 +17,7 @@ Files (under out/<env>/):
   monitoring/<server>/etc/systemd/system/clusterforge-drain-hook.service   the level 3 drain hook
   monitoring/nodes/dcgm-counters.csv, monitoring/nodes/dcgm-exporter.service   GPU nodes
   monitoring/nodes/prometheus-node-exporter                      every node's /etc/default (exporters)
-  monitoring/nodes/usr/local/lib/clusterforge/ib-health          every node: SM and optics state (render/ib_health)
+  monitoring/nodes/usr/local/lib/clusterforge/ib-health          every node: SM, optics, Lustre (render/ib_health)
   monitoring/nodes/clusterforge-ib-health.{service,timer}        every node: ib-health into the textfile dir
   hosts/<node>/etc/telegraf/telegraf.conf                        every node (telegraf path)
 """
@@ -44,7 +44,8 @@ NODE_EXPORTER_PORT = 9100
 DCGM_EXPORTER_PORT = 9400
 CONF_DIR = "/etc/clusterforge/monitoring"
 IB_HEALTH = ib_health.PATH
-"""The exec input / textfile script: optic temperatures and the master SM (`cf_*` metrics; render/ib_health)."""
+"""The exec input / textfile script: optic temperatures, the master SM, the Lustre client's imports (`cf_*`
+metrics; render/ib_health)."""
 IB_HEALTH_EVERY_S = 60
 """clusterforge-ib-health.timer (exporters path): one sminfo a minute per node."""
 TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"

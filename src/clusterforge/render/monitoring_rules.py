@@ -10,7 +10,7 @@ Metric names are the collectors' own: dcgm-exporter's `DCGM_FI_*` on both paths 
 dcgm-exporter with inputs.prometheus; VictoriaMetrics stores single-field lines under the
 measurement name with `-influxSkipSingleField`), node_exporter's `node_infiniband_*` on the
 exporters path, Telegraf's `infiniband_<field>` on the telegraf path, and `cf_*` for what the
-clusterforge ib-health script writes (optics, the master SM).
+clusterforge ib-health script writes (optics, the master SM, the Lustre client's imports).
 """
 
 from __future__ import annotations
@@ -49,6 +49,12 @@ IB: dict[str, dict[str, str | None]] = {
 OPTIC_BER = "cf_optic_prefec_ber"
 OPTIC_TEMP = "cf_optic_temperature_celsius"
 SM_MASTER = "cf_ib_sm_master"
+LUSTRE_FULL = "cf_lustre_import_full"
+LUSTRE_EVICTED = "cf_lustre_import_last_evicted_seconds"
+LUSTRE_EVICTED_S = 3600
+"""LustreClientEvicted fires this long after the newest eviction in an import's state history."""
+LUSTRE_DOWN_M = 10
+"""LustreImportDown: minutes of samples of an import (IDLE gives none) all short of FULL."""
 LINK_UP = 5
 """PortPhysicalState LinkUp (IBTA): below it the port is asleep, polling, disabled or training."""
 
@@ -114,7 +120,8 @@ def _record(name: str, expr: str, **labels: str) -> dict[str, Any]:
 
 
 def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]) -> list[dict[str, Any]]:
-    """The rule groups: gpu-nvlink (1 m), gpu, gpu-ecc (5 m), fabric, optics-baseline (1 h), optics, cluster.
+    """The rule groups: gpu-nvlink (1 m), gpu, gpu-ecc (5 m), fabric, optics-baseline (1 h), optics, cluster,
+    lustre.
 
     `gpu_counts`: GPUs per hardware profile with GPUs (a node showing fewer has lost one).
     """
@@ -241,6 +248,23 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
                lv("NoMasterSubnetManager"), "no master subnet manager on the fabric",
                "start OpenSM on the SM nodes (systemctl start opensm) and check sminfo from any node"),
     ]
+    lustre_import = "{{ $labels.target }} ({{ $labels.kind }})"
+    lustre = [
+        _alert("LustreClientEvicted", f"time() - {LUSTRE_EVICTED} < {LUSTRE_EVICTED_S}", lv("LustreClientEvicted"),
+               f"lustre client {WHERE} was evicted by {lustre_import} {{{{ $value | humanizeDuration }}}} ago",
+               "check the LNet/IB link of {{ $labels.host }} (its HCA port's errors, lctl ping to the server's "
+               "NID) and the log of the server of {{ $labels.target }} for why it evicted the client; jobs on "
+               "{{ $labels.host }} may have lost I/O"),
+        # every sample of the last minutes short of FULL, and the series there that long ago (a client that
+        # has just mounted is still connecting); an import IDLE then has no samples and stays quiet
+        _alert("LustreImportDown",
+               f"max_over_time({LUSTRE_FULL}[{LUSTRE_DOWN_M}m]) == 0 and {LUSTRE_FULL} offset {LUSTRE_DOWN_M - 1}m",
+               lv("LustreImportDown"),
+               f"lustre import of {lustre_import} on {WHERE} not FULL for {LUSTRE_DOWN_M} min",
+               "check the LNet/IB path from {{ $labels.host }} to the server of {{ $labels.target }} "
+               "(lctl ping, lnetctl net show) and whether that server is up or in recovery; many clients at "
+               "once point at the server"),
+    ]
     # the four NVLink error counters of a GPU summed once a minute (a regex over 4 x GPUs series is the
     # heaviest selection of the rules: measured in bench/monitoring_bench.py)
     nvlink = [_record("cf:gpu_nvlink_errors:total", f"sum by (host, rack, u, gpu, profile) ({sel(GPU['nvlink'])})")]
@@ -252,5 +276,6 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
         {"name": "clusterforge-optics-baseline", "interval": "1h", "rules": baseline},
         {"name": "clusterforge-optics", "interval": None, "rules": optics},
         {"name": "clusterforge-cluster", "interval": None, "rules": cluster},
+        {"name": "clusterforge-lustre", "interval": None, "rules": lustre},
     ]
     return groups

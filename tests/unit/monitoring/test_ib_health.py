@@ -1,7 +1,8 @@
 """`ib-health`: the sminfo and mlxcables parsers on real captures (ParseError with line numbers on anything
 else), and the rendered standalone script: the parsers embedded verbatim, its Prometheus text accepted by
-the real `promtool check metrics`, --textfile written atomically. The script against the real sminfo on a
-simulated fabric is tests/lab/test_ib_health_lab.py."""
+the real `promtool check metrics`, --textfile written atomically, the Lustre client's imports from a fake
+`lctl` on PATH (the lustre_state parser's own tests are tests/unit/parse/test_parse_lustre_state.py). The
+script against the real sminfo on a simulated fabric is tests/lab/test_ib_health_lab.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from clusterforge.parse import mlxcables, sminfo
+from clusterforge.parse import lustre_state, mlxcables, sminfo
 from clusterforge.parse.errors import ParseError
 from clusterforge.render import ib_health
 from clusterforge.render.core import banner
@@ -91,7 +92,7 @@ def _promtool(text: str) -> None:
 def test_script_embeds_the_parsers_verbatim(script: Path) -> None:
     text = script.read_text()
     assert text.startswith("#!/usr/bin/python3\n# Managed by clusterforge")
-    for mod in (sminfo, mlxcables):
+    for mod in (sminfo, mlxcables, lustre_state):
         assert repr(Path(str(mod.__file__)).read_text())[1:-1][:400] in text
 
 
@@ -123,3 +124,89 @@ def test_script_runs_standalone(script: Path, tmp_path: Path) -> None:
     assert (tmp_path / "clusterforge-ib-health.prom").read_text() == "\n"
     assert oct(os.stat(tmp_path / "clusterforge-ib-health.prom").st_mode & 0o777) == "0o644"
     assert [f.name for f in tmp_path.iterdir()] == ["clusterforge-ib-health.prom"]  # no temp file left
+
+
+# CONSTRUCTED, not a capture of a real client (none exists here): written from the format strings of
+# lprocfs_state_seq_show in lustre/obdclass/lprocfs_status.c and lctl's `<param>=` line. The file system is
+# mounted twice (two devices per target); OST0001 was evicted on the first mount at 1764594000 and on the
+# second at 1764597600; OST0000 is IDLE on one mount and CONNECTING on the other.
+LCTL_STATE = """\
+mdc.lustre-MDT0000-mdc-ffff8a1c2e3f4000.state=
+current_state: FULL
+state_history:
+ - [ 1764590400, CONNECTING ]
+ - [ 1764590400, FULL ]
+osc.lustre-OST0000-osc-ffff8a1c2e3f4000.state=
+current_state: IDLE
+state_history:
+ - [ 1764590401, FULL ]
+ - [ 1764590421, IDLE ]
+osc.lustre-OST0001-osc-ffff8a1c2e3f4000.state=
+current_state: FULL
+state_history:
+ - [ 1764594000, EVICTED ]
+ - [ 1764594001, FULL ]
+mdc.lustre-MDT0000-mdc-ffff8a1c2e3f8000.state=
+current_state: FULL
+state_history:
+ - [ 1764590400, FULL ]
+osc.lustre-OST0000-osc-ffff8a1c2e3f8000.state=
+current_state: CONNECTING
+state_history:
+ - [ 1764590401, CONNECTING ]
+osc.lustre-OST0001-osc-ffff8a1c2e3f8000.state=
+current_state: FULL
+state_history:
+ - [ 1764597600, EVICTED ]
+ - [ 1764597601, FULL ]
+osc.scratch-OST0000-osc-ffff8a1c2e3fc000.state=
+current_state: IDLE
+state_history:
+ - [ 1764590401, IDLE ]
+"""
+
+
+def test_script_lustre_imports(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mod = _module(script)
+    text = mod.exposition(None, None, (0, LCTL_STATE, ""))
+    lines = [ln for ln in text.splitlines() if ln.startswith("cf_lustre")]
+    assert lines == [
+        'cf_lustre_import_full{target="lustre-MDT0000",kind="mdc"} 1',
+        'cf_lustre_import_full{target="lustre-OST0000",kind="osc"} 0',   # CONNECTING on one mount, IDLE on one
+        'cf_lustre_import_full{target="lustre-OST0001",kind="osc"} 1',   # scratch-OST0000: IDLE, no sample
+        'cf_lustre_import_last_evicted_seconds{target="lustre-OST0001",kind="osc"} 1764597600',
+    ]
+    _promtool(text)
+    # no Lustre: lctl missing, or nothing mounted (no output, exit 2, its error on stderr): no series, no error
+    for none in (None, (2, "", "error: get_param: param_path 'osc/*/state': No such file or directory\n")):
+        assert mod.exposition(None, None, none) == "\n"
+    # one pattern matched, the other not: what lctl printed is read
+    assert 'cf_lustre_import_full{target="lustre-OST0001",kind="osc"} 1' in mod.exposition(
+        None, None, (2, LCTL_STATE.split("mdc.lustre-MDT0000-mdc-ffff8a1c2e3f8000")[0], "error: ..."))
+    bad = mod.exposition(None, None, (0, LCTL_STATE.replace("current_state: CONNECTING", "current_state: ?"), ""))
+    assert bad == ('# HELP cf_ib_health_error 1 when a tool\'s output did not parse (ib-health\'s message on '
+                   'stderr).\n# TYPE cf_ib_health_error gauge\ncf_ib_health_error{source="lctl"} 1\n')
+    _promtool(bad)
+    assert "ib-health: lctl: line 21: unknown import state '?'" in capsys.readouterr().err
+
+
+def test_script_runs_lctl_without_a_shell(script: Path, tmp_path: Path) -> None:
+    # a fake lctl (the only tool on PATH) records its argv and prints the constructed text
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "state.txt").write_text(LCTL_STATE)
+    lctl = bin_dir / "lctl"
+    lctl.write_text(f"#!{sys.executable}\nimport json, sys\n"
+                    f"open({str(tmp_path / 'argv.json')!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
+                    f"sys.stdout.write(open({str(bin_dir / 'state.txt')!r}).read())\n")
+    lctl.chmod(0o755)
+    out_dir = tmp_path / "textfile"
+    out_dir.mkdir()
+    env = {"PATH": str(bin_dir), "PYTHONPATH": "", "HOME": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-I", str(script), "--textfile", str(out_dir)], capture_output=True,
+                       text=True, timeout=30, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "argv.json").read_text() == '["get_param", "osc.*.state", "mdc.*.state"]'
+    prom = (out_dir / "clusterforge-ib-health.prom").read_text()
+    assert 'cf_lustre_import_last_evicted_seconds{target="lustre-OST0001",kind="osc"} 1764597600\n' in prom
+    _promtool(prom)

@@ -200,6 +200,57 @@ def test_host_down_and_no_master_sm(tmp_path: Path) -> None:
     ])])
 
 
+def _ost(host: str, target: str = "lustre-OST0003") -> dict[str, str]:
+    return {**HOST, "host": host, "target": target, "kind": "osc"}
+
+
+def test_lustre_eviction_fires_for_an_hour_after_the_newest(tmp_path: Path) -> None:
+    once, twice, never = _ost("gpu01"), _ost("gpu03"), _ost("gpu02")
+    # ib-health prints the newest EVICTED time of the import's history once there is one (promtool's clock
+    # starts at unix time 0): gpu01 evicted at 600 s, gpu03 at 600 s and again at 3000 s, gpu02 never
+    series = [_series("cf_lustre_import_last_evicted_seconds", once, "_x10 600x110"),
+              _series("cf_lustre_import_last_evicted_seconds", twice, "_x10 600x40 3000x70"),
+              _series("cf_lustre_import_full", never, "1x120"),
+              _series("cf_lustre_import_full", once, "1x120")]
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
+        ("5m", "LustreClientEvicted", []),
+        ("20m", "LustreClientEvicted", [{**once, "level": "2"}, {**twice, "level": "2"}]),
+        ("69m", "LustreClientEvicted", [{**once, "level": "2"}, {**twice, "level": "2"}]),
+        ("71m", "LustreClientEvicted", [{**twice, "level": "2"}]),    # gpu01's eviction is over an hour old
+        ("110m", "LustreClientEvicted", []),                          # and gpu03's (3000 s) too
+        ("60m", "LustreImportDown", []),
+    ])])
+
+
+def test_lustre_import_down_ten_minutes_idle_and_new_mounts_quiet(tmp_path: Path) -> None:
+    lost, idle, mounting, woke = _ost("gpu01"), _ost("gpu02"), _ost("gpu03"), _ost("gpu04")
+    series = [_series("cf_lustre_import_full", lost, "1x10 0x40"),        # FULL, then DISCONN/CONNECTING
+              _series("cf_lustre_import_full", idle, "1x5 _x40"),          # IDLE: ib-health prints no sample
+              _series("cf_lustre_import_full", mounting, "_x30 0x5 1x15"),  # mounted at 31 min, FULL at 36
+              _series("cf_lustre_import_full", woke, "1x5 _x20 0x25")]     # IDLE, then cannot reconnect
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
+        ("20m", "LustreImportDown", []),
+        ("22m", "LustreImportDown", [{**lost, "level": "2"}]),
+        ("34m", "LustreImportDown", [{**lost, "level": "2"}]),
+        ("36m", "LustreImportDown", [{**lost, "level": "2"}, {**woke, "level": "2"}]),
+        ("45m", "LustreImportDown", [{**lost, "level": "2"}, {**woke, "level": "2"}]),
+    ])])
+
+
+def test_lustre_annotations_name_the_client_and_the_target(tmp_path: Path) -> None:
+    evicted = _ost("gpu01")
+    test = _case([_series("cf_lustre_import_last_evicted_seconds", evicted, "600x60")], [])
+    test["alert_rule_test"] = [{"eval_time": "30m", "alertname": "LustreClientEvicted", "exp_alerts": [{
+        "exp_labels": {**evicted, "level": "3"},
+        "exp_annotations": {
+            "summary": "lustre client gpu01 (rack r01 U2) was evicted by lustre-OST0003 (osc) 20m 0s ago",
+            "repair": "check the LNet/IB link of gpu01 (its HCA port's errors, lctl ping to the server's NID) "
+                      "and the log of the server of lustre-OST0003 for why it evicted the client; jobs on "
+                      "gpu01 may have lost I/O"}}]}]
+    mon = _mon(alerts={"levels": {"LustreClientEvicted": 3}})
+    _promtool(tmp_path, _rendered_rules(mon, tmp_path, annotations=True), [test])
+
+
 def test_levels_come_from_the_model(tmp_path: Path) -> None:
     mon = _mon(alerts={"levels": {"HostDown": 3}})
     series = [_series("up", {**HOST, "exporter": "node"}, "0x10")]

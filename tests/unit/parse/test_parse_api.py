@@ -13,7 +13,7 @@ from clusterforge.parse import ibstat as ibstat_mod
 TOOLS = {
     "ibstat", "ibstat-p", "ibstatus", "ibnetdiscover", "iblinkinfo", "nvidia-smi-topo",
     "nvidia-smi-nvlink", "nvidia-smi-query-gpu", "nvidia-smi-q", "ibdev2netdev",
-    "lnetctl-net-show", "lctl-list-nids", "nccl-tests", "ofed-info", "dpkg-query", "ibv-devinfo",
+    "lnetctl-net-show", "lctl-list-nids", "nccl-tests", "ofed-info", "dpkg-query", "ibv-devinfo", "lustre-state",
 }
 
 
@@ -33,7 +33,7 @@ def test_parse_error_attributes_and_str() -> None:
         err.tool, err.line_no, err.line, err.message)
 
 
-@pytest.mark.parametrize("tool", sorted(TOOLS - {"nvidia-smi-nvlink", "dpkg-query"}))
+@pytest.mark.parametrize("tool", sorted(TOOLS - {"nvidia-smi-nvlink", "dpkg-query", "lustre-state"}))
 def test_empty_input_is_a_parse_error_on_line_1(tool: str) -> None:
     for text in ("", "\n", "  \n\n"):
         with pytest.raises(ParseError) as info:
@@ -45,6 +45,11 @@ def test_empty_input_is_a_parse_error_on_line_1(tool: str) -> None:
 def test_empty_nvlink_status_means_no_nvlink() -> None:
     result = PARSERS["nvidia-smi-nvlink"]("")
     assert to_jsonable("nvidia-smi-nvlink", result) == {"gpus": []}
+
+
+def test_empty_lustre_state_means_no_imports() -> None:
+    # lctl get_param prints nothing on stdout when no Lustre device matches (nothing mounted)
+    assert to_jsonable("lustre-state", PARSERS["lustre-state"]("")) == []
 
 
 def test_to_jsonable_rejects_unknown_tool_and_wrong_records() -> None:
