@@ -13,6 +13,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..csvtext import FORMULA_START
+from ..guid import pad_guid
 from .netbox import (
     CABLE_FIBER,
     CABLE_MEDIA,
@@ -268,7 +269,7 @@ class _Importer:
             if kv.get("link_layer"):
                 port["link_layer"] = kv["link_layer"]
             if r.get("wwn"):
-                port["guid"] = "0x" + r["wwn"].replace(":", "").lower()
+                port["guid"] = pad_guid(r["wwn"].replace(":", ""))  # EUI-64 as NetBox writes it -> 0x + 16 hex
             ports.setdefault(owner, []).append(port)
         storage: list[dict[str, Any]] = []
         for line, r in items.get("disk", []):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import socket
-import socketserver
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ import yaml
 from typer.testing import CliRunner
 
 from cf_lab_inventory import LAB, index_of, lab_data
+from cf_monitoring_e2e import SmtpSink
 from clusterforge.cli.main import app
 from clusterforge.monitoring_drain import DrainHook, serve
 from clusterforge.render import render_environment
@@ -38,32 +38,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-class _Smtp(socketserver.StreamRequestHandler):
-    """Just enough SMTP for Alertmanager's email receiver: every message lands in `server.messages`."""
-
-    def handle(self) -> None:
-        def say(text: str) -> None:
-            self.wfile.write(text.encode() + b"\r\n")
-
-        say("220 cf-test-sink ESMTP")
-        while line := self.rfile.readline():
-            cmd = line.decode(errors="replace").strip().upper()
-            if cmd.startswith(("EHLO", "HELO")):
-                say("250 cf-test-sink")
-            elif cmd == "DATA":
-                say("354 go ahead")
-                body = []
-                while (row := self.rfile.readline()) not in (b".\r\n", b".\n", b""):
-                    body.append(row.decode(errors="replace"))
-                self.server.messages.append("".join(body))  # type: ignore[attr-defined]
-                say("250 queued")
-            elif cmd == "QUIT":
-                say("221 bye")
-                return
-            else:
-                say("250 ok")
 
 
 def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
@@ -89,15 +63,13 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
     files = render_environment(index_of(data), "lab")
     (tmp_path / "rules.yml").write_text(files[f"{SRV}/clusterforge/monitoring/rules.yml"])
     (tmp_path / "am.yml").write_text(files[f"{SRV}/prometheus/alertmanager.yml"])
-    smtp = socketserver.ThreadingTCPServer(("127.0.0.1", ports["smtp"]), _Smtp)
-    smtp.messages = []  # type: ignore[attr-defined]
+    smtp = SmtpSink("127.0.0.1", ports["smtp"])  # serves from its own thread
     record = tmp_path / "drained.txt"
     drain = DrainHook(index_of(data), [sys.executable, "-c",
                                        "import sys; open(sys.argv[1], 'a').write(sys.argv[2] + '\\n')",
                                        str(record), "{host}"])
     hook = serve(drain, "127.0.0.1", ports["hook"])
-    for server in (smtp, hook):
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=hook.serve_forever, daemon=True).start()
     procs: list[subprocess.Popen[bytes]] = []
     try:
         def start(argv: list[str]) -> subprocess.Popen[bytes]:
@@ -167,13 +139,13 @@ def test_heat_pages_and_drains_symbol_errors_mail_naming_the_cable(stack: dict[s
     drain, smtp = stack["drain"], stack["smtp"]
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        if drain.drained and [m for m in smtp.messages if "IbSymbolErrors" in m]:
+        if drain.drained and smtp.mails("IbSymbolErrors"):
             break
         time.sleep(1)
     logs = {p.name: p.read_text(errors="replace")[-3000:] for p in stack["tmp"].glob("*.log")}
     assert drain.drained == {"gpu03": 0}, f"drain hook: {drain.log}; logs: {logs}"
     assert stack["record"].read_text() == "gpu03\n"  # the inventory's drain argv ran, for that host only
-    mails = [m for m in smtp.messages if "IbSymbolErrors" in m]
+    mails = [m for _, m in smtp.mails("IbSymbolErrors")]
     assert mails, f"no e-mail; got {len(smtp.messages)} message(s)"
     assert port["cable"] in mails[0] and "oncall@lab.invalid" in mails[0]
     result = CliRunner().invoke(app, ["alerts", str(LAB), "--url", f"http://127.0.0.1:{ports['am']}",
