@@ -33,6 +33,7 @@ _MODULES = {
     "nvidia-smi-query-gpu": "nvidia_smi_query_gpu", "nvidia-smi-q": "nvidia_smi_q", "ibdev2netdev": "ibdev2netdev",
     "lnetctl-net-show": "lnetctl_net_show", "lctl-list-nids": "lctl_list_nids", "nccl-tests": "nccl_tests",
     "ofed-info": "ofed_info", "dpkg-query": "dpkg_query", "lustre-state": "lustre_state",
+    "mstlink": "mstlink",
 }
 
 PARSERS: dict[str, Callable[[str], object]]
@@ -73,6 +74,7 @@ _RECORDS: dict[str, tuple[str, str | None]] = {
     "ofed-info": ("OfedInfo", None),
     "dpkg-query": ("dict", None),
     "lustre-state": ("tuple", "LustreImport"),
+    "mstlink": ("MstlinkBer", None),
 }
 _BUILTIN: dict[str, type] = {"tuple": tuple, "dict": dict, "str": str}
 

@@ -44,8 +44,8 @@ NODE_EXPORTER_PORT = 9100
 DCGM_EXPORTER_PORT = 9400
 CONF_DIR = "/etc/clusterforge/monitoring"
 IB_HEALTH = ib_health.PATH
-"""The exec input / textfile script: optic temperatures, the master SM, the Lustre client's imports (`cf_*`
-metrics; render/ib_health)."""
+"""The exec input / textfile script: optic temperatures and each HCA port's BER, the master SM, the Lustre
+client's imports (`cf_*` metrics; render/ib_health)."""
 IB_HEALTH_EVERY_S = 60
 """clusterforge-ib-health.timer (exporters path): one sminfo a minute per node."""
 TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"

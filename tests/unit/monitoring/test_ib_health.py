@@ -1,7 +1,8 @@
 """`ib-health`: the sminfo and mlxcables parsers on real captures (ParseError with line numbers on anything
 else), and the rendered standalone script: the parsers embedded verbatim, its Prometheus text accepted by
 the real `promtool check metrics`, --textfile written atomically, the Lustre client's imports from a fake
-`lctl` on PATH (the lustre_state parser's own tests are tests/unit/parse/test_parse_lustre_state.py). The
+`lctl` on PATH (the lustre_state parser's own tests are tests/unit/parse/test_parse_lustre_state.py), the
+optic BER from a fake `mstlink` on PATH over a fake /sys/class/infiniband (parser: test_parse_mstlink.py). The
 script against the real sminfo on a simulated fabric is tests/lab/test_ib_health_lab.py."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from types import ModuleType
 
 import pytest
 
-from clusterforge.parse import lustre_state, mlxcables, sminfo
+from clusterforge.parse import lustre_state, mlxcables, mstlink, sminfo
 from clusterforge.parse.errors import ParseError
 from clusterforge.render import ib_health
 from clusterforge.render.core import banner
@@ -92,7 +93,7 @@ def _promtool(text: str) -> None:
 def test_script_embeds_the_parsers_verbatim(script: Path) -> None:
     text = script.read_text()
     assert text.startswith("#!/usr/bin/python3\n# Managed by clusterforge")
-    for mod in (sminfo, mlxcables, lustre_state):
+    for mod in (sminfo, mlxcables, lustre_state, mstlink):
         assert repr(Path(str(mod.__file__)).read_text())[1:-1][:400] in text
 
 
@@ -210,3 +211,88 @@ def test_script_runs_lctl_without_a_shell(script: Path, tmp_path: Path) -> None:
     prom = (out_dir / "clusterforge-ib-health.prom").read_text()
     assert 'cf_lustre_import_last_evicted_seconds{target="lustre-OST0001",kind="osc"} 1764597600\n' in prom
     _promtool(prom)
+
+
+# CONSTRUCTED, not a capture (none exists here): `mstlink -c --json`'s document as the mstflint source builds
+# it (the parser's test, tests/unit/parse/test_parse_mstlink.py, says which source strings); numbers made up.
+MSTLINK_JSON = """\
+{
+   "result" : {
+      "output" : {
+         "Physical Counters and BER Info" : {
+            "Effective Physical BER" : "15E-255",
+            "Effective Physical Errors" : "0",
+            "Raw Physical BER" : "%s",
+            "Time Since Last Clear [Min]" : "120.0"
+         }
+      }
+   },
+   "status" : {
+      "code" : 0,
+      "message" : "success"
+   }
+}
+
+"""
+PORTS = [("mlx5_0", "1"), ("mlx5_1", "1"), ("mlx5_2", "1"), ("mlx5_3", "1")]
+
+
+def test_script_optic_ber(script: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mod = _module(script)
+    fatal = (1, "\x1b[31m \n\x1b[0m \n", "-E- Failed to open device: \"mlx5_2\", Permission denied\n")
+    results = [(PORTS[0], (0, MSTLINK_JSON % "3E-9", "")), (PORTS[1], (0, MSTLINK_JSON % "N/A", "")),
+               (PORTS[2], fatal), (PORTS[3], (0, MSTLINK_JSON % "12E-13", ""))]
+    text = mod.exposition(None, None, None, results)
+    assert [ln for ln in text.splitlines() if "fec_ber{" in ln] == [
+        'cf_optic_prefec_ber{device="mlx5_0",port="1"} 3e-09',
+        'cf_optic_prefec_ber{device="mlx5_3",port="1"} 1.2e-12',   # mlx5_1: link down (N/A), mlx5_2: no access
+        'cf_optic_postfec_ber{device="mlx5_0",port="1"} 1.5e-254',
+        'cf_optic_postfec_ber{device="mlx5_1",port="1"} 1.5e-254',
+        'cf_optic_postfec_ber{device="mlx5_3",port="1"} 1.5e-254',
+    ]
+    assert "cf_ib_health_error" not in text
+    _promtool(text)
+    assert 'ib-health: mstlink mlx5_2 port 1: -E- Failed to open device: "mlx5_2", Permission denied' in (
+        capsys.readouterr().err)
+    assert mod.exposition(None, None, None, ()) == "\n"  # no mstlink: no series, no error
+    bad = mod.exposition(None, None, None, [(PORTS[0], (0, MSTLINK_JSON % "3.0E-9", "")),
+                                            (PORTS[1], (0, "garbage\n", "")),
+                                            (PORTS[3], (0, MSTLINK_JSON % "1E-12", ""))])
+    assert [ln for ln in bad.splitlines() if not ln.startswith("#")] == [
+        'cf_optic_prefec_ber{device="mlx5_3",port="1"} 1e-12',
+        'cf_optic_postfec_ber{device="mlx5_3",port="1"} 1.5e-254',
+        'cf_ib_health_error{source="mstlink"} 1',  # once for the two ports that did not parse
+    ]
+    _promtool(bad)
+    err = capsys.readouterr().err
+    assert "ib-health: mstlink mlx5_0 port 1: line 7: Raw Physical BER: '3.0E-9' is neither" in err
+    assert "ib-health: mstlink mlx5_1 port 1: line 1: not JSON" in err
+
+
+def test_script_runs_mstlink_per_port_without_a_shell(script: Path, tmp_path: Path) -> None:
+    # a fake /sys/class/infiniband (two HCAs, one with two ports) and a fake mstlink recording its argv
+    sysfs = tmp_path / "infiniband"
+    for dev, port in (("mlx5_1", "2"), ("mlx5_0", "1"), ("mlx5_1", "1")):
+        (sysfs / dev / "ports" / port).mkdir(parents=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "doc.json").write_text(MSTLINK_JSON % "2E-8")
+    tool = bin_dir / "mstlink"
+    tool.write_text(f"#!{sys.executable}\nimport sys\n"
+                    f"open({str(tmp_path / 'argv.txt')!r}, 'a').write(repr(sys.argv[1:]) + '\\n')\n"
+                    f"sys.stdout.write(open({str(bin_dir / 'doc.json')!r}).read())\n")
+    tool.chmod(0o755)
+    env = {"PATH": str(bin_dir), "PYTHONPATH": "", "HOME": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-I", str(script), "--ib-sysfs", str(sysfs)], capture_output=True,
+                       text=True, timeout=30, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    ports = (("mlx5_0", "1"), ("mlx5_1", "1"), ("mlx5_1", "2"))
+    assert (tmp_path / "argv.txt").read_text().splitlines() == [
+        repr(["-d", dev, "-p", port, "-c", "--json"]) for dev, port in ports]
+    assert 'cf_optic_prefec_ber{device="mlx5_1",port="2"} 2e-08\n' in p.stdout
+    _promtool(p.stdout)
+    # no such directory (a node without HCAs): mstlink is never run
+    (tmp_path / "argv.txt").unlink()
+    p = subprocess.run([sys.executable, "-I", str(script), "--ib-sysfs", str(tmp_path / "none")], capture_output=True,
+                       text=True, timeout=30, env=env, cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout == "\n" and not (tmp_path / "argv.txt").exists()
