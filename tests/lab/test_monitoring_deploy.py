@@ -12,7 +12,6 @@ A copy of inventories/lab on its own free /24 and lab root. Run under `flock /tm
 from __future__ import annotations
 
 import json
-import shutil
 import time
 import urllib.parse
 import urllib.request
@@ -21,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_prodlab import cf, free_block
 
+from cf_lab_net import cf, free_block, lab_copy
 from clusterforge import labenv
 from clusterforge.deploy.ansible_api import deploy_ansible
 from clusterforge.deploy.api import DeployRequest
@@ -34,28 +33,19 @@ NODES = ["gpu01", "sm01"]
 pytestmark = [pytest.mark.lab, pytest.mark.long]
 
 
-@pytest.fixture(scope="module")
-def labmon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    if shutil.which("podman") is None or shutil.which("ibsim") is None:
-        pytest.fail("the lab needs podman and ibsim: run scripts/lab-deps.sh (CI does)")
-    base = tmp_path_factory.mktemp("labmon")
-    env = base / "labmon"
-    shutil.copytree(ROOT / "inventories" / "lab", env)
-    # the copy's management network moved to a free /24, so that the names the rendered scrape config uses
-    # resolve (through the deployed /etc/hosts) to this lab's containers, as on the lab inventory's own lab
+def _own_network(env: Path) -> None:
+    """The copy's management network moved to a free /24, so that the names the rendered scrape config uses
+    resolve (through the deployed /etc/hosts) to this lab's containers, as on the lab inventory's own lab."""
     net = free_block(24).rsplit(".", 1)[0] + "."
     for f in env.glob("*.yaml"):
         f.write_text(f.read_text().replace("198.18.10.", net))
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CLUSTERFORGE_LAB_ROOT", str(base / "state"))
-    code, out = cf("lab", "up", str(env), "--systemd", "--limit", ",".join(NODES))
-    try:
-        assert code == 0, out
+
+
+@pytest.fixture(scope="module")
+def labmon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    with lab_copy(tmp_path_factory, ROOT / "inventories" / "lab", "labmon", "--systemd", "--limit", ",".join(NODES),
+                  edit=_own_network) as env:
         yield env
-    finally:
-        code, out = cf("lab", "down", str(env))
-        mp.undo()
-    assert code == 0, out
 
 
 def _deploy(env: Path, plan: Path, *extra: str) -> dict[str, Any]:

@@ -17,32 +17,22 @@ Run with the lab lock: `flock /tmp/cf-lab.lock .venv/bin/pytest -q tests/lab/tes
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
+from cf_lab_net import cf, lab_copy
 from clusterforge import labenv
 from clusterforge.api import load_checked
-from clusterforge.cli.main import app
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "inventories" / "lab-planes"
 pytestmark = pytest.mark.lab
-
-runner = CliRunner()
-
-
-def cf(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
-
 
 def _left(name: str) -> list[str]:
     out = subprocess.run(["podman", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True,
@@ -56,22 +46,9 @@ def _left(name: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def planes_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    if shutil.which("podman") is None or shutil.which("ibsim") is None:
-        pytest.fail("the lab needs podman and ibsim: run scripts/lab-deps.sh (CI does)")
-    base = tmp_path_factory.mktemp("planes")
-    env = base / "cfplanes"
-    shutil.copytree(FIXTURE, env)
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CLUSTERFORGE_LAB_ROOT", str(base / "state"))
-    try:
-        code, out = cf("lab", "up", str(env), "--systemd", "--no-start-sm")
-        assert code == 0, out
+    with lab_copy(tmp_path_factory, FIXTURE, "cfplanes", "--systemd", "--no-start-sm") as env:
         yield env
-    finally:
-        code, out = cf("lab", "down", str(env))
-        mp.undo()
-        assert code == 0, out
-        assert _left("cfplanes") == []
+    assert _left("cfplanes") == []
 
 
 def _ssh(env: Path, host: str, *argv: str) -> str:
@@ -112,9 +89,13 @@ def test_the_deploy_starts_one_opensm_per_plane_master_and_standby_in_each(plane
         states = _ssh(planes_env, sm, "systemctl", "is-active", "opensm-plane@0", "opensm-plane@1").split()
         assert states == ["active", "active"], (sm, states)
         assert "PORTS=NONE" in _ssh(planes_env, sm, "cat", "/etc/default/opensm").splitlines()
-    # every plane: sm01 (15) MASTER, bound to its port in that plane, as a GPU node of that plane sees it
+    # every plane: sm01 (15) MASTER, bound to its port in that plane, as a GPU node of that plane sees it. The
+    # node's port names the SM that last swept it: right after the election that can still be the standby
+    # (sm02 may have swept first), until the master's own sweep, so wait for a MASTER there
+    state = labenv.running(planes_env)
+    assert state is not None
     for plane, hca in ((0, "mlx5_0"), (1, "mlx5_1")):
-        sminfo = _ssh(planes_env, "gpu01", "sminfo", "-C", hca)
+        sminfo = labenv.wait_sm_master(state, "gpu01", 60, hca)
         assert "priority 15" in sminfo and "SMINFO_MASTER" in sminfo, sminfo
         guid = int(sminfo.split("sm guid ")[1].split(",")[0], 16)
         assert guid == _port_guid(planes_env, "sm01", hca), (plane, sminfo)

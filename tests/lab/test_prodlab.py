@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cf_lab_net import free_block
 from clusterforge import labenv
 from clusterforge.api import load_checked
 from clusterforge.cli.main import app
@@ -35,22 +36,6 @@ runner = CliRunner()
 def cf(*args: str) -> tuple[int, str]:
     result = runner.invoke(app, list(args))
     return result.exit_code, result.output
-
-
-def free_block(prefix: int = 20) -> str:
-    """A /20 of 198.19.0.0/16 that no interface or podman network overlaps now."""
-    used = []
-    for line in subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, timeout=10,
-                               check=True).stdout.splitlines():
-        parts = line.split()
-        used.append(ipaddress.IPv4Interface(parts[parts.index("inet") + 1]).network)
-    nets = subprocess.run(["podman", "network", "ls", "--format", "json"], capture_output=True, text=True,
-                          timeout=30, check=True).stdout
-    used += [ipaddress.IPv4Network(s["subnet"]) for n in json.loads(nets or "[]") for s in n.get("subnets") or []]
-    for cand in ipaddress.IPv4Network("198.19.0.0/16").subnets(new_prefix=prefix):
-        if not any(cand.overlaps(u) for u in used):
-            return str(cand)
-    raise RuntimeError("no free /20 in 198.19.0.0/16")
 
 
 @pytest.fixture(scope="module")

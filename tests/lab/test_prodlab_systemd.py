@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_prodlab import cf, free_block
 
+from cf_lab_net import cf, free_block, lab_copy
 from clusterforge import labenv
 from clusterforge.api import load_checked
 from clusterforge.deploy.ansible_api import deploy_ansible
@@ -34,21 +34,9 @@ pytestmark = pytest.mark.lab
 
 @pytest.fixture(scope="module")
 def prodsd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    if shutil.which("podman") is None or shutil.which("ibsim") is None:
-        pytest.fail("the lab needs podman and ibsim: run scripts/lab-deps.sh (CI does)")
-    base = tmp_path_factory.mktemp("prodsd")
-    env = base / "prodsd"
-    shutil.copytree(ROOT / "inventories" / "prod", env)
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CLUSTERFORGE_LAB_ROOT", str(base / "state"))
-    code, out = cf("lab", "up", str(env), "--systemd", "--no-start-sm", "--cidr", free_block())
-    try:
-        assert code == 0, out
+    with lab_copy(tmp_path_factory, ROOT / "inventories" / "prod", "prodsd", "--systemd", "--no-start-sm", "--cidr",
+                  free_block()) as env:
         yield env
-    finally:
-        code, out = cf("lab", "down", str(env))
-        mp.undo()
-    assert code == 0, out
 
 
 def _services(env: Path) -> dict[str, object]:

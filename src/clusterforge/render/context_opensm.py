@@ -6,8 +6,10 @@ the same for every SM except opensm.conf (its `sm_priority` and bound port `guid
 Rail planes (`fabric.planes`, two or more planes cabled): each plane is its own subnet with its
 own OpenSM instance, so each SM node gets `opensm/<sm-node>/plane<P>/` (installed as
 /etc/opensm/plane<P>/) per plane: opensm.conf bound to the SM node's port in that plane, with
-its own log file and dump directory, and root / compute / I/O GUID files and partitions
-holding only that plane's switches and ports. A port's plane is the plane of the switch its
+its own log file and dump directory, root / compute / I/O GUID files and partitions
+holding only that plane's switches and ports, and standby.env (a standby's unit waits for a master through
+its port in the plane before OpenSM starts, so the SM meant to be master wins a simultaneous start).
+A port's plane is the plane of the switch its
 cable reaches (a leaf: its rail's plane; a rail-plane spine: its group). Each SM node also gets the
 unit `opensm/<sm-node>/systemd/opensm-plane@.service` (one instance per plane: opensm-plane@0, ...;
 installed in /etc/systemd/system) and `opensm/<sm-node>/default/opensm` (/etc/default/opensm,
@@ -196,6 +198,25 @@ def opensm_conf(fab: FabricView, sm: OpenSm, smn: SmNode) -> dict[str, Any]:
     }
 
 
+STANDBY_WAIT_S = 60
+"""How long a standby's opensm-plane@<P> waits for a master before it starts anyway."""
+
+
+def standby_env(smn: SmNode, top_priority: int, plane: int, port: tuple[Ca, int] | None) -> dict[str, Any]:
+    """/etc/opensm/plane<P>/standby.env: a standby (priority below the highest of the SM nodes) waits for a
+    master through its port in the plane before OpenSM starts; the SM meant to be master starts at once."""
+    if port is None:
+        return {"plane": plane, "wait_s": 0, "hca": "", "port": "",
+                "why": f"no port in rail plane {plane}: nothing to wait through"}
+    ca, p = port
+    if smn.priority >= top_priority:
+        return {"plane": plane, "wait_s": 0, "hca": ca.name, "port": p,
+                "why": f"priority {smn.priority}, the highest: the master, started at once"}
+    return {"plane": plane, "wait_s": STANDBY_WAIT_S, "hca": ca.name, "port": p,
+            "why": f"priority {smn.priority} < {top_priority}: a standby, started once a master answers "
+                   f"through {ca.name} port {p} (at most {STANDBY_WAIT_S} s)"}
+
+
 def switch_planes(fab: FabricView) -> dict[str, int]:
     """Rail planes: switch -> plane (leaves by rail, spines by group); {} without two planes or more."""
     return fab.index.switch_planes
@@ -214,6 +235,7 @@ def _plane_files(fab: FabricView, sm: OpenSm, planes: dict[str, int],
                  nnm: tuple[dict[str, Any], tuple[str, ...]]) -> list[FileSpec]:
     ports = port_planes(fab, planes)
     top = fab.top_role
+    top_priority = max(smn.priority for smn in sm.sm_nodes) if sm.sm_nodes else 0
     out: list[FileSpec] = []
     for plane in sorted(set(planes.values())):
         mine = {k for k, v in ports.items() if v == plane}
@@ -245,6 +267,8 @@ def _plane_files(fab: FabricView, sm: OpenSm, planes: dict[str, int],
                 why = label if guid else f"{label}: port GUID not known yet"
             else:
                 guid, why = None, f"no cabled InfiniBand port in rail plane {plane}"
+            out.append(FileSpec(f"{base}/standby.env", "opensm/standby.env.j2",
+                                standby_env(smn, top_priority, plane, own[0] if own else None)))
             conf.update(guid=guid, guid_comment=why, plane=plane,
                         files={k: f"{d}/{n}" for k, n in FILES.items() if k != "node_name_map_name"
                                or sm.node_name_map},
