@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from cf_lab_net import cf, lab_copy
-from clusterforge import labenv
+from clusterforge import labenv, labservices
 from clusterforge.api import load_checked
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
@@ -110,11 +110,11 @@ def test_lab_up_starts_an_sm_nodes_plane_instances_itself(planes_env: Path) -> N
     checked = load_checked(planes_env)
     state = labenv.running(planes_env)
     assert state is not None
-    assert "no SM answers" in labenv.sm_states(state, checked)["sm02 plane1"]
+    assert "no SM answers" in labservices.sm_states(state, checked)["sm02 plane1"]
     units = labenv.start_subnet_manager(state, labenv.paths(planes_env), "sm02")
     assert units == ("opensm-plane@0", "opensm-plane@1")
     labenv.wait_sm_master(state, "sm02", 60, "mlx5_1")
-    sms = labenv.sm_states(state, checked)
+    sms = labservices.sm_states(state, checked)
     assert sorted(sms) == ["sm01 plane0", "sm01 plane1", "sm02 plane0", "sm02 plane1"]
     assert all("priority 14" in sms[f"sm02 plane{p}"] and "SMINFO_STANDBY" in sms[f"sm02 plane{p}"]
                for p in (0, 1)), sms

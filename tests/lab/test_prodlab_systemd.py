@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from cf_lab_net import cf, free_block, lab_copy
-from clusterforge import labenv
+from clusterforge import labenv, labservices
 from clusterforge.api import load_checked
 from clusterforge.deploy.ansible_api import deploy_ansible
 from clusterforge.deploy.api import DeployRequest
@@ -66,7 +66,7 @@ def test_the_deploy_starts_its_units_and_the_sm_pair_elects(prodsd: Path, tmp_pa
     assert after["exit"] == 0, after
     units = after["units"]
     assert isinstance(units, list) and all(u["active"] == "active" for u in units)
-    expected = labenv.managed_units(load_checked(prodsd))
+    expected = labservices.managed_units(load_checked(prodsd))
     assert sorted((u["host"], u["unit"]) for u in units) == sorted((h, u) for h in NODES for u in expected[h])
     assert {u["host"] for u in units if u["unit"] == "lnet"} == {"gpu0001", "gpu0002", "gpu0003", "gpu0004"}
     # the LAB-ONLY lnet.service read the deployed /etc/lnet.conf (prod's o2ib0 on ib0) before the mount started

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import typer
 
-from .. import labenv
+from .. import labenv, labservices
 from ..errors import ExitCode
 from ..lab import LabError, LabState, PortRef, down, fault_injector, status
 from ..lab.lab import technician
@@ -217,8 +217,8 @@ def lab_services(env: Path = typer.Argument(Path("inventories/lab")),
     checked = load_or_fail(env)
     state = _running(env)
     try:
-        units = labenv.unit_states(state, checked)
-        sms = labenv.sm_states(state, checked)
+        units = labservices.unit_states(state, checked)
+        sms = labservices.sm_states(state, checked)
     except (LabError, OSError) as exc:
         _fail(exc)
     if units is None:
