@@ -21,7 +21,7 @@ embeds this module's source.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from clusterforge.parse.errors import ParseError
@@ -71,19 +71,30 @@ def _state(name: str, no: int, raw: str) -> str:
     return name
 
 
+@dataclass(slots=True)
+class _Block:
+    """The import being read: its `<param>=` line, what of its value came so far."""
+
+    device: str
+    kind: str
+    target: str
+    line: int
+    raw: str
+    current: str | None = None
+    has_history: bool = False  # `state_history:` seen (the history itself may be empty)
+    history: list[tuple[int, str]] = field(default_factory=list)
+
+    def done(self) -> LustreImport:
+        if self.current is None or not self.has_history:
+            missing = "current_state:" if self.current is None else "state_history:"
+            raise ParseError(TOOL, self.line, self.raw, f"a state block without `{missing}` (cut output)")
+        return LustreImport(self.device, self.kind, self.target, self.current, tuple(self.history))
+
+
 def parse(text: str) -> tuple[LustreImport, ...]:
     out: list[LustreImport] = []
     seen: dict[str, int] = {}
-    cur: dict[str, Any] | None = None
-
-    def close() -> None:
-        if cur is None:
-            return
-        if cur["current"] is None or not cur["has_history"]:
-            missing = "current_state:" if cur["current"] is None else "state_history:"
-            raise ParseError(TOOL, cur["line"], cur["raw"], f"a state block without `{missing}` (cut output)")
-        out.append(LustreImport(cur["device"], cur["kind"], cur["target"], cur["current"], tuple(cur["history"])))
-
+    cur: _Block | None = None
     for no, raw in enumerate(text.split("\n"), start=1):
         raw = raw.rstrip("\r")
         line = raw.strip()
@@ -96,33 +107,34 @@ def parse(text: str) -> tuple[LustreImport, ...]:
                 raise ParseError(TOOL, no, raw, f"a {kind} parameter of a {dev_kind} device")
             if device in seen:
                 raise ParseError(TOOL, no, raw, f"{kind}.{device}.state again (first on line {seen[device]})")
-            close()
+            if cur is not None:
+                out.append(cur.done())
             seen[device] = no
-            cur = {"device": device, "kind": kind, "target": target, "current": None, "has_history": False,
-                   "history": [], "line": no, "raw": raw}
+            cur = _Block(device, kind, target, no, raw)
             continue
         if cur is None:
             raise ParseError(TOOL, no, raw, "expected an `osc.<device>.state=` or `mdc.<device>.state=` line")
         c = _CURRENT_RE.fullmatch(line)
         if c is not None:
-            if cur["current"] is not None:
+            if cur.current is not None:
                 raise ParseError(TOOL, no, raw, "a second `current_state:` in one state block")
-            cur["current"] = _state(c.group(1), no, raw)
+            cur.current = _state(c.group(1), no, raw)
             continue
         if line == "state_history:":
-            if cur["current"] is None or cur["has_history"]:
+            if cur.current is None or cur.has_history:
                 raise ParseError(TOOL, no, raw, "`state_history:` not right after `current_state:`")
-            cur["has_history"] = True
+            cur.has_history = True
             continue
         h = _HISTORY_RE.fullmatch(line)
         if h is not None:
-            if not cur["has_history"]:
+            if not cur.has_history:
                 raise ParseError(TOOL, no, raw, "a history entry before `state_history:`")
-            cur["history"].append((int(h.group(1)), _state(h.group(2), no, raw)))
+            cur.history.append((int(h.group(1)), _state(h.group(2), no, raw)))
             continue
         raise ParseError(TOOL, no, raw, "not a line of an import's state (`current_state: S`, `state_history:`, "
                                         "` - [ TIME, S ]`)")
-    close()
+    if cur is not None:
+        out.append(cur.done())
     return tuple(out)
 
 

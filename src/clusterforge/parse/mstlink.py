@@ -46,7 +46,8 @@ RAW_BER = "Raw Physical BER"
 EFFECTIVE_BER = "Effective Physical BER"
 
 _BER_RE = re.compile(r"([0-9]+)E-([0-9]+)")
-_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")  # mlxlink writes color codes to stdout around its messages
+ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+"""The color codes mlxlink writes to stdout around its messages (ib-health strips them too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +81,7 @@ def _ber(value: Any, key: str, text: str) -> float | None:
 
 
 def parse(text: str) -> MstlinkBer:
-    text = _ANSI_RE.sub("", text)
+    text = ANSI_RE.sub("", text)
     if not text.strip():
         raise ParseError(TOOL, 1, text.split("\n")[0], "empty output (mstlink prints one JSON document with --json)")
     try:
