@@ -30,10 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from cf_lab_net import free_subnet
-from clusterforge.cli.main import app
+from cf_lab_net import cf, free_subnet, lab_copy
 from clusterforge.lab.netfile import parse_netfile
 from clusterforge.labenv import paths
 
@@ -42,41 +40,33 @@ pytestmark = pytest.mark.lab
 CF = str(Path(sys.executable).parent / "clusterforge")
 
 
-def cf(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, list(args))
-    return result.exit_code, result.output
-
-
 def journal(plan: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in Path(f"{plan}.journal").read_text().splitlines()[1:]]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory, container_tools: None) -> Iterator[Path]:
-    base = tmp_path_factory.mktemp("day2apply")
-    env = base / "dayapply"
-    shutil.copytree(ROOT / "inventories" / "lab", env)
-    # a free management /24 clear of the lab's IPoIB subnets (198.18.128.0/21, 198.18.136.0/21)
+def _own_network(env: Path) -> None:
+    """A free management /24 clear of the lab's IPoIB subnets (198.18.128.0/21, 198.18.136.0/21); the drain and
+    resume hooks pointed at the copy."""
     prefix = free_subnet("198.18", 40 + os.getpid() % 60).rsplit(".", 1)[0] + "."
     for f in env.glob("*.yaml"):
         f.write_text(f.read_text().replace("198.18.10.", prefix).replace("inventories/lab", str(env)))
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CLUSTERFORGE_LAB_ROOT", str(base / "labroot"))
-    mp.chdir(base)
-    code, out = cf("lab", "up", str(env))
-    assert code == 0, out
-    try:
-        code, out = cf("learn", str(env))  # the as-built GUIDs, locked (replacements show as a lock change)
-        assert code == 0, out
-        # the monitoring server as deployed (its apt source is the lab repository): a plan's monitoring-only
-        # deploy step then finds the packages, as on a cluster that was deployed before day 2
-        code, out = cf("deploy", str(env), "--limit", "sm01")
-        assert code == 0, out
-        yield env
-    finally:
-        code, out = cf("lab", "down", str(env))
-        mp.undo()
-        assert code == 0, out
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory, container_tools: None) -> Iterator[Path]:
+    with lab_copy(tmp_path_factory, ROOT / "inventories" / "lab", "dayapply", edit=_own_network) as env:
+        mp = pytest.MonkeyPatch()
+        mp.chdir(env.parent)  # apply's deploy steps write out/dayapply/ here
+        try:
+            code, out = cf("learn", str(env))  # the as-built GUIDs, locked (replacements show as a lock change)
+            assert code == 0, out
+            # the monitoring server as deployed (its apt source is the lab repository): a plan's monitoring-only
+            # deploy step then finds the packages, as on a cluster that was deployed before day 2
+            code, out = cf("deploy", str(env), "--limit", "sm01")
+            assert code == 0, out
+            yield env
+        finally:
+            mp.undo()
 
 
 def state_dir(env: Path) -> Path:
