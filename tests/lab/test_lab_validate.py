@@ -15,19 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from clusterforge.cli.main import app
+from cf_lab_net import cf
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.lab
-
-runner = CliRunner()
-
-
-def cf(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 @pytest.fixture(scope="module")

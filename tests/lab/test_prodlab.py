@@ -17,12 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from cf_lab_net import free_block
+from cf_lab_net import cf, free_block
 from clusterforge import labenv
 from clusterforge.api import load_checked
-from clusterforge.cli.main import app
 from clusterforge.deploy.api import DeployRequest, plans_for
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
@@ -30,12 +28,6 @@ from clusterforge.lab.proc import run
 ROOT = Path(__file__).resolve().parents[2]
 RACK = ["gpu0001", "gpu0002", "gpu0003", "gpu0004"]
 pytestmark = pytest.mark.lab
-runner = CliRunner()
-
-
-def cf(*args: str) -> tuple[int, str]:
-    result = runner.invoke(app, list(args))
-    return result.exit_code, result.output
 
 
 @pytest.fixture(scope="module")
