@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from ..errors import InventoryIssue, format_path
 from ..errors import Path as ErrPath
+from ..model.hardware import Hca
 from ..model.index import Index
 
 
@@ -38,6 +39,7 @@ def check(index: Index) -> list[InventoryIssue]:
         ((c.label, ("cables", i, "label")) for i, c in enumerate(inv.cables) if c.label), "cable label"
     )
     out += _dups(_guids(index), "GUID")
+    out += _profile_guids(index)
     for i, node in enumerate(inv.nodes):
         hw = index.hardware[node.name]
         names = [(h.name, ("nodes", i, "hcas", j, "name")) for j, h in enumerate(hw.hcas)]
@@ -46,20 +48,50 @@ def check(index: Index) -> list[InventoryIssue]:
     return out
 
 
+def _profile_users(index: Index) -> dict[int, list[str]]:
+    """Profile index -> the nodes that take their HCAs from it (no `hcas` of their own), in order."""
+    inv = index.inv
+    at = {p.name: i for i, p in enumerate(inv.profiles)}
+    users: dict[int, list[str]] = {}
+    for node in inv.nodes:
+        if node.hcas is None and node.profile in at:
+            users.setdefault(at[node.profile], []).append(node.name)
+    return users
+
+
+def _hca_guids(hcas: Iterable[Hca], at: ErrPath) -> Iterable[tuple[str, ErrPath]]:
+    for j, hca in enumerate(hcas):
+        if hca.node_guid:
+            yield hca.node_guid, (*at, j, "node_guid")
+        for k, port in enumerate(hca.ports):
+            if port.guid and port.guid != hca.node_guid:
+                yield port.guid, (*at, j, "ports", k, "guid")
+
+
+def _profile_guids(index: Index) -> list[InventoryIssue]:
+    """A GUID in a profile's HCAs resolves onto every node of the profile: one GUID for many HCAs."""
+    out: list[InventoryIssue] = []
+    for i, nodes in _profile_users(index).items():
+        if len(nodes) < 2:
+            continue
+        named = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+        for guid, path in _hca_guids(index.inv.profiles[i].hcas, ("profiles", i, "hcas")):
+            out.append(InventoryIssue(path, f"GUID {guid!r} in a profile lands on each of its {len(nodes)} nodes "
+                f"({named}): a GUID names one HCA; declare it on the node or in guid_locks", rule="INV-DUP"))
+    return out
+
+
 def _guids(index: Index) -> Iterable[tuple[str, ErrPath]]:
+    """Every GUID the model resolves to, where it was declared: a node's own HCAs, or its profile's (once)."""
     inv = index.inv
     for i, sw in enumerate(inv.switches):
         if sw.guid:
             yield sw.guid, ("switches", i, "guid")
     for i, node in enumerate(inv.nodes):
-        if node.hcas is None:
-            continue  # profile hardware carries no per-node GUIDs
-        for j, hca in enumerate(node.hcas):
-            if hca.node_guid:
-                yield hca.node_guid, ("nodes", i, "hcas", j, "node_guid")
-            for k, port in enumerate(hca.ports):
-                if port.guid and port.guid != hca.node_guid:
-                    yield port.guid, ("nodes", i, "hcas", j, "ports", k, "guid")
+        if node.hcas is not None:
+            yield from _hca_guids(node.hcas, ("nodes", i, "hcas"))
+    for i in _profile_users(index):
+        yield from _hca_guids(inv.profiles[i].hcas, ("profiles", i, "hcas"))
     locks = inv.guid_locks
     for name, guid in locks.switches.items():
         yield guid, ("guid_locks", "switches", name)
