@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..echo import one_line
+
 if TYPE_CHECKING:
     from ..model.inventory import Inventory
 
@@ -48,6 +50,10 @@ class DeployOptions:
     root: str = "/"
     """Prefix of every managed path (benchmarks against hosts that share one file system)."""
     components: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        # the environment's directory name goes into every managed file (banner, comments): one line
+        object.__setattr__(self, "env_name", one_line(self.env_name))
 
     def __repr__(self) -> str:  # keep the secret out of logs and tracebacks
         auth = "<redacted>" if self.repo_auth else None

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..echo import one_line
 from ..gcpause import gc_paused
 from ..model.index import Index
 from .context_cabling import cabling_files
@@ -34,10 +35,11 @@ def banner(env_name: str) -> list[str]:
     """The managed-file banner, without comment markers (each template adds its own).
 
     No timestamp (renders are byte-for-byte reproducible) and no `=` (old NCCL
-    versions read every `KEY=value` line of nccl.conf, comments included).
+    versions read every `KEY=value` line of nccl.conf, comments included). The name is
+    a directory's: escaped onto one line (`echo.one_line`), it adds no line to a file.
     """
     return [
-        f"Managed by clusterforge for environment {env_name}. Do not edit:",
+        f"Managed by clusterforge for environment {one_line(env_name)}. Do not edit:",
         "local changes are overwritten by the next render; change the inventory instead.",
     ]
 
@@ -88,6 +90,7 @@ def render(index: Index, env_name: str, *, svg: bool = False) -> Rendered:
 
 def _render(index: Index, env_name: str, svg: bool) -> Rendered:
     jinja = environment()
+    env_name = one_line(env_name)  # a directory's name, into comments of every file
     lines = banner(env_name)
     files: dict[str, str] = {}
     kinds: dict[str, str] = {}
