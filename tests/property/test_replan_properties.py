@@ -5,7 +5,8 @@ spines, max_sus, nodes retired from the middle or added at the end, infrastructu
 and planned again against the frozen fabric. Every surviving node keeps its cables (ends, ids,
 runs, trunks, lanes), no surviving switch moves, every link whose two ends stay is the same
 cable, surviving trunks keep their panels, the result passes every check, and re-planning the
-result changes nothing.
+result changes nothing. An oversubscription change moves no link: fewer uplinks per leaf only remove
+links (and spines, trunks, panels), more only add them.
 """
 
 from __future__ import annotations
@@ -51,8 +52,12 @@ def _merged(inv: Inventory, plan: Plan) -> Inventory:
                                   "patch_panels": list(plan.patch_panels), "trunks": list(plan.trunks)})
 
 
+KINDS = ("ratio", "spines", "retire", "grow", "infra", "max_sus")
+RATIO = {"1:1": 1, "2:1": 2, "4:1": 4}
+
+
 @st.composite
-def edits(draw: st.DrawFn) -> Edit:
+def edits(draw: st.DrawFn, kinds: tuple[str, ...] = KINDS) -> Edit:
     model = draw(st.sampled_from(["QM8700", "QM9700"]))
     rails = draw(st.integers(min_value=1, max_value=3))
     su = 4 * draw(st.integers(min_value=1, max_value=4))
@@ -66,7 +71,7 @@ def edits(draw: st.DrawFn) -> Edit:
     nodes = full.nodes
     before = full.model_copy(update={"nodes": nodes[:total]})
     assert before.fabric is not None
-    kind = draw(st.sampled_from(["ratio", "spines", "retire", "grow", "infra", "max_sus"]))
+    kind = draw(st.sampled_from(kinds))
     new_spec = before.fabric
     new_nodes = list(nodes[:total])
     if kind == "ratio":
@@ -164,3 +169,30 @@ def test_planning_from_scratch_then_against_itself_changes_nothing(edit: Edit) -
     again = plan_fabric(edit.after, frozen=_frozen(plan))
     assert again.cables == plan.cables and again.switches == plan.switches
     assert again.trunks == plan.trunks and again.patch_panels == plan.patch_panels
+
+
+@FAST
+@given(edits(kinds=("ratio",)))
+def test_an_oversubscription_change_only_adds_or_only_removes(edit: Edit) -> None:
+    assert edit.before.fabric is not None and edit.after.fabric is not None
+    try:
+        old = plan_fabric(edit.before)
+        new = plan_fabric(edit.after, frozen=_frozen(old))
+    except PlanError:
+        assume(False)
+        raise
+    # every port cabled on both sides carries the same cable: no kept link is re-patched
+    old_port = {ref.key: c for c in old.cables for ref in (c.a, c.b)}
+    for c in new.cables:
+        for ref in (c.a, c.b):
+            assert old_port.get(ref.key, c) == c, (ref.key, old_port[ref.key].id, c.id)
+    before, after = RATIO[edit.before.fabric.oversubscription], RATIO[edit.after.fabric.oversubscription]
+    small, large = (new, old) if after > before else (old, new)
+    assert set(small.cables) <= set(large.cables)
+    assert set(small.switches) <= set(large.switches)
+    assert set(small.trunks) <= set(large.trunks) and set(small.patch_panels) <= set(large.patch_panels)
+    if after == before:
+        assert changes(_frozen(old), new).none
+    else:  # only switch-to-switch links (and spines, cores) differ
+        assert all(c.a.hca is None and c.b.hca is None for c in set(large.cables) - set(small.cables))
+        assert {s.role for s in set(large.switches) - set(small.switches)} <= {"spine", "core"}

@@ -169,14 +169,17 @@ def _nearest(values: list[int], target: int) -> list[int]:
 
 
 def resolve(spec: FabricSpec, cat: Catalog, nodes: int, rails: int, infra_ports: int = 0, *,
-            units: int = 0, spines_hint: int | None = None, cores_hint: int | None = None) -> Design:
+            units: int = 0, spines_hint: int | None = None, cores_hint: int | None = None,
+            links_hint: int | None = None) -> Design:
     """The design for `nodes` fabric nodes with `rails` ports each (plus `infra_ports` ports of
     infrastructure nodes on their own leaves), or PlanError.
 
     `units`: scalable units in use at least (a re-plan keeps nodes in their units, so retired
     nodes can leave holes and HA partners can open a unit). `spines_hint` / `cores_hint`: the
     spines per pod / cores per plane of the frozen fabric, kept when the spec does not set
-    `spines` and they still fit (so that retiring a unit does not re-cable the upper tiers)."""
+    `spines` and they still fit (so that retiring a unit does not re-cable the upper tiers).
+    `links_hint`: the frozen links per leaf and spine; with it, a change of the uplinks per leaf
+    (oversubscription) takes a spine count that only adds or only removes (`_replan_count`)."""
     ratio = RATIOS[spec.oversubscription]
     leaf = switch_type(cat, spec.leaf_model, spec.split, "leaf_model")
     spine = switch_type(cat, spec.spine_model or spec.leaf_model, spec.split, "spine_model")
@@ -208,11 +211,11 @@ def resolve(spec: FabricSpec, cat: Catalog, nodes: int, rails: int, infra_ports:
         tiers = 2 if design_sus * rails * per_rail <= spine.ports else 3
     if tiers == 2:
         d = _two_tier(spec, leaf, spine, (rpp or rails) * per_rail, ratio, su, up, sus, design_sus, spines_hint,
-                      rails, rpp)
+                      rails, rpp, links_hint)
     else:
         core = switch_type(cat, spec.core_model or spec.spine_model or spec.leaf_model, spec.split, "core_model")
         d = _three_tier(spec, leaf, spine, core, rails * per_rail, ratio, su, up, sus, design_sus, spines_hint,
-                        cores_hint)
+                        cores_hint, links_hint)
     d = replace(d, rails=rails, leaves_per_rail=per_rail, rails_per_plane=rpp) if per_rail > 1 or rpp else d
     return replace(d, infra_sus=infra_sus, infra_leaves=infra_leaves) if infra_leaves else d
 
@@ -285,7 +288,7 @@ def _split_hint(cat: Catalog, model: str) -> list[str]:
 
 def _two_tier(spec: FabricSpec, leaf: SwitchType, spine: SwitchType, rails: int, ratio: int, su: int,
               up: int, sus: int, design_sus: int, hint: int | None = None, all_rails: int = 0,
-              rpp: int = 0) -> Design:
+              rpp: int = 0, links_hint: int | None = None) -> Design:
     """`rails`: leaves a unit puts on one spine layer (rail planes: of one plane)."""
     leaves = design_sus * rails
     if leaves > spine.ports:
@@ -309,17 +312,37 @@ def _two_tier(spec: FabricSpec, leaf: SwitchType, spine: SwitchType, rails: int,
                 why = (f"{count} spines take {up // count} links from each of {leaves} leaves = "
                        f"{leaves * (up // count)} ports, more than the {spine.ports} of a {spine.model}")
             raise PlanError(why, [f"spines: {s} ({up // s} links from every leaf)" for s in _nearest(valid, count)])
-    elif hint is not None and hint in valid:
-        count = hint
     else:
-        count = next(s for s in valid if s >= min(2, up))
+        count = _replan_count(valid, next(s for s in valid if s >= min(2, up)), up, hint, links_hint)
     return Design(spec.kind, 2, spec.rate, leaf, spine, None, rails, ratio, su, up, sus, design_sus,
                   design_sus, count, up // count, 0, 0)
 
 
+def _replan_count(valid: list[int], default: int, up: int, hint: int | None, links: int | None) -> int:
+    """Spines (per pod) for `up` uplinks per leaf, of the `valid` counts, against a frozen fabric of
+    `hint` spines with `links` links from each leaf to each (from scratch: `default`).
+
+    A count whose spines and links per spine are both no fewer than the frozen ones, or both no
+    more, so that the change only adds links (and spines) or only removes them and every kept link
+    stays on its ports; of those the one nearest the from-scratch count, with at least two spines
+    when there are two uplinks and such a count exists (else one spine: fewer uplinks than spines
+    divide evenly, as 2 spines x 6 links -> 3 uplinks, remove one spine rather than re-patch every
+    link). While the uplinks per leaf are the same that is the frozen count (the only one both
+    ways); after an oversubscription change, 1:1 -> 2:1 on 4 spines x 4 links gives 2 x 4 (two
+    spines go with their links), 4:1 -> 1:1 on 2 x 2 gives 4 x 4. Without such a count: the frozen
+    one when it is valid, else the from-scratch one (links move)."""
+    if hint is None:
+        return default
+    if links is not None:
+        same_way = [s for s in valid if (s <= hint and up // s <= links) or (s >= hint and up // s >= links)]
+        if same_way:
+            return min(same_way, key=lambda s: (s < min(2, up), abs(s - default), s))
+    return hint if hint in valid else default
+
+
 def _three_tier(spec: FabricSpec, leaf: SwitchType, spine: SwitchType, core: SwitchType, rails: int,
                 ratio: int, su: int, up: int, sus: int, design_sus: int, hint: int | None = None,
-                cores_hint: int | None = None) -> Design:
+                cores_hint: int | None = None, links_hint: int | None = None) -> Design:
     half = spine.ports // 2
     fits = [s for s in divisors(up) if rails * (up // s) <= half]
     if spec.spines is not None:
@@ -331,10 +354,8 @@ def _three_tier(spec: FabricSpec, leaf: SwitchType, spine: SwitchType, core: Swi
                    f"at {up // count} links each need {rails * (up // count)} ports per SU, more than "
                    f"the {half} down ports of a 3-tier {spine.model} spine"),
                 [f"spines: {s}" for s in _nearest(fits, count)])
-    elif hint is not None and hint in fits:
-        count = hint
     else:
-        count = up
+        count = _replan_count(fits, up, up, hint, links_hint)
     links = up // count
     per_pod = half // (rails * links)
     if per_pod == 0:

@@ -8,9 +8,14 @@ keeps every frozen element that is still valid in it (generate.py does the keepi
   role and split, and no node now sits in its units;
 * a node keeps its leaf ports (its scalable unit and slot) when the new design still has that
   slot on the leaf of the port's rail, and no HA partner of it is already on that leaf;
+* the spine count (and cores per plane) stays when it still fits; after an oversubscription
+  change the design takes the spines and links per leaf and spine (design.py `_replan_count`)
+  that are both no fewer, or both no more, than the frozen ones, so the change only adds or
+  only removes links and spines;
 * a switch-to-switch link keeps its two ports when the new design still links those two
   switches (up to as many links as it wants between them) and both ports are still up / down
-  ports of the right range;
+  ports (a leaf's: any port above its node ports, so links kept after an oversubscription
+  change stay where they are);
 * a kept link keeps its cable id, medium, length, trunk and lane group when its run is still
   the same (same racks and units at both ends) and the trunk still joins the two racks;
 * a trunk is kept while it carries a kept link, a patch panel while it holds a kept trunk.
@@ -96,6 +101,13 @@ class Frozen:
             if s.role == "spine":
                 counts[s.group] = counts.get(s.group, 0) + 1
         return max(counts.values(), default=None)
+
+    def leaf_spine_links(self) -> int | None:
+        """The most frozen links between one leaf and one spine (the design's p): with the spine count,
+        what an oversubscription change keeps, so that it only adds or only removes links."""
+        sw = self.switches
+        return max((len(links) for (lo, up), links in self.switch_links.items()
+                    if sw[lo].role == "leaf" and sw[up].role == "spine"), default=None)
 
     def cores_per_group(self) -> int | None:
         counts: dict[int | None, int] = {}

@@ -71,12 +71,14 @@ def plan_fabric(inv: Inventory, index: Index | None = None, cat: Catalog | None 
     infra_ports = sum(len(n.ports) for n in infra)
     spines_hint = frozen.spines_per_group() if frozen else None
     cores_hint = frozen.cores_per_group() if frozen else None
-    design = resolve(spec, cat, len(compute), rails, infra_ports, spines_hint=spines_hint, cores_hint=cores_hint)
+    links_hint = frozen.leaf_spine_links() if frozen else None
+    design = resolve(spec, cat, len(compute), rails, infra_ports, spines_hint=spines_hint, cores_hint=cores_hint,
+                     links_hint=links_hint)
     slots = assign_slots(compute, design, frozen, partners)
     used = max((su for su, _ in slots), default=-1) + 1
     if used > design.compute_sus:
         design = resolve(spec, cat, len(compute), rails, infra_ports, units=used, spines_hint=spines_hint,
-                         cores_hint=cores_hint)
+                         cores_hint=cores_hint, links_hint=links_hint)
     spread = infra_spread(infra, design.infra_leaves, design.leaf_down, frozen, partners) if infra else []
     floor = Floor(index, cat, spec.network_rack_suffix, spec.switch_row)
     builder = _Builder(design, floor, cat, spec.trunk_fiber, frozen, partners)

@@ -83,7 +83,8 @@ class KeepFrozen:
                 continue
             if (a.role == "leaf" and b.role == "spine" and a.pod == b.pod
                     and (not d.rails_per_plane or (a.rail is not None and d.plane_of(a.rail) == b.plane))):
-                want, lo_rng, up_rng = d.leaf_spine_links, (d.leaf_down + 1, d.leaf_down + d.uplinks), (1, spine_ports)
+                # any port above the node ports: links kept after an oversubscription change stay put
+                want, lo_rng, up_rng = d.leaf_spine_links, (d.leaf_down + 1, d.leaf.ports), (1, spine_ports)
             elif a.role == "spine" and b.role == "core" and a.plane == b.plane and d.core is not None:
                 want, lo_rng, up_rng = d.spine_core_links, (d.spine_down + 1, d.spine.ports), (1, d.core.ports)
             else:
