@@ -14,11 +14,22 @@ MAX_MESSAGE = 2000
 past it the middle is cut and says how much (`... [N characters cut] ...`)."""
 
 
-def echo(value: str, limit: int = MAX_ECHO) -> str:
-    """``repr`` of `value`, cut to `limit` characters, for messages (what capture errors always quoted)."""
-    if len(value) > limit:
-        return repr(value[:limit] + "...")
-    return repr(value)
+def echo(value: object, limit: int = MAX_ECHO) -> str:
+    """`value` as a message quotes it: ``repr``, cut to `limit` characters (what capture errors always quoted).
+
+    An integer too long to print (Python refuses past 4,300 digits, and converting one costs time quadratic
+    in its length) is described by its size instead."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1000:
+        return f"<an integer of about {int(value.bit_length() * 0.30103):,} digits>"
+    if isinstance(value, str):
+        return repr(clip(value, limit))
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def clip(value: str, limit: int = MAX_ECHO) -> str:
+    """`value` cut to `limit` characters, `...` marking a cut (a raw line kept in JSON: `observed`)."""
+    return value if len(value) <= limit else value[:limit] + "..."
 
 
 def cap(text: str, limit: int = MAX_MESSAGE) -> str:

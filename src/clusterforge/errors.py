@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 
+from .echo import MAX_ECHO, MAX_MESSAGE, cap, echo
+
 Path = tuple[str | int, ...]
 
 
@@ -24,10 +26,10 @@ def format_path(path: Path) -> str:
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part.replace("_", "").replace("-", "").isalnum() and not part[:1].isdigit():
+        elif len(part) <= MAX_ECHO and part.replace("_", "").replace("-", "").isalnum() and not part[:1].isdigit():
             out += f".{part}" if out else part
         else:
-            out += f"[{part!r}]"
+            out += f"[{echo(part)}]"
     return out
 
 
@@ -72,6 +74,10 @@ class InventoryIssue:
     line: int | None = None  # 1-based
     col: int | None = None  # 1-based
     rule: str = "INV-SCHEMA"  # one of RULES
+
+    def __post_init__(self) -> None:
+        if len(self.message) > MAX_MESSAGE:  # a value echoed whole (a 50 MB string): bounded in text and JSON
+            object.__setattr__(self, "message", cap(self.message))
 
     def located(self, file: str | None, line: int | None, col: int | None) -> InventoryIssue:
         return InventoryIssue(self.path, self.message, file, line, col, self.rule)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 from rich.console import Console
 
+from ..echo import clip
 from ..errors import ExitCode, InventoryInvalid
 
 if TYPE_CHECKING:
@@ -65,7 +66,8 @@ def fail_inventory(exc: InventoryInvalid) -> NoReturn:
 def issues_json(exc: InventoryInvalid) -> dict[str, Any]:
     """`--format json`'s document for an invalid inventory: every located error."""
     return {"ok": False, "errors": [{"file": i.file, "line": i.line, "col": i.col, "rule": i.rule,
-                                     "path": list(i.path), "message": i.message} for i in exc.issues]}
+                                     "path": [clip(p) if isinstance(p, str) else p for p in i.path],
+                                     "message": i.message} for i in exc.issues]}
 
 
 def load_or_fail(env: Path, fmt: Format = Format.text, *, heading: str | None = None) -> Checked:

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
+from ..echo import echo
 from ..guid import format_guid, pad_guid
 
 _HEX16 = re.compile(r"^(?:0x)?([0-9a-fA-F]{16})$")
@@ -111,8 +112,8 @@ def pattern_error(pattern: str, value: object) -> str | None:
     if pattern not in PATTERN_HELP:
         return None
     if isinstance(value, str) and _CONTROL.search(value):
-        return f"{value!r}: {PATTERN_HELP[TEXT_PATTERN]}"
-    return f"{value!r}: {PATTERN_HELP[pattern]}"
+        return f"{echo(value)}: {PATTERN_HELP[TEXT_PATTERN]}"
+    return f"{echo(value)}: {PATTERN_HELP[pattern]}"
 
 
 Text = Annotated[str, Field(pattern=TEXT_PATTERN, max_length=256)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
+from clusterforge.echo import MAX_ECHO, echo
 from clusterforge.guid import pad_guid
 from clusterforge.parse.errors import ParseError
 
@@ -37,11 +38,9 @@ def numbered(lines: Iterable[str]) -> Iterator[tuple[int, str, str]]:
             yield idx, raw, s
 
 
-def shorten(line: str, limit: int = 80) -> str:
-    """``repr`` of a line, cut to ``limit`` characters, for error messages."""
-    if len(line) > limit:
-        return repr(line[:limit] + "...")
-    return repr(line)
+def shorten(line: str, limit: int = MAX_ECHO) -> str:
+    """``repr`` of a line, cut to ``limit`` characters, for error messages (`clusterforge.echo.echo`)."""
+    return echo(line, limit)
 
 
 def fail(tool: str, line_no: int, line: str, message: str) -> ParseError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..echo import MAX_MESSAGE, cap
 from ..errors import Path as ErrPath
 
 Severity = Literal["error", "warning", "info"]
@@ -61,6 +62,13 @@ class Finding:
     def __post_init__(self) -> None:
         if self.rule not in RULES:
             raise ValueError(f"unknown rule id {self.rule!r}")
+        # text from captures and inventories, bounded in text and JSON (a binary capture is one 30 MB "line")
+        for name in ("message", "expected", "observed"):
+            value = getattr(self, name)
+            if value is not None and len(value) > MAX_MESSAGE:
+                object.__setattr__(self, name, cap(value))
+        if any(len(d) > MAX_MESSAGE for d in self.details):
+            object.__setattr__(self, "details", tuple(cap(d) for d in self.details))
 
 
 def sort_key(f: Finding) -> tuple[int, str, str]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..collect.store import Observations
+from ..echo import clip
 from ..gcpause import gc_paused
 from ..model.index import Index
 from ..parse import (
@@ -138,7 +139,7 @@ def _parse(
                 "error",
                 host or "fabric",
                 f"{obs.path_of(host, stem)}:{exc.line_no}: {exc.message}",
-                observed=exc.line,
+                observed=clip(exc.line),  # the line, as the message quotes it: cut at MAX_ECHO
                 action="re-collect; if the tool's output format changed, report it",
             )
         )
