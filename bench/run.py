@@ -75,6 +75,17 @@ def bench_load(tmp: Path) -> list[dict[str, object]]:
     return rows
 
 
+def bench_yaml(tmp: Path) -> list[dict[str, object]]:
+    """The YAML loader against its peers (bench/yaml_bench.py) on the load bench's files."""
+    from yaml_bench import bench_yaml as run
+
+    envs = {}
+    for n in (256, 2048):
+        env = tmp / f"yaml-{n}"
+        envs[n] = env if env.exists() else write_env(env, n)
+    return run(envs)
+
+
 def print_table(rows: list[dict[str, object]]) -> None:
     keys: list[str] = []
     for row in rows:
@@ -306,7 +317,8 @@ def preflight(names: list[str]) -> list[str]:
     return gaps
 
 
-BENCHES = {"cli": bench_cli, "load": bench_load, "validate": bench_validate, "plan": bench_plan, "planes": bench_planes,
+BENCHES = {"cli": bench_cli, "load": bench_load, "yaml": bench_yaml, "validate": bench_validate, "plan": bench_plan,
+           "planes": bench_planes,
            "day2": bench_day2, "hostile": bench_hostile, "monitoring": bench_monitoring, "lab": bench_lab,
            "pyinfra-ops": bench_pyinfra_ops, "deploy": bench_deploy}
 
@@ -331,12 +343,13 @@ def main() -> None:
     from cli_bench import BenchFailed as CliFailed
     from deploy_bench import BenchFailed as DeployFailed
     from monitoring_bench import BenchFailed as MonitoringFailed
+    from yaml_bench import BenchFailed as YamlFailed
 
     with tempfile.TemporaryDirectory(prefix="cf-bench-") as tmp:
         for name in names:  # deploy last: its 64 Ansible forks load the machine for minutes
             try:
                 rows = BENCHES[name](Path(tmp))
-            except (CliFailed, DeployFailed, MonitoringFailed) as exc:
+            except (CliFailed, DeployFailed, MonitoringFailed, YamlFailed) as exc:
                 sys.exit(f"bench {name} FAILED, no figure: {exc}")
             print(f"\n== {name}")
             print_table(rows)

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-import yaml_rs
 from pydantic import BaseModel, ValidationError
 
 from .errors import InventoryInvalid, InventoryIssue
@@ -29,6 +28,8 @@ from .load_text import alias_bomb
 from .load_text import read_text as read_text
 from .model import Inventory
 from .model.base import pattern_error
+from .yaml_engine import YamlSyntaxError
+from .yaml_engine import loads as yaml_loads
 
 
 class _DupKeyError(yaml.MarkedYAMLError):
@@ -280,16 +281,16 @@ def read_environment(env: Path) -> tuple[dict[str, Any], Source]:
             issues.append(too_big)
             continue
         try:
-            doc = yaml_rs.loads(text)
-        except yaml_rs.YAMLDecodeError as exc:
-            issues.append(_syntax_issue(file, text, exc))
+            doc = yaml_loads(text)
+        except YamlSyntaxError as exc:
+            issues.append(_syntax_issue(file, text, exc.original))
             continue
         except RecursionError:
             issues.append(InventoryIssue((), "YAML: nested too deeply", str(file), rule="INV-YAML"))
             continue
         except (KeyboardInterrupt, SystemExit):
             raise
-        except BaseException as exc:  # a Rust panic in yaml-rs surfaces as pyo3's PanicException
+        except BaseException as exc:  # both parsers failed in a way of their own (a panic, then worse)
             msg = f"YAML: the parser gave up on this file ({type(exc).__name__}: {exc})"
             issues.append(InventoryIssue((), msg, str(file), rule="INV-YAML"))
             continue
@@ -309,7 +310,7 @@ def read_environment(env: Path) -> tuple[dict[str, Any], Source]:
     return merged, source
 
 
-def _syntax_issue(file: Path, text: str, exc: Exception) -> InventoryIssue:
+def _syntax_issue(file: Path, text: str, exc: BaseException) -> InventoryIssue:
     """Locate a YAML error: PyYAML's marks when it sees the problem too, else yaml-rs's."""
     try:
         yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: safe, plain data only

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import resource
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from clusterforge.cli.common import MAX_SHOWN_ERRORS
 from clusterforge.cli.main import app
 from clusterforge.errors import InventoryInvalid
 from clusterforge.load import ALIAS_BUDGET, load_inventory, read_text
+from clusterforge.load_text import ALIAS_BYTES_BUDGET
 from clusterforge.model.base import FiniteFloat, Model
 
 BASE = Path(__file__).resolve().parents[1] / "errors" / "_base"
@@ -141,17 +145,100 @@ class _Panic(BaseException):
     """Stands in for pyo3's PanicException (a BaseException, not an Exception)."""
 
 
-def test_a_parser_panic_is_an_issue_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import clusterforge.load as load_mod
+def test_a_parser_panic_falls_back_to_pyyaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import clusterforge.yaml_engine as engine_mod
 
     def panic(text: str) -> object:
         raise _Panic("capacity overflow")
 
-    monkeypatch.setattr(load_mod.yaml_rs, "loads", panic)
+    env = _env(tmp_path)
+    (env / "site.yaml").write_text((env / "site.yaml").read_text().replace("position: 1,", "position: -1,", 1))
+    expected = _issues(env)
+    assert expected and "position: -1" in expected[0]
+    monkeypatch.setattr(engine_mod._yaml_rs, "loads", panic)
+    assert _issues(env) == expected  # the same inventory, read whole by the fallback
+
+
+def test_both_parsers_failing_is_an_issue_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import clusterforge.yaml_engine as engine_mod
+
+    def panic(text: str) -> object:
+        raise _Panic("capacity overflow")
+
+    monkeypatch.setattr(engine_mod._yaml_rs, "loads", panic)
+    monkeypatch.setattr(engine_mod, "loads_pyyaml", panic)
     env = _env(tmp_path)
     issues = _issues(env)
     assert len(issues) == len(list(env.glob("*.yaml")))
     assert all("YAML: the parser gave up on this file (_Panic: capacity overflow)" in i for i in issues)
+
+
+def _bytes_bomb(levels: int = 5, copies: int = 9, size: int = 100_000) -> str:
+    lines = [f'zz_a0: &a0 "{"x" * size}"']
+    lines += [f"zz_a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * copies) + "]" for i in range(1, levels)]
+    lines.append("zz_top: [" + ", ".join([f"*a{levels - 1}"] * copies) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_aliases_of_a_large_string_are_refused_by_their_bytes(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    (env / "zz.yaml").write_text(_bytes_bomb())  # 9^5 copies of 100 kB: 5.9 GB, but only ~66,000 nodes
+    (issue,) = _issues(env)
+    assert f"aliases expand this file by more than {ALIAS_BYTES_BUDGET:,} bytes" in issue
+    assert issue.startswith(f"{env / 'zz.yaml'}:4:")
+
+
+def test_the_bytes_bomb_under_a_memory_limit_is_a_clean_error(tmp_path: Path) -> None:
+    """The issue's reproduction: `ulimit -v 2097152`; yaml-rs used to abort with a Rust panic (exit 134)."""
+    env = _env(tmp_path)
+    (env / "zz.yaml").write_text(_bytes_bomb())
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
+
+    cli = Path(sys.executable).with_name("clusterforge")
+    proc = subprocess.run([str(cli), "check", str(env)], capture_output=True, text=True, timeout=120,
+                          preexec_fn=limit, check=False)
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert f"more than {ALIAS_BYTES_BUDGET:,} bytes" in proc.stdout + proc.stderr
+    assert "panic" not in proc.stderr.lower()
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x01", "\x1b", "\x7f", "\x9b", "\ufffe"])
+def test_a_character_yaml_does_not_allow_refuses_the_file_whole(tmp_path: Path, char: str) -> None:
+    env = _env(tmp_path)
+    nodes = env / "nodes.yaml"
+    lines = nodes.read_text().splitlines(keepends=True)
+    lines[2] = lines[2][:5] + char + lines[2][5:]  # mid-file: yaml-rs used to stop at a NUL and keep the rest
+    nodes.write_text("".join(lines))
+    (issue,) = _issues(env)
+    assert issue.startswith(f"{nodes}:3:6: ")
+    assert f"(U+{ord(char):04X}) is not allowed in a YAML file: the file is refused whole" in issue
+    assert issue.endswith("[INV-ENCODING]")
+
+
+def test_a_nul_byte_never_lets_check_pass(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    nodes = env / "nodes.yaml"
+    data = nodes.read_bytes()
+    nodes.write_bytes(data[: len(data) // 2] + b"\x00" + data[len(data) // 2 :])
+    result = CliRunner().invoke(app, ["check", str(env)])
+    assert result.exit_code != 0
+    assert "inventory OK" not in result.output
+    assert f"{nodes}:" in result.output and "NUL (U+0000)" in result.output
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_a_wide_file_without_a_byte_order_mark_is_named_as_such(tmp_path: Path, encoding: str) -> None:
+    env = _env(tmp_path)
+    site = env / "site.yaml"
+    site.write_bytes(site.read_text().encode(encoding))
+    (issue,) = _issues(env)
+    name = encoding.upper().replace("-LE", "LE").replace("-BE", "BE")
+    assert issue == (
+        f"{site}:1:1: the file looks like {name} without a byte-order mark (every other byte is NUL): "
+        "re-save it as UTF-8 [INV-ENCODING]"
+    )
 
 
 def test_an_oversized_file_is_refused_before_it_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
