@@ -31,6 +31,8 @@ def learn(
         False, "--replace", help="accept changed GUIDs (replaced hardware) and drop locks not seen in this source"
     ),
     fmt: Format = typer.Option(Format.text, "--format"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="list every device when the output is refused as "
+                                 "another fabric's (otherwise one line says so)"),
 ) -> None:
     """Bind discovered GUIDs to declared switches and HCA ports and merge them into ENV/guids.generated.yaml.
 
@@ -41,11 +43,11 @@ def learn(
         err.print(f"{env}: learn writes {GENERATED} into an environment directory; this is not one", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     with locked(env, not dry_run):  # read the locks, merge, write: under ENV's lock
-        _learn(env, source, require, dry_run, replace, fmt)
+        _learn(env, source, require, dry_run, replace, fmt, verbose)
 
 
 def _learn(env: Path, source: Path | None, require: str | None, dry_run: bool, replace: bool,
-           fmt: Format) -> None:
+           fmt: Format, verbose: bool) -> None:
     checked = load_or_fail(env)
     target = env / GENERATED
     origin = checked.source.mapping_origin.get("guid_locks")
@@ -85,6 +87,8 @@ def _learn(env: Path, source: Path | None, require: str | None, dry_run: bool, r
                 "not_seen": learned.not_seen,
             }
         )
+    elif merge.foreign and not verbose:
+        _foreign_line(env, source, learned, checked)
     else:
         _print_text(learned, merge, target, written)
         _listed([f"  could not bind {node.kind} {node.guid} {node.name!r}" for node in learned.unbound])
@@ -92,6 +96,21 @@ def _learn(env: Path, source: Path | None, require: str | None, dry_run: bool, r
     if merge.refused:
         raise typer.Exit(int(ExitCode.FAILURE))
     _required(require, learned.switches, learned.hcas)
+
+
+def _foreign_line(env: Path, source: Path | None, learned: Learned, checked: Checked) -> None:
+    """One line for a capture of another fabric: which capture, which inventory; --verbose lists the rest."""
+    switches = sum(1 for node in learned.unbound if node.kind == "switch")
+    seen = f"{switches} switches, {len(learned.unbound) - switches} HCAs"
+    where = str(source) if source is not None else f"ibnetdiscover on {env}'s fabric"
+    inv = checked.index.inv
+    err.print(
+        f"learn: refused: none of the {len(learned.unbound)} devices in {where} ({seen}) belongs to "
+        f"inventory {env} ({len(inv.switches)} switches, {len(inv.nodes)} nodes): another fabric, or the wrong "
+        "file? Nothing was written (--verbose lists them).",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _required(require: str | None, switches: dict[str, str], hcas: dict[str, str]) -> None:

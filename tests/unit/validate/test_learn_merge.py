@@ -132,5 +132,29 @@ def test_another_fabric_is_refused_even_with_replace(lab: Checked, lab_copy: Pat
     for extra in ((), ("--replace",)):
         code, _, output = _learn(lab_copy, fab, lab, *extra)
         assert code == 1, output
-        assert "shows no device of the inventory" in output
+        assert "refused: none of the" in output and "another fabric, or the wrong file?" in output
         assert (lab_copy / GENERATED).read_text() == before
+
+
+FOREIGN = Path(__file__).resolve().parents[2] / "fixtures" / "ibnetdiscover" / "psmn-x5-qdr-11switch-89ca.txt"
+
+
+def test_another_fabrics_capture_is_refused_in_one_line(lab_copy: Path) -> None:
+    result = CliRunner().invoke(app, ["learn", str(lab_copy), "--from", str(FOREIGN)])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines == [
+        f"learn: refused: none of the 100 devices in {FOREIGN} (11 switches, 89 HCAs) belongs to inventory "
+        f"{lab_copy} (7 switches, 11 nodes): another fabric, or the wrong file? Nothing was written "
+        "(--verbose lists them)."
+    ]
+    assert not (lab_copy / GENERATED).exists()
+
+
+def test_verbose_lists_what_another_fabrics_capture_shows(lab_copy: Path) -> None:
+    result = CliRunner().invoke(app, ["learn", str(lab_copy), "--from", str(FOREIGN), "--verbose"])
+    assert result.exit_code == 1
+    assert "could not bind switch 0x0008f10500200b50" in result.output
+    assert "declared but not seen:" in result.output
+    assert "another fabric, or the wrong file?" in result.output
+    assert not (lab_copy / GENERATED).exists()
