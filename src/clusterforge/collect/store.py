@@ -16,6 +16,8 @@ HOST-UNKNOWN), never passed over. Every file is read through `read_output` (capp
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -25,7 +27,18 @@ DEFAULT_MAX_MB = 64
 
 
 class OutputTooLarge(ValueError):
-    """A saved output (or stdin) is larger than the cap: refused before it is read whole."""
+    """A saved output (or stdin) is larger than the cap: refused before it is read whole. `filename`: the file,
+    when it was one."""
+
+    filename: str | None = None
+
+
+class CaptureRefused(OSError):
+    """An entry of a capture directory that is not read: not a regular file (a FIFO would block the read
+    forever), or a symbolic link that leaves the directory (its text would be quoted in a parse error)."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(0, why, str(path))
 
 
 def read_output(source: Path | BinaryIO, max_mb: int = DEFAULT_MAX_MB) -> str:
@@ -41,8 +54,50 @@ def read_output(source: Path | BinaryIO, max_mb: int = DEFAULT_MAX_MB) -> str:
     else:
         data = source.read(cap + 1)
     if len(data) > cap:
-        raise OutputTooLarge(f"input is larger than {max_mb} MB")
+        exc = OutputTooLarge(f"input is larger than {max_mb} MB")
+        exc.filename = str(source) if isinstance(source, Path) else None
+        raise exc
     return data.decode("utf-8", errors="replace")
+
+
+def _inside(path: Path, root: Path) -> Path:
+    """`path` (an entry of the capture directory `root`, resolved) when it, or what its links lead to, is inside
+    `root`; else CaptureRefused (a link loop: OSError naming it)."""
+    try:
+        target = path.resolve(strict=True)
+    except RuntimeError:  # a link loop, on Pythons that do not raise OSError for it
+        raise CaptureRefused(path, "a symbolic link loop") from None
+    except OSError as exc:
+        raise CaptureRefused(path, exc.strerror or str(exc)) from None
+    if target != root and not target.is_relative_to(root):
+        raise CaptureRefused(path, "a symbolic link that leaves the capture directory: refused, not read")
+    return target
+
+
+def _read_capture(path: Path, root: Path) -> str:
+    """A capture file of the directory `root`: a regular file inside it (links within it are followed), opened
+    without blocking (a FIFO planted after the check is refused too), read through `read_output`."""
+    _inside(path, root)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise CaptureRefused(path, exc.strerror or str(exc)) from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CaptureRefused(path, "not a regular file (a FIFO, device or directory): refused, not read")
+        try:
+            return read_output(fh)
+        except OutputTooLarge as exc:
+            exc.filename = str(path)
+            raise
+
+
+def _entries(directory: Path, root: Path, pattern: str) -> list[Path]:
+    """The entries of a capture directory matching `pattern`, sorted; each checked to stay inside `root`."""
+    found = sorted(directory.glob(pattern))
+    for p in found:
+        _inside(p, root)
+    return found
 
 
 @dataclass
@@ -60,20 +115,26 @@ class Observations:
 
 
 def load_dir(root: Path) -> Observations:
-    """Read a saved layout (raises OSError / OutputTooLarge naming the file that cannot be read)."""
+    """Read a saved layout (raises OSError / OutputTooLarge naming the file that cannot be read: CaptureRefused
+    for a FIFO or other non-file, or a link out of `root`)."""
     obs = Observations(root=root)
+    real = root.resolve()
     fabric = root / "fabric"
-    if fabric.is_dir():
-        for f in sorted(fabric.glob("*.txt")):
-            obs.fabric[f.stem] = read_output(f)
+    if fabric.is_dir() or fabric.is_symlink():
+        _inside(fabric, real)
+        for f in _entries(fabric, real, "*.txt"):
+            obs.fabric[f.stem] = _read_capture(f, real)
     hosts = root / "hosts"
-    if hosts.is_dir():
-        for hdir in sorted(p for p in hosts.iterdir() if p.is_dir()):
-            marker = hdir / "UNREACHABLE"
-            if marker.exists():
-                obs.unreachable[hdir.name] = read_output(marker).strip()
+    if hosts.is_dir() or hosts.is_symlink():
+        _inside(hosts, real)
+        for hdir in _entries(hosts, real, "*"):
+            if not hdir.is_dir():
                 continue
-            obs.hosts[hdir.name] = {f.stem: read_output(f) for f in sorted(hdir.glob("*.txt"))}
+            marker = hdir / "UNREACHABLE"
+            if marker.exists() or marker.is_symlink():
+                obs.unreachable[hdir.name] = _read_capture(marker, real).strip()
+                continue
+            obs.hosts[hdir.name] = {f.stem: _read_capture(f, real) for f in _entries(hdir, real, "*.txt")}
     return obs
 
 
