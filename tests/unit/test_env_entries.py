@@ -1,0 +1,64 @@
+"""Broken entries of an environment are named, never skipped (issue #27, class 8): a dangling symbolic link, a
+link loop, a directory or a FIFO named `*.yaml` is an INV-ENV error naming the entry."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from clusterforge.cli.main import app
+from clusterforge.env_entries import broken_entries, entry_issues
+
+BASE = Path(__file__).parents[1] / "errors" / "_base"
+
+
+def _plant(env: Path, kind: str) -> Path:
+    entry = env / "extra.yaml"
+    if kind == "dangling":
+        entry.symlink_to(env / "moved-away.yaml")
+    elif kind == "loop":
+        entry.symlink_to(entry)
+    elif kind == "directory":
+        entry.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(entry)
+    return entry
+
+
+WHY = {"dangling": "does not exist", "loop": "symbolic link loop", "directory": "a directory",
+       "fifo": "not a regular file"}
+
+
+@pytest.mark.parametrize("kind", sorted(WHY))
+def test_each_broken_entry_is_named(tmp_path: Path, kind: str) -> None:
+    entry = _plant(tmp_path, kind)
+    (tmp_path / "good.yaml").write_text("site: {name: x}\n")
+    (tmp_path / "link.yml").symlink_to(tmp_path / "good.yaml")  # a link to a file is fine
+    (tmp_path / ".hidden.yaml").mkdir()  # hidden: not an inventory file
+    (tmp_path / "notes").mkdir()
+    ((issue),) = entry_issues(sorted(tmp_path.iterdir()))
+    assert issue.file == str(entry) and issue.rule == "INV-ENV"
+    assert WHY[kind] in issue.message
+    assert broken_entries([tmp_path / "good.yaml", tmp_path / "link.yml"]) == []
+
+
+def test_a_dangling_link_names_its_target_bounded(tmp_path: Path) -> None:
+    entry = tmp_path / "a.yaml"
+    entry.symlink_to(tmp_path / ("x" * 200 + "\nline"))
+    ((issue),) = entry_issues([entry])
+    assert "\n" not in issue.message and len(issue.message) < 300
+
+
+@pytest.mark.xfail(strict=True, reason="needs the call in load.environment_files (load.py: another engineer's)")
+@pytest.mark.parametrize("kind", sorted(WHY))
+def test_check_fails_on_a_broken_entry(tmp_path: Path, kind: str) -> None:
+    env = tmp_path / "env"
+    shutil.copytree(BASE, env)
+    entry = _plant(env, kind)
+    result = CliRunner().invoke(app, ["check", str(env)])
+    assert result.exit_code == 3, result.output
+    assert f"{entry}: " in result.output and "[INV-ENV]" in result.output
