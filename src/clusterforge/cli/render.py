@@ -12,6 +12,7 @@ from ..errors import ExitCode
 from ..fsutil import LockTimeout
 from ..render import Rendered, WriteReport, write_tree
 from ..render import render as render_files
+from ..validate.declared import key_before_load, refresh
 from .common import Format, err, load_or_fail, out, print_json, progress
 
 LAB_ENV = "lab"  # the simulated lab: ibsim assigns the GUIDs, placeholders are expected there
@@ -28,6 +29,7 @@ def render(
     target = output if output is not None else Path("out") / env_name
     # a bar on a terminal's stderr only (prod renders thousands of files): load, render, write
     with progress(f"render {env.name}", total=3) as advance:
+        key = key_before_load(env) if env.is_dir() else None
         checked = load_or_fail(env, fmt)
         advance("loaded")
         result = render_files(checked.index, env_name, svg=svg)
@@ -38,6 +40,8 @@ def render(
             err.print(f"cannot write {target}: {exc}", style="bold red", markup=False)
             raise typer.Exit(int(ExitCode.FAILURE)) from None
         advance("written")
+    if key is not None:  # validate --from DIR --fabric-only answers from it on its first run (docs/validate.md)
+        refresh(env, checked.index, key)
     for line in report.ignored:
         err.print(f"warning: ignored manifest line {line!r} (not a plain relative path inside {target})",
                   style="yellow", markup=False)

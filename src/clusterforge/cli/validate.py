@@ -12,6 +12,7 @@ from ..api import Checked
 from ..collect.store import Observations, OutputTooLarge, load_dir, save_dir
 from ..errors import ExitCode
 from ..fsutil import write_atomic
+from ..validate.declared import key_before_load
 from ..validate.findings import Finding
 from ..validate.report import exit_code, print_summary, to_json, to_junit
 from ..validate.run import validate as run_validate
@@ -44,7 +45,7 @@ def validate(
         if path is not None:
             check_output_path(path, option, directory=option == "--save")
     # the declared-fabric cache (validate/quick.py) is keyed by the files as they are before loading
-    key = _cache_key(env) if from_dir is not None and fabric_only else None
+    key = key_before_load(env) if from_dir is not None and fabric_only else None
     checked = load_or_fail(env)
     hosts = None if limit is None else {h for h in limit.split(",") if h}
     unknown = sorted((hosts or set()) - checked.index.nodes.keys())
@@ -89,17 +90,6 @@ def validate(
 
         refresh(env, checked.index, key)
     raise typer.Exit(int(exit_code(report)))
-
-
-def _cache_key(env: Path) -> str | None:
-    from ..validate.quick import cache_enabled, inventory_key
-
-    if not cache_enabled():
-        return None
-    try:
-        return inventory_key(env)
-    except OSError:
-        return None  # loading says what is wrong with the environment
 
 
 def _with_where(f: Finding, where: str) -> Finding:

@@ -51,6 +51,18 @@ def _clean_as_simulated(index: Index) -> bool:
     return not report.findings and report.fabric_checked
 
 
+def key_before_load(env: Path) -> str | None:
+    """The cache key of `env`'s files as they are now, taken before loading them (so an edit made while
+    loading makes the cache written afterwards stale, never wrong); None when the cache is off or the
+    environment unreadable (loading then says what is wrong)."""
+    if not cache_enabled():
+        return None
+    try:
+        return inventory_key(env)
+    except OSError:
+        return None
+
+
 def refresh(env: Path, index: Index, key: str) -> bool:
     """Write `env`'s declared-fabric cache unless the one there is current; True when it was written.
     `key` is `inventory_key(env)` taken before `index` was loaded (a file changed since makes it stale, never
