@@ -11,8 +11,9 @@
    subnet managers, both servers of a Lustre failover pair, or more compute than
    `deploy.max_drain` allows per rack and per cluster (a unit that alone exceeds the cap goes
    alone, with a warning). Each wave, rack by rack in floor order: drain (hook) / takeout
-   (operator; a master SM is handed over to a standby first) -> unplug -> remove -> install
-   -> [trunks: a pass of their own] -> plug -> relabel -> commission, then `learn` (new
+   (operator; a master SM is handed over to a standby first) -> unplug -> [pull trunks: a pass
+   of their own] -> remove (panels and devices; an emptied rack last) -> install -> [lay
+   trunks] -> plug -> relabel -> commission, then `learn` (new
    hardware's GUIDs, once cabled), `deploy` per rack, `fabric` (OpenSM files, after every
    learn), `validate` (the wave's hosts; the last wave: everything), `resume` / `return`.
 
@@ -37,7 +38,7 @@ from .inventory_diff import (
     hardware_fields,
     unit_heights,
 )
-from .steps import ChangePlan, Phase, Step
+from .steps import PULL_TRUNK, ChangePlan, Phase, Step
 from .waves import Task, Wave, pack_waves, units
 
 _BEFORE_TRUNKS: tuple[Phase, ...] = ("unplug", "remove", "install")
@@ -287,24 +288,27 @@ class _Planner:
                     self._task("commission", d.name, d.name, check, hosts, key)
 
     def _trunk(self, d: DeviceChange) -> None:
-        """Trunks join panels in two racks: laid (or pulled) in a pass of their own, once every rack's
-        old cables are out and new panels in, before any cable is patched onto them."""
-        trunk = (self.new.trunks.get(d.name) if d.change != "removed" else None) or self.old.trunks.get(d.name)
-        index = self.new if d.change != "removed" else self.old
-        panels = {p.name: p for p in index.inv.patch_panels}
-        keys: tuple[str, ...] = (f"trunk:{d.name}",)
-        ends = ""
-        if trunk is not None:
+        """Trunks join panels in two racks, in passes of their own: a trunk that goes, or is laid again
+        (it changes, or a panel it ends at moves), is pulled once the old cables over it are out and before
+        its panels are taken out; a trunk that comes, or is laid again, is laid once its panels are in and
+        before any cable is patched onto it."""
+        before = self.old.trunks.get(d.name) if d.change != "added" else None
+        after = self.new.trunks.get(d.name) if d.change != "removed" else None
+        for trunk, index in ((before, self.old), (after, self.new)):
+            if trunk is None:
+                continue
+            panels = {p.name: p for p in index.inv.patch_panels}
             ends = " - ".join(f"{name} [{panels[name].rack} U{panels[name].u}]" if name in panels else name
                               for name in (trunk.a_panel, trunk.b_panel))
-            keys += tuple(f"dev:{p}" for p in (trunk.a_panel, trunk.b_panel) if p in self.placed)
-        if d.change == "removed":
-            action = f"pull the MPO-24 trunk out: {ends}"
-        elif d.change == "added" and trunk is not None:
-            action = f"lay the MPO-24 trunk {ends} ({trunk.fiber_type}, {trunk.length_m:g} m)"
-        else:
-            action = f"re-lay the MPO-24 trunk {ends}: {', '.join(d.fields) or 'panels'}"
-        self._task("trunks", None, d.name, action, keys=keys)
+            keys = (f"trunk:{d.name}", *(f"dev:{p}" for p in (trunk.a_panel, trunk.b_panel) if p in self.placed))
+            if trunk is before:
+                action = (f"{PULL_TRUNK} out: {ends}" if after is None else
+                          f"{PULL_TRUNK} off its panels (it is laid again): {ends}")
+            elif d.change == "added":
+                action = f"lay the MPO-24 trunk {ends} ({trunk.fiber_type}, {trunk.length_m:g} m)"
+            else:
+                action = f"re-lay the MPO-24 trunk {ends}: {', '.join(d.fields) or 'panels'}"
+            self._task("trunks", None, d.name, action, keys=keys)
 
     # -- units and waves (day2/waves.py) -------------------------------------------------------
     def _waves(self) -> list[Wave]:
@@ -375,10 +379,15 @@ class _Planner:
                             emit(phase, rack, t.subject, t.action)
 
             trunk_tasks = by_rack.get(None, {}).get("trunks", [])
-            if trunk_tasks:
-                racks(_BEFORE_TRUNKS, True)
+            if trunk_tasks:  # unplug -> pull trunks -> remove, install -> lay trunks -> plug
+                racks(_BEFORE_TRUNKS[:1], True)
                 for t in trunk_tasks:
-                    emit("trunks", None, t.subject, t.action)
+                    if t.action.startswith(PULL_TRUNK):
+                        emit("trunks", None, t.subject, t.action)
+                racks(_BEFORE_TRUNKS[1:], False)
+                for t in trunk_tasks:
+                    if not t.action.startswith(PULL_TRUNK):
+                        emit("trunks", None, t.subject, t.action)
                 racks(_AFTER_TRUNKS, False)
             else:
                 racks((*_BEFORE_TRUNKS, *_AFTER_TRUNKS), True)

@@ -22,6 +22,9 @@ PHASES: tuple[Phase, ...] = get_args(Phase)
 #   commission  rack or device commissioning checks (cold-plate leak test, sensors verified)
 MANUAL_PHASES: frozenset[Phase] = frozenset({"takeout", "handover", "unplug", "remove", "install", "trunks",
                                              "plug", "relabel", "commission", "return"})
+# A `trunks` step pulls a trunk when its action starts with this (off its panels, before they are taken out),
+# else it lays one (once its panels stand where the new inventory puts them).
+PULL_TRUNK = "pull the MPO-24 trunk"
 
 
 @dataclass(frozen=True, slots=True)

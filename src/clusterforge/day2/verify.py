@@ -13,6 +13,9 @@ subnet manager (highest priority), the trunks laid. Each step acts on it, and mu
 * CABLE: a cable is unplugged only from where it is plugged; it is plugged only into free ports
   of devices that stand where the new inventory puts them (so every cable of a moved device
   is unplugged before it is removed and plugged after it is installed), over a trunk that is laid.
+  A trunk is pulled (a `trunks` step whose action starts "pull the MPO-24 trunk") only while it
+  is laid and no cable is patched over it; a patch panel is taken out, or its rack moves, only
+  once every trunk to it is pulled (so a trunk is never pulled after its panel is gone).
 * HA: subnet managers go out one at a time and never the master (a standby takes over first,
   `handover`); Lustre servers one per failover pair; compute within `deploy.max_drain` per rack
   and cluster, unless the drained nodes are one indivisible piece of work (day2/ha.py).
@@ -35,7 +38,7 @@ from ..model.index import Index
 from .floor import floor_of
 from .ha import Groups, groups, replaced_switches
 from .inventory_diff import LEARN_FIELDS, cable_ends, device_places, hardware_fields, unit_heights
-from .steps import ChangePlan, Step
+from .steps import PULL_TRUNK, ChangePlan, Step
 
 _OUT = ("drained", "out")
 
@@ -202,7 +205,7 @@ class _Replay:
         still = sorted({s.port_busy[k] for k in s.busy_on.get(name, ())})
         if still:
             self.bad("CABLE", f"{name} is taken out with cable(s) {', '.join(still[:5])} still plugged")
-        if name in self.panel_trunks:  # a panel taken out: its trunks come off it
+        if name in self.panel_trunks:  # a panel is taken out only once every trunk to it is pulled
             self._trunks_off(name, f"panel {name} is taken out")
         del s.at[name]
         for u in range(place[1], place[1] + s.height.pop(name, 1)):
@@ -276,12 +279,15 @@ class _Replay:
             self._trunks_off(panel, f"rack {rack} moves")
 
     def _trunks_off(self, panel: str, why: str) -> None:
+        """A panel taken out or rolled away: no trunk may still be laid to it (they are pulled first, once
+        no cable is patched over them); one that is, is reported and left as laid (its pull comes later)."""
         s = self.s
         for trunk in sorted(self.panel_trunks[panel] & s.trunks):
             used = sorted(c.id for c in s.plugged.values() if c.trunk == trunk)
             if used:
                 self.bad("CABLE", f"{why} with {', '.join(used[:5])} patched over trunk {trunk}")
-            s.trunks.discard(trunk)
+            else:
+                self.bad("CABLE", f"{why} with trunk {trunk} still laid to it: pull the trunk first")
 
     def _standing(self, device: str) -> bool:
         """The device is where the new inventory puts it, in a rack that stands where it should."""
@@ -347,12 +353,16 @@ class _Replay:
 
     def _trunks(self, step: Step) -> None:
         s = self.s
-        if step.subject in self.new.trunks:
-            for c in s.plugged.values():
-                if c.trunk == step.subject and c.trunk in s.trunks and self.old.trunks.get(c.trunk) is not None \
-                        and self.old.trunks[c.trunk] != self.new.trunks[c.trunk]:
-                    self.bad("CABLE", f"trunk {step.subject} is re-laid with cable {c.id} patched over it")
-                    break
+        if step.action.startswith(PULL_TRUNK):
+            if step.subject not in s.trunks:
+                self.bad("CABLE", f"trunk {step.subject} is pulled but is not laid")
+            used = sorted(c.id for c in s.plugged.values() if c.trunk == step.subject)
+            if used:
+                self.bad("CABLE", f"trunk {step.subject} is pulled with {', '.join(used[:5])} patched over it")
+            s.trunks.discard(step.subject)
+        elif step.subject in self.new.trunks:
+            if step.subject in s.trunks:
+                self.bad("CABLE", f"trunk {step.subject} is laid while it is still laid: pull it first")
             t = self.new.trunks[step.subject]
             for panel in (t.a_panel, t.b_panel):
                 if not self._standing(panel):
@@ -360,10 +370,7 @@ class _Replay:
                                      "where the new inventory puts it")
             s.trunks.add(step.subject)
         else:
-            used = sorted(c.id for c in s.plugged.values() if c.trunk == step.subject)
-            if used:
-                self.bad("CABLE", f"trunk {step.subject} is pulled with {', '.join(used[:5])} patched over it")
-            s.trunks.discard(step.subject)
+            self.bad("CABLE", f"trunk {step.subject} is laid but the new inventory has no such trunk")
 
     def _commission(self, step: Step) -> None:
         rack = step.subject

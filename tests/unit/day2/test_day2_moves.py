@@ -13,6 +13,7 @@ from _day2_util import index_of, lab_data, node, plan_for
 
 from clusterforge.api import load_checked
 from clusterforge.day2 import ChangePlan, Step, change_plan
+from clusterforge.day2.steps import PULL_TRUNK
 from clusterforge.day2.verify import Violation, verify
 from clusterforge.model import Inventory
 from clusterforge.model.index import Index
@@ -99,11 +100,13 @@ def test_a_patch_panel_that_moves_has_its_trunks_and_patched_cables_redone() -> 
     trunks = sorted(t.id for t in old.inv.trunks if panel in (t.a_panel, t.b_panel))
     riding = sorted(c.id for c in old.inv.cables if c.trunk in trunks)
     assert trunks and riding
-    assert _subjects(plan, "trunks") == trunks
+    assert _subjects(plan, "trunks") == sorted(trunks * 2)  # each pulled off the panel, then laid again
     assert _subjects(plan, "unplug") == riding == _subjects(plan, "plug")
     remove, install = _at(plan, "remove", panel), _at(plan, "install", panel)
-    relay = [i for i, s in enumerate(plan.steps) if s.phase == "trunks"]
-    assert max(_at(plan, "unplug", c) for c in riding) < remove < install < min(relay)
+    pull = [i for i, s in enumerate(plan.steps) if s.phase == "trunks" and s.action.startswith(PULL_TRUNK)]
+    relay = [i for i, s in enumerate(plan.steps) if s.phase == "trunks" and i not in pull]
+    assert sorted(plan.steps[i].subject for i in pull) == trunks == sorted(plan.steps[i].subject for i in relay)
+    assert max(_at(plan, "unplug", c) for c in riding) < min(pull) and max(pull) < remove < install < min(relay)
     assert max(relay) < min(_at(plan, "plug", c) for c in riding)
     assert _subjects(plan, "drain") == _subjects(plan, "takeout") == []  # switch-to-switch links only
 
@@ -115,7 +118,12 @@ def test_a_panel_moved_under_patched_cables_or_never_relaid_is_rejected() -> Non
     steps.insert(0, remove)  # before its cables are unplugged
     found = verify(_with(plan, steps), old, new)
     assert any(v.rule == "CABLE" and f"panel {panel} is taken out with" in v.message for v in found)
-    found = verify(_with(plan, [s for s in plan.steps if s.phase != "trunks"]), old, new)
+    pulled = [s for s in plan.steps if not (s.phase == "trunks" and s.action.startswith(PULL_TRUNK))]
+    found = verify(_with(plan, pulled), old, new)  # the panel moves with its trunks still laid to it
+    assert any(v.rule == "CABLE" and f"panel {panel} is taken out with trunk" in v.message
+               and "still laid to it" in v.message for v in found)
+    never = [s for s in plan.steps if not (s.phase == "trunks" and not s.action.startswith(PULL_TRUNK))]
+    found = verify(_with(plan, never), old, new)  # pulled and never laid again
     assert any(v.rule == "CABLE" and "which is not laid" in v.message for v in found)
 
 
