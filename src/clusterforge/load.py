@@ -19,6 +19,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from .echo import echo
+from .env_entries import entry_issues, is_candidate
 from .errors import InventoryInvalid, InventoryIssue
 from .errors import Path as ErrPath
 from .load_text import ALIAS_BUDGET as ALIAS_BUDGET  # re-exported: the guards' bounds and reader
@@ -257,9 +259,10 @@ def environment_files(env: Path) -> list[Path]:
     except OSError as exc:
         msg = f"cannot list the environment: {exc.strerror or exc}"
         raise InventoryInvalid([InventoryIssue((), msg, str(env), rule="INV-ENV")]) from None
-    return sorted(
-        p for p in entries if p.suffix in (".yaml", ".yml") and not p.name.startswith(".") and p.is_file()
-    )
+    broken = entry_issues(entries)
+    if broken:  # a link that leads nowhere, a directory named *.yaml, ...: never skipped without a word
+        raise InventoryInvalid(broken)
+    return sorted(p for p in entries if is_candidate(p) and p.is_file())
 
 
 def read_environment(env: Path) -> tuple[dict[str, Any], Source]:
@@ -400,13 +403,13 @@ def _issue_from_pydantic(err: Any) -> InventoryIssue:
     elif kind == "missing":
         msg = "required field is missing"
     elif kind in ("literal_error", "enum"):
-        msg = f"{err.get('input')!r}: {msg}"
+        msg = f"{echo(err.get('input'))}: {msg}"
     elif kind == "string_pattern_mismatch" and (
         known := pattern_error(err["ctx"]["pattern"], err.get("input"))
     ):
         msg = known
     elif kind != "value_error" and "input" in err and not isinstance(err["input"], dict | list):
-        msg = f"{err['input']!r}: {msg}"
+        msg = f"{echo(err['input'])}: {msg}"
     return InventoryIssue(loc, msg, rule="INV-SCHEMA")
 
 

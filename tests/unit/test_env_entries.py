@@ -53,7 +53,6 @@ def test_a_dangling_link_names_its_target_bounded(tmp_path: Path) -> None:
     assert "\n" not in issue.message and len(issue.message) < 300
 
 
-@pytest.mark.xfail(strict=True, reason="needs the call in load.environment_files (load.py: another engineer's)")
 @pytest.mark.parametrize("kind", sorted(WHY))
 def test_check_fails_on_a_broken_entry(tmp_path: Path, kind: str) -> None:
     env = tmp_path / "env"

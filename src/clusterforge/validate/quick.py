@@ -52,10 +52,14 @@ def cache_path(env: Path) -> Path:
 
 def environment_files(env: Path) -> list[Path]:
     """The files `load.environment_files` reads (held to it by a test), without importing the loader."""
+    from ..env_entries import broken_entries, is_candidate
+
     if env.is_file():
         return [env]
-    return sorted(p for p in env.iterdir()
-                  if p.suffix in (".yaml", ".yml") and not p.name.startswith(".") and p.is_file())
+    entries = list(env.iterdir())
+    if broken_entries(entries):  # the loader refuses these (INV-ENV): never answer clean past one
+        raise OSError(f"{env}: an entry named like an inventory file is not a readable file")
+    return sorted(p for p in entries if is_candidate(p) and p.is_file())
 
 
 def inventory_key(env: Path) -> str:

@@ -336,3 +336,19 @@ def test_render_leaves_no_cache_for_an_environment_edited_while_it_loaded(
     result = CliRunner().invoke(app, ["render", str(env), "--output", str(tmp_path / "out"), "--no-svg"])
     assert result.exit_code == 0, result.output
     assert not quick.cache_path(env).exists()
+
+
+@pytest.mark.parametrize("kind", ["dangling", "directory"])
+def test_a_broken_entry_added_after_the_cache_was_written_stops_the_fast_answer(
+    env: Path, tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = _saved(tmp_path, _sim(env)[1])
+    assert _full(env, saved)[0] == 0
+    assert _fast(env, saved, capsys)[0] == 0
+    if kind == "dangling":
+        (env / "racks.yaml").symlink_to(tmp_path / "gone.yaml")
+    else:
+        (env / "extra.yaml").mkdir()
+    assert _fast(env, saved, capsys)[0] is None  # the full command refuses the environment (INV-ENV)
+    code, _ = _full(env, saved)
+    assert code == 3
