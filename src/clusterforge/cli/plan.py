@@ -23,6 +23,7 @@ from typer.core import TyperGroup
 from .. import addresses_file
 from ..check import run_checks
 from ..csvtext import csv_text
+from ..echo import echo
 from ..errors import ExitCode, InventoryInvalid, InventoryIssue
 from ..fsutil import write_atomic
 from ..gcpause import gc_paused
@@ -80,6 +81,15 @@ app = typer.Typer(cls=_DefaultShow, no_args_is_help=True, help="Plan the fabric:
 
 def _fail_plan(exc: PlanError) -> NoReturn:
     err.print(f"plan error: {exc}", markup=False)
+    raise typer.Exit(int(ExitCode.INVALID_INVENTORY))
+
+
+def _fail_values(exc: ValidationError) -> NoReturn:
+    """A value out of the model's range (a design's `gpus=-1`): each named with its field, exit 3 like a plan
+    error, never a traceback."""
+    for e in exc.errors(include_url=False)[:20]:
+        where = ".".join(str(p) for p in e["loc"])
+        err.print(f"plan error: {where}: {echo(e.get('input'))}: {e['msg']}", markup=False)
     raise typer.Exit(int(ExitCode.INVALID_INVENTORY))
 
 
@@ -293,19 +303,19 @@ def size_cmd(
     nodes: int = typer.Option(..., "--nodes", help="fabric nodes"),
     ports_per_node: int = typer.Option(..., "--ports-per-node", help="HCA ports per node (= rails)"),
     radix: int = typer.Option(..., "--radix", help="leaf switch ports"),
-    spine_radix: int | None = typer.Option(None, "--spine-radix"),
-    core_radix: int | None = typer.Option(None, "--core-radix"),
+    spine_radix: int | None = typer.Option(None, "--spine-radix", min=1),
+    core_radix: int | None = typer.Option(None, "--core-radix", min=1),
     rate: str | None = typer.Option(None, "--rate", help="host link rate (default: the switch's)"),
     oversubscription: str = typer.Option("1:1", "--oversubscription", help="1:1, 2:1, 3:1 or 4:1"),
-    su_size: int | None = typer.Option(None, "--su-size", help="nodes per scalable unit (wider than a leaf: "
+    su_size: int | None = typer.Option(None, "--su-size", min=1, help="nodes per scalable unit (wider than a leaf: "
                                        "two or more leaves per rail)"),
-    leaves_per_rail: int | None = typer.Option(None, "--leaves-per-rail", help="leaves per rail in a unit "
+    leaves_per_rail: int | None = typer.Option(None, "--leaves-per-rail", min=1, help="leaves per rail in a unit "
                                                "(default: the fewest that hold --su-size)"),
     planes: str | None = typer.Option(None, "--planes", help="rail planes: rail (one per rail) or N rails per "
                                       "plane; a two-tier Clos per plane, planes share no switch"),
     tiers: str = typer.Option("auto", "--tiers", help="auto, 2 or 3"),
-    max_sus: int | None = typer.Option(None, "--max-sus", help="scalable units to size spines/cores for"),
-    spines: int | None = typer.Option(None, "--spines", help="spines per pod"),
+    max_sus: int | None = typer.Option(None, "--max-sus", min=1, help="scalable units to size spines/cores for"),
+    spines: int | None = typer.Option(None, "--spines", min=1, help="spines per pod"),
     split: bool = typer.Option(False, "--split", help="split switch ports (NDR -> 2 x NDR200)"),
     fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
 ) -> None:
@@ -316,15 +326,17 @@ def size_cmd(
     if planes is not None and planes != "rail" and not (planes.isdigit() and int(planes) >= 1):
         err.print("--planes must be rail or a number of rails per plane (at least 1)")
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
-    req = SizeRequest(nodes=nodes, ports_per_node=ports_per_node, radix=radix, spine_radix=spine_radix,
-                      core_radix=core_radix, rate=rate, oversubscription=oversubscription,  # type: ignore[arg-type]
-                      su_size=su_size, tiers="auto" if tiers == "auto" else int(tiers),  # type: ignore[arg-type]
-                      max_sus=max_sus, spines=spines, split=split, leaves_per_rail=leaves_per_rail,
-                      planes=None if planes is None else "rail" if planes == "rail" else int(planes))
     try:
+        req = SizeRequest(nodes=nodes, ports_per_node=ports_per_node, radix=radix, spine_radix=spine_radix,
+                          core_radix=core_radix, rate=rate, oversubscription=oversubscription,  # type: ignore[arg-type]
+                          su_size=su_size, tiers="auto" if tiers == "auto" else int(tiers),  # type: ignore[arg-type]
+                          max_sus=max_sus, spines=spines, split=split, leaves_per_rail=leaves_per_rail,
+                          planes=None if planes is None else "rail" if planes == "rail" else int(planes))
         data = size_dict(size(req))
     except PlanError as exc:
         _fail_plan(exc)
+    except ValidationError as exc:
+        _fail_values(exc)
     if fmt is Format.json:
         print_json(data)
         return
@@ -345,7 +357,7 @@ def size_cmd(
 
 @app.command("compare")
 def compare_cmd(
-    nodes: int = typer.Option(100, "--nodes", help="nodes to plan each design for"),
+    nodes: int = typer.Option(100, "--nodes", min=1, help="nodes to plan each design for"),
     design: list[str] = typer.Option([], "--design", help="A, B, C (the design brief's options) or "
                                      "NAME[=BASE]:gpu=..,gpus=..,hca=..,hcas=..,rate=..,switch=..,ratio=..,su=..,planes=rail|N"),
     prices: Path | None = typer.Option(None, "--prices", help="YAML price table (default: example prices)"),
@@ -357,6 +369,8 @@ def compare_cmd(
         results = [r.to_dict() for r in compare(options, _prices(prices, None), nodes)]
     except PlanError as exc:
         _fail_plan(exc)
+    except ValidationError as exc:
+        _fail_values(exc)
     if fmt is Format.json:
         print_json({"nodes": nodes, "designs": results})
         return

@@ -46,6 +46,9 @@ OPTIONS: dict[str, Option] = {
     "C": Option("C", "density", "A30", 16, "ConnectX-5", 1, "EDR", "QM8700", "4:1"),
 }
 
+_BOUNDS = {"gpus": (0, 64), "hcas": (1, 64), "su": (1, 1_000_000)}
+"""Each number a design may set, from-to: GPUs as a node model holds them, one HCA at least (the rails), a
+scalable unit of at least one node (and not past what any leaf tier could ever hold)."""
 _KEYS = {"gpu": str, "gpus": int, "hca": str, "hcas": int, "rate": str, "switch": str, "ratio": str, "title": str,
          "su": int, "planes": str}
 
@@ -70,6 +73,9 @@ def parse_option(text: str) -> Option:
             values[key] = _KEYS[key](value)
         except ValueError:
             raise PlanError(f"design {text!r}: {key}={value!r} is not a number") from None
+    for key, (low, high) in _BOUNDS.items():
+        if key in values and not low <= values[key] <= high:
+            raise PlanError(f"design {text!r}: {key}={values[key]:,} is out of range ({low} to {high:,})")
     if values.get("ratio", "1:1") not in RATIOS:
         raise PlanError(f"design {text!r}: ratio must be one of {', '.join(RATIOS)}")
     planes = values.get("planes")

@@ -226,11 +226,14 @@ def _unit_size(spec: FabricSpec, leaf: SwitchType, ratio: int, cat: Catalog) -> 
     per_rail = spec.leaves_per_rail
     su = spec.su_size or default_su_size(leaf.ports, ratio) * (per_rail or 1)
     if per_rail is None:
-        per_rail = next((n for n in divisors(su) if _valid_su(su // n, ratio, leaf.ports)), None)
-        if per_rail is None:  # no split works: say why for one leaf per rail
-            per_rail = 1
+        # the fewest leaves per rail = the most nodes per leaf: tried from a leaf's ports down, so the work is
+        # bounded by the radix, not by su_size (a trial over the divisors of 10^12 never ended)
+        per_leaf = next((q for q in range(min(su, leaf.ports), 0, -1)
+                         if su % q == 0 and _valid_su(q, ratio, leaf.ports)), None)
+        per_rail = 1 if per_leaf is None else su // per_leaf  # none: say why for one leaf per rail
     elif su % per_rail:
-        ok = [s for s in range(per_rail, su * 2, per_rail) if _valid_su(s // per_rail, ratio, leaf.ports)]
+        top = min(su * 2, per_rail * (leaf.ports + 1))  # past it no leaf holds s // per_rail nodes
+        ok = [s for s in range(per_rail, top, per_rail) if _valid_su(s // per_rail, ratio, leaf.ports)]
         raise PlanError(f"su_size {su} does not split evenly over leaves_per_rail {per_rail}",
                         [f"su_size: {s}" for s in _nearest(ok, su)])
     down = su // per_rail
