@@ -131,6 +131,14 @@ class Design:
         return self.spines_per_pod * self.cores_per_plane if self.tiers == 3 else 0
 
 
+def one_layer_leaves(d: Design) -> int | None:
+    """The leaves the design is sized for (every plane's, infrastructure leaves included) when one layer
+    of its spines could connect them all, else None: rail planes are needed only once the leaves
+    outnumber a spine's ports; below that one set of spines serves every leaf."""
+    leaves = d.design_sus * d.unit_leaves + d.infra_leaves
+    return leaves if leaves <= d.spine.ports else None
+
+
 def switch_type(cat: Catalog, model: str, split: bool, field: str) -> SwitchType:
     info = cat.switches.get(model)
     if info is None:

@@ -10,7 +10,7 @@ from ..model.fabric import FabricSpec
 from ..model.index import Index
 from ..model.inventory import Inventory
 from .checks import PlanReport, check_plan
-from .design import Design
+from .design import Design, one_layer_leaves
 from .errors import PlanError
 from .generate import plan_fabric
 from .merge import merge_plan
@@ -45,6 +45,7 @@ class Planned:
     plan: Plan
     report: PlanReport
     index: Index
+    notes: tuple[str, ...] = ()  # what the sizing decided beyond the request (rail planes not needed)
 
     @property
     def design(self) -> Design:
@@ -62,15 +63,31 @@ def model_for(cat: Catalog, radix: int, rate: str | None) -> tuple[Catalog, str]
     return cat.model_copy(update={"switches": {**cat.switches, name: model}}), name
 
 
-def plan_synthetic(shape: Shape, spec: FabricSpec, cat: Catalog) -> Planned:
+def plan_synthetic(shape: Shape, spec: FabricSpec, cat: Catalog, *, as_declared: bool = False) -> Planned:
+    """A design from scratch for `shape`. Rail planes asked for are planned only when they are needed:
+    once the leaves the fabric is sized for outnumber a spine's ports (design.one_layer_leaves); below
+    that one set of spines serves every leaf (one unit of 64 nodes x 8 rails on 64-port switches: 16
+    leaves under 8 spines, not 8 planes of 2 spines), and a note says so. `as_declared`: the planes as
+    asked, as an inventory that declares them gets them (its planes are its subnets)."""
     inv = synthetic_inventory(shape, spec, cat)
     plan = plan_fabric(inv, Index(inv, cat), cat)
+    notes: tuple[str, ...] = ()
+    d = plan.design
+    leaves = one_layer_leaves(d) if d.rails_per_plane and not as_declared else None
+    if leaves is not None:
+        notes = (f"rail planes not needed: the {leaves} leaves fit one layer of {d.spine.ports}-port spines, "
+                 f"which serves every leaf (planes only past {d.spine.ports} leaves); one fabric",)
+        spec = spec.model_copy(update={"planes": None})
+        inv = synthetic_inventory(shape, spec, cat)
+        plan = plan_fabric(inv, Index(inv, cat), cat)
     merged = merge_plan(inv, plan).inv
     index = Index(merged, cat)
-    return Planned(merged, plan, check_plan(index, merged.fabric), index)
+    return Planned(merged, plan, check_plan(index, merged.fabric), index, notes)
 
 
-def size(req: SizeRequest, cat: Catalog | None = None) -> Planned:
+def size(req: SizeRequest, cat: Catalog | None = None, *, as_declared: bool = False) -> Planned:
+    """The fabric `req` asks for, planned by the real generator (rail planes only where needed, unless
+    `as_declared`: plan_synthetic)."""
     if req.nodes < 1 or req.ports_per_node < 1:
         raise PlanError("--nodes and --ports-per-node must be at least 1")
     cat = cat or catalog()
@@ -85,7 +102,8 @@ def size(req: SizeRequest, cat: Catalog | None = None) -> Planned:
                       core_model=core, split=req.split, oversubscription=req.oversubscription,
                       su_size=req.su_size, max_sus=req.max_sus, spines=req.spines,
                       leaves_per_rail=req.leaves_per_rail, planes=req.planes)
-    return plan_synthetic(Shape(nodes=req.nodes, ports_per_node=req.ports_per_node, rate=rate), spec, cat)
+    return plan_synthetic(Shape(nodes=req.nodes, ports_per_node=req.ports_per_node, rate=rate), spec, cat,
+                          as_declared=as_declared)
 
 
 def size_dict(p: Planned) -> dict[str, Any]:
@@ -116,4 +134,5 @@ def size_dict(p: Planned) -> dict[str, Any]:
         "media": plan.media_counts(),
         "trunks": len(plan.trunks),
         "links_on_trunks": plan.links_on_trunks,
+        "notes": list(p.notes),
     }

@@ -29,7 +29,7 @@ import pytest
 from clusterforge.catalog import catalog
 from clusterforge.model import FabricSpec
 from clusterforge.plan import PlanError, resolve
-from clusterforge.plan.sizing import SizeRequest, size
+from clusterforge.plan.sizing import SizeRequest, size, size_dict
 
 CAT = catalog()
 UNITS = range(1, 17)
@@ -74,7 +74,7 @@ def test_design_counts_by_hand(unit: int, n: int, planes: bool) -> None:
 
 
 @pytest.mark.parametrize(("unit", "n", "planes"), [
-    (32, 1, False), (64, 1, False), (64, 2, False), (64, 5, False), (32, 4, True), (64, 3, True),
+    (32, 1, False), (64, 1, False), (64, 2, False), (64, 5, False), (32, 9, True), (64, 5, True), (64, 16, True),
 ])
 def test_generated_plans_match_the_hand_counts(unit: int, n: int, planes: bool) -> None:
     p = size(SizeRequest(nodes=unit * n, ports_per_node=8, radix=64, su_size=unit,
@@ -150,3 +150,38 @@ def test_rail_plane_errors() -> None:
     # two rails per plane: 4 planes of 2 x 16 = 32 leaves at 512 nodes
     d = resolve(spec(planes=2), CAT, nodes=512, rails=8)
     assert (d.planes, d.plane_unit_leaves, d.spines_per_pod) == (4, 2, 16)
+
+
+@pytest.mark.parametrize(("unit", "n"), [(64, 1), (64, 4), (32, 1), (32, 8)])
+def test_rail_planes_asked_at_one_spine_layer_size_one_fabric(unit: int, n: int) -> None:
+    # issue #21: planes are needed only once the leaves outnumber a spine's ports (64): 8n leaves of units of
+    # 32, 16n of units of 64, up to 64 leaves one set of spines serves every leaf. One unit of 64: 16 leaves
+    # (2 per rail), 512 uplinks over 8 spines (16 leaves x 4 links = 64 ports each), as the one-fabric design
+    p = size(SizeRequest(nodes=unit * n, ports_per_node=8, radix=64, su_size=unit, planes="rail"))
+    one = size(SizeRequest(nodes=unit * n, ports_per_node=8, radix=64, su_size=unit))
+    leaves, spines, _, upper = expected(unit, n, planes=False)
+    assert leaves <= 64
+    assert p.plan.switch_counts() == one.plan.switch_counts() == {"leaf": leaves, "spine": spines, "core": 0}
+    assert p.design.planes == 1 and p.report.planes == 1 and p.design.tiers == 2
+    assert p.plan.cable_counts()["leaf_spine"] == upper
+    assert p.report.bisection_across_planes_gbps == p.report.bisection_gbps
+    assert any(f"{leaves} leaves" in note and "64-port spines" in note for note in p.notes), p.notes
+    assert size_dict(p)["notes"] == list(p.notes)
+    if (unit, n) == (64, 1):
+        assert spines == 8
+
+
+@pytest.mark.parametrize(("unit", "n"), [(64, 5), (32, 9), (32, 16)])
+def test_rail_planes_asked_past_one_spine_layer_are_planned(unit: int, n: int) -> None:
+    p = size(SizeRequest(nodes=unit * n, ports_per_node=8, radix=64, su_size=unit, planes="rail"))
+    leaves, spines, _, _ = expected(unit, n, planes=True)
+    assert leaves > 64 and p.notes == ()
+    assert p.design.planes == 8 and p.report.planes == 8
+    assert p.plan.switch_counts() == {"leaf": leaves, "spine": spines, "core": 0}
+    assert p.report.bisection_across_planes_gbps == 0
+
+
+def test_rail_planes_are_needed_for_the_leaves_the_spines_are_sized_for() -> None:
+    # one unit of 64 now, sized for 5 (max_sus): 80 leaves later, so the planes are built from the start
+    p = size(SizeRequest(nodes=64, ports_per_node=8, radix=64, su_size=64, planes="rail", max_sus=5))
+    assert p.design.planes == 8 and p.notes == ()

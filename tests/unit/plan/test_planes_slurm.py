@@ -8,11 +8,17 @@ from typing import Any
 import pytest
 import yaml
 
-from clusterforge.plan.sizing import SizeRequest, size
+from clusterforge.plan.sizing import Planned, SizeRequest, size
 from clusterforge.render import render_environment
 from clusterforge.render.context_slurm import topology
 from clusterforge.render.fabric import FabricView
 from clusterforge.render.hostlist import expand
+
+
+def planes(req: SizeRequest) -> Planned:
+    """A small rail-plane fabric as an inventory that declares its planes gets it (`plan size` would make
+    these one fabric: their leaves fit one layer of spines)."""
+    return size(req, as_declared=True)
 
 
 def test_two_leaves_per_rail_make_two_slurm_leaf_switches_per_unit() -> None:
@@ -29,7 +35,7 @@ def test_two_leaves_per_rail_make_two_slurm_leaf_switches_per_unit() -> None:
 
 
 def test_rail_planes_one_tree_and_every_plane_in_ibsim() -> None:
-    p = size(SizeRequest(nodes=64, ports_per_node=4, radix=64, su_size=16, planes="rail"))
+    p = planes(SizeRequest(nodes=64, ports_per_node=4, radix=64, su_size=16, planes="rail"))
     lines = topology(FabricView(p.index))["switches"]
     spines = [s for s in lines if s["kind"] == "Switches"]
     # every plane's spines sit above the same 4 unit groups: one tree for the scheduler
@@ -135,7 +141,7 @@ def _slurm(p: Any) -> tuple[str, dict[str, dict[str, Any]], set[str], FabricView
 
 def test_rail_planes_topology_yaml_one_tree_per_plane_slurm_accepts() -> None:
     # 64 nodes x 4 rails, units of 16, one plane per rail: plane P = the 4 units' rail-P leaves under spine-pl0<P+1>-*
-    p = size(SizeRequest(nodes=64, ports_per_node=4, radix=64, su_size=16, planes="rail"))
+    p = planes(SizeRequest(nodes=64, ports_per_node=4, radix=64, su_size=16, planes="rail"))
     conf, topos, nodes, fab = _slurm(p)
     assert slurm_tree_problems(conf_switches(conf), nodes) == []
     assert slurm_tree_problems(yaml_tree(topos["tree"]), nodes) == []
@@ -154,7 +160,7 @@ def test_rail_planes_topology_yaml_one_tree_per_plane_slurm_accepts() -> None:
 
 def test_wide_units_in_rail_planes_blocks_are_units_and_planes_keep_their_leaves() -> None:
     # 128 nodes x 2 rails, units of 64 on 64-port leaves (2 leaves per rail), a plane per rail
-    p = size(SizeRequest(nodes=128, ports_per_node=2, radix=64, su_size=64, planes="rail"))
+    p = planes(SizeRequest(nodes=128, ports_per_node=2, radix=64, su_size=64, planes="rail"))
     conf, topos, nodes, fab = _slurm(p)
     assert slurm_tree_problems(conf_switches(conf), nodes) == []
     blocks = topos["block"]["block"]
@@ -174,7 +180,7 @@ def test_wide_units_in_rail_planes_blocks_are_units_and_planes_keep_their_leaves
 
 def test_two_rails_per_plane_group_names_carry_the_plane() -> None:
     # 4 rails, 2 per plane: a unit's two rail leaves of a plane are one Slurm leaf, leaf-su01-pl0
-    p = size(SizeRequest(nodes=32, ports_per_node=4, radix=64, su_size=16, planes=2))
+    p = planes(SizeRequest(nodes=32, ports_per_node=4, radix=64, su_size=16, planes=2))
     conf, topos, nodes, _ = _slurm(p)
     assert slurm_tree_problems(conf_switches(conf), nodes) == []
     for plane in (0, 1):
