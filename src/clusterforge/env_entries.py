@@ -57,3 +57,12 @@ def _unreachable(entry: Path, exc: OSError) -> str:
 def entry_issues(entries: Iterable[Path]) -> list[InventoryIssue]:
     """`broken_entries` as INV-ENV errors, each naming its entry."""
     return [InventoryIssue((), why, str(entry), rule="INV-ENV") for entry, why in broken_entries(entries)]
+
+
+def dir_name(path: Path) -> str:
+    """The name of the directory `path` leads to (`inventories/prod/.` -> `prod`), or, where it cannot be
+    resolved (a symbolic link loop), its own last part: the command goes on to say what is wrong with it."""
+    try:
+        return path.resolve().name
+    except (OSError, RuntimeError):  # RuntimeError: a link loop, on Python before 3.13
+        return path.absolute().name

@@ -22,6 +22,7 @@ from typing import Any
 from .api import Checked
 from .collect.plan import FABRIC_TOOLS, HOST_TOOLS, Target, default_targets, plane_ports
 from .collect.ssh import SshConfig
+from .env_entries import dir_name
 from .fsutil import write_atomic
 from .lab import SM_ROLE, LabHca, LabHost, LabSpec, LabState, PortRef, down, read_state, ssh_command, up
 from .lab.errors import LabError
@@ -65,7 +66,7 @@ class LabPaths:
 
 def paths(env: Path, root: Path | None = None) -> LabPaths:
     root = root if root is not None else Path(os.environ.get("CLUSTERFORGE_LAB_ROOT", LAB_ROOT))
-    name = env.resolve().name
+    name = dir_name(env)
     return LabPaths(name, root / name / "state", root / name / "render")
 
 

@@ -61,3 +61,18 @@ def test_check_fails_on_a_broken_entry(tmp_path: Path, kind: str) -> None:
     result = CliRunner().invoke(app, ["check", str(env)])
     assert result.exit_code == 3, result.output
     assert f"{entry}: " in result.output and "[INV-ENV]" in result.output
+
+
+@pytest.mark.parametrize("command", [["render", "{env}", "--output", "{tmp}/out"], ["check", "{env}"],
+                                     ["init", "{env}"], ["deploy", "{env}", "--dry-run"], ["lab", "status", "{env}"],
+                                     ["plan", "{env}"]])
+def test_a_symlink_loop_as_the_environment_path_is_a_clean_error(tmp_path: Path, command: list[str]) -> None:
+    """`render` resolved the environment's path for its name first: RuntimeError('Symlink loop') (class 5)."""
+    env = tmp_path / "loop"
+    env.symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(env)
+    args = [a.format(env=env, tmp=tmp_path) for a in command]
+    result = CliRunner().invoke(app, args, env={"CLUSTERFORGE_LAB_ROOT": str(tmp_path / "lab")})
+    assert result.exit_code in (1, 2, 3), result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert str(env) in result.output or "loop" in result.output

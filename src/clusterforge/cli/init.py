@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from ..env_entries import dir_name
 from ..errors import ExitCode
 from .common import Format, err, out, print_json
 
@@ -81,7 +82,7 @@ def init(
 
     Refuses (exit 2) a directory that exists and is not empty, or a path that is not a directory.
     """
-    site = name or re.sub(r"[^a-z0-9-]+", "-", directory.resolve().name.lower()).strip("-")
+    site = name or re.sub(r"[^a-z0-9-]+", "-", dir_name(directory).lower()).strip("-")
     if not _NAME.match(site):
         err.print(f"init: {site!r} is not a site name (lower-case letters, digits and '-', starting with a letter); "
                   "give one with --name", markup=False)

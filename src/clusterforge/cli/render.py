@@ -8,6 +8,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from ..env_entries import dir_name
 from ..errors import ExitCode
 from ..fsutil import LockTimeout
 from ..render import Rendered, WriteReport, write_tree
@@ -25,7 +26,7 @@ def render(
     svg: bool = typer.Option(True, "--svg/--no-svg", help="draw fabric/fabric.svg with Graphviz dot"),
 ) -> None:
     """Render configs, GUID files, topology, ibsim net, cabling CSVs and the fabric diagram."""
-    env_name = env.resolve().name
+    env_name = dir_name(env)  # a link loop: load says what is wrong
     target = output if output is not None else Path("out") / env_name
     # a bar on a terminal's stderr only (prod renders thousands of files): load, render, write
     with progress(f"render {env.name}", total=3) as advance:

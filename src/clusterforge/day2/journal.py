@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import jsonstate
+
 VERSION = 1
 
 
@@ -49,13 +51,15 @@ class Journal:
         if not path.exists():
             return journal
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            lines = jsonstate.read_bytes(path).decode("utf-8").splitlines()
         except OSError as exc:
             raise JournalError(f"{path}: {exc.strerror or exc}") from None
+        except ValueError as exc:  # not a regular file, too large, not UTF-8
+            raise JournalError(f"{path}: not an apply journal ({exc}); move the file away to start over") from None
         records = []
         for i, line in enumerate(lines):
             try:
-                rec = json.loads(line)
+                rec = jsonstate.loads(line)  # nested too deeply: not a journal line
                 if not isinstance(rec, dict):
                     raise ValueError("not an object")
             except ValueError:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from .. import __version__, jsonstate
 from ..fsutil import write_atomic
 from ..model import Inventory
 from .steps import Step
@@ -163,9 +163,11 @@ class PlanFile:
 def read_plan_file(path: Path) -> PlanFile:
     """Load a plan file and check it is whole and ours: format, digest, tool version, steps."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = jsonstate.loads(jsonstate.read_bytes(path))  # a regular file, bounded in size and nesting
     except OSError as exc:
         raise PlanFileError(f"{path}: {exc.strerror or exc}") from None
+    except jsonstate.StateFileError as exc:
+        raise PlanFileError(f"{path}: not a plan file: {exc}") from None
     except ValueError as exc:
         raise PlanFileError(f"{path}: not JSON ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("meta"), dict) or "digest" not in doc:
@@ -180,13 +182,17 @@ def read_plan_file(path: Path) -> PlanFile:
     if meta.get("tool") != TOOL:
         raise PlanFileError(f"{path}: made by {meta.get('tool')}, this is {TOOL}; plan again with this version")
     try:
-        steps = tuple(Step.from_dict(s) for s in doc.get("steps", []))
+        raw = doc.get("steps", [])
+        if not isinstance(raw, list) or not all(isinstance(s, dict) for s in raw):
+            raise ValueError("steps: not a list of step objects")
+        steps = tuple(Step.from_dict(s) for s in raw)
         for i, s in enumerate(steps, 1):
             if s.n != i:
                 raise ValueError(f"step {s.n} is numbered out of order (expected {i})")
         for key in ("env_path", "inventories", "record"):
             if key not in meta:
                 raise ValueError(f"meta.{key} missing")
-    except (ValueError, TypeError) as exc:
-        raise PlanFileError(f"{path}: {exc}") from None
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # any other shape: not one we wrote
+        why = str(exc) if isinstance(exc, ValueError | TypeError) else f"not a plan file ({type(exc).__name__}: {exc})"
+        raise PlanFileError(f"{path}: {why}") from None
     return PlanFile(path, doc, steps)

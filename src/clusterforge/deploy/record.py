@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import jsonstate
+from ..env_entries import dir_name
 from ..fsutil import write_atomic
 from ..load import environment_files
 from .desired import Component, HostPlan
@@ -43,7 +45,7 @@ class RecordError(Exception):
 
 
 def default_dir(env: Path) -> Path:
-    return Path(os.environ.get(STATE_DIR_ENV) or "state") / env.resolve().name
+    return Path(os.environ.get(STATE_DIR_ENV) or "state") / dir_name(env)
 
 
 def component_digest(c: Component) -> str:
@@ -70,14 +72,14 @@ def read_record(directory: Path) -> dict[str, dict[str, Any]]:
     if not path.exists():
         return {}
     try:
-        raw = path.read_bytes()
+        raw = jsonstate.read_bytes(path)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = raw.count(b"\n", 0, exc.start) + 1
             raise RecordError(f"{path}:{line}: not valid UTF-8 (byte {raw[exc.start]:#04x} at byte offset "
                               f"{exc.start}); move it away to start a new record") from None
-        data = json.loads(text)
+        data = jsonstate.loads(text)
         hosts = data["hosts"]
         if data.get("version") != RECORD_VERSION or not isinstance(hosts, dict):
             raise ValueError(f"version {data.get('version')!r}")
@@ -135,16 +137,18 @@ def last_deploy(directory: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        data = path.read_bytes()
+        data = jsonstate.read_bytes(path)
     except OSError as exc:
         raise RecordError(f"{path}: cannot read the deploy history ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise RecordError(f"{path}: cannot read the deploy history ({exc}); move it away") from None
     offset = len(data)
     lines = data.split(b"\n")
     for number in range(len(lines), 0, -1):
         raw = lines[number - 1]
         offset -= len(raw) + (1 if number < len(lines) else 0)
         try:
-            run = json.loads(raw.decode("utf-8"))
+            run = jsonstate.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
             raise RecordError(
                 f"{path}:{number}: not valid UTF-8 (byte {raw[exc.start]:#04x} at byte offset "

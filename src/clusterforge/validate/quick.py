@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..jsonstate import loads, read_bytes
+
 if TYPE_CHECKING:
     from ..parse.ibnetdiscover import IbNode, IbTopology
 
@@ -97,11 +99,11 @@ def read_cache(env: Path, key: str) -> dict[str, Any] | None:
     """The cached declared fabric of `env` when it is there, intact (its digest line), well-formed and of this
     key; else None (a damaged or foreign file is ignored, and the next full run writes it again)."""
     try:
-        digest, _, body = cache_path(env).read_bytes().partition(b"\n")
+        digest, _, body = read_bytes(cache_path(env)).partition(b"\n")
         if hashlib.sha256(body.rstrip(b"\n")).hexdigest().encode() != digest:
             return None
-        doc = json.loads(body)
-    except (OSError, ValueError):
+        doc = loads(body)  # nested too deeply (a RecursionError before): damaged, ignored, written again
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: the state directory's path loops
         return None
     if not isinstance(doc, dict) or doc.get("format") != CACHE_FORMAT or doc.get("key") != key:
         return None

@@ -137,13 +137,18 @@ def test_cli_changed_with_an_up_to_date_record_touches_no_host(tmp_path: Path) -
 
 
 def test_inventory_digest_covers_what_the_loader_reads(tmp_path: Path) -> None:
+    import clusterforge.errors
     from clusterforge.deploy.record import inventory_digest
 
     env = tmp_path / "lab-copy"
     shutil.copytree(LAB, env)
     before = inventory_digest(env)
     (env / ".hidden.yaml").write_text("x: 1\n")  # the loader skips these: so does the digest
-    (env / "notes.yml").mkdir()
+    (env / ".notes.yml").mkdir()
     assert inventory_digest(env) == before
+    (env / "notes.yml").mkdir()  # a directory named like an inventory file: an error, never skipped (#27)
+    with pytest.raises(clusterforge.errors.InventoryInvalid, match="inventory error"):
+        inventory_digest(env)
+    (env / "notes.yml").rmdir()
     (env / "nodes.yaml").write_text((env / "nodes.yaml").read_text() + "\n")
     assert inventory_digest(env) != before
