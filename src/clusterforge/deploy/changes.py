@@ -143,6 +143,24 @@ def module_changes(component: str, modules: tuple[str, ...], facts: HostFacts) -
             for m in modules if m not in facts.modules]
 
 
+MASTER_WAIT_S = 60
+"""How long the deploy waits, after starting the highest-priority SM's OpenSM, for an SM to answer as MASTER
+before it starts the standbys' (who start anyway then: a subnet needs an SM more than it needs the right one)."""
+
+WAIT_MASTER_SCRIPT = (
+    "command -v sminfo >/dev/null || { echo 'sminfo not installed: not waiting for a master SM'; exit 0; }; "
+    f'i=0; while [ "$i" -lt {MASTER_WAIT_S} ]; do sminfo 2>/dev/null | grep -q SMINFO_MASTER && exit 0; '
+    f'sleep 1; i=$((i + 1)); done; echo "no master SM answered in {MASTER_WAIT_S} s: the standbys start anyway"'
+)
+"""Run on the highest-priority SM node after its OpenSM started: fixed text, no inventory value in it."""
+
+
+def starts_opensm(changes: Sequence[Change]) -> bool:
+    """The changes start (or restart) OpenSM on this host: a service enabled/started, or the handler's start."""
+    return any(c.component == "opensm" and (c.kind == "service" or (c.kind == "handler" and c.detail == "start"))
+               for c in changes)
+
+
 def handler_change(component: Component, facts: HostFacts, changed: Sequence[str] = ()) -> Change | None:
     """What a changed configuration file of `component` triggers (None: nothing to do here). `changed`: the
     destinations of its files that change in this run (the `units` handler acts on their units only)."""

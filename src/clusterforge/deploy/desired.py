@@ -69,6 +69,12 @@ class Component:
     (each changed file's own `unit` restarted or reloaded, after a daemon-reload when a unit file changed)."""
     problems: tuple[str, ...] = ()
     """Preflight problems known from the model alone: the component fails before any change."""
+    start_after: str = ""
+    """OpenSM on a standby SM node: the SM node of the highest priority, whose OpenSM both engines start first
+    and wait for (until an SM answers as MASTER) before they start this one (docs/deploy.md)."""
+    wait_master: bool = False
+    """OpenSM on the highest-priority SM node when there are others: once started, wait until an SM answers as
+    MASTER (at most MASTER_WAIT_S) before the standbys' OpenSM starts."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,8 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
     by_host, hosts_spec = rendered if rendered is not None else rendered_by_host(index)
     addresses = _mgmt_addresses(index)
     sm_nodes = {sm.node for sm in inv.opensm.sm_nodes} if inv.opensm else set()
+    # two SM nodes or more: the highest priority (strictly highest: a check rule) is started first
+    top_sm = max(inv.opensm.sm_nodes, key=lambda sm: sm.priority).node if len(sm_nodes) > 1 and inv.opensm else ""
     plans: dict[str, HostPlan] = {}
     # the same for every node (or for every node alike): built once, not once per node. /etc/hosts
     # lists every node, so rendering it per node was quadratic (2,048 nodes: 90 s)
@@ -172,7 +180,8 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
         nvidia = nvidia_for[nvswitch] if has_gpus else None
         comp_list = [base, ofed, nvidia, _nccl(index, files.get("nccl", []), pins_of),
                      _lustre(index, files.get("lustre", []), pins_of), _ipoib(files.get("ipoib", [])),
-                     _opensm(files.get("opensm", []), node.name in sm_nodes), monitoring.get(node.name)]
+                     _opensm(files.get("opensm", []), node.name in sm_nodes, top_sm, node.name),
+                     monitoring.get(node.name)]
         comps = [c for c in comp_list if c is not None]
         pins = tuple(p for c in comps for p in c.pins)
         if pins not in repo_for:
@@ -276,12 +285,16 @@ def _ipoib(files: list[ManagedFile]) -> Component | None:
     return Component("ipoib", tuple(files), handler="netplan-apply") if files else None
 
 
-def _opensm(files: list[ManagedFile], is_sm: bool) -> Component | None:
+def _opensm(files: list[ManagedFile], is_sm: bool, top: str, node: str) -> Component | None:
+    """OpenSM on an SM node. `top`: the highest-priority SM node when there are two or more (else ""): the
+    deploy starts its OpenSM first and waits for a MASTER, then the others' (start_after), on both engines,
+    so the SM meant to be master wins (OpenSM hands mastership to a higher priority only on a heavy sweep)."""
     if not is_sm or not files:
         return None
     # rail planes: one opensm-plane@<P> instance per plane (its unit and /etc/opensm/plane<P>/ among the files)
     return Component("opensm", tuple(files), packages=("opensm",), services=plane_services([f.dest for f in files]),
-                     handler="opensm-resweep")
+                     handler="opensm-resweep", start_after=top if top and top != node else "",
+                     wait_master=bool(top) and top == node)
 
 
 def merge_block(current: str, fragment: str, marker: str = HOSTS_MARKER) -> str:

@@ -23,7 +23,7 @@ from typing import Any, cast
 from pyinfra.api.operation import operation
 from pyinfra.context import host
 
-from .changes import Change, change_lines, component_changes
+from .changes import WAIT_MASTER_SCRIPT, Change, change_lines, component_changes, starts_opensm
 from .desired import Component, HostPlan
 from .facts import HostFacts, HostState
 from .runner import probe_args
@@ -104,6 +104,14 @@ def apply(plan: HostPlan, component: str, action: str) -> Generator[str, None, N
     yield from action_commands(comp, action, _facts(plan), plan)
 
 
+@operation()
+def wait_master(plan: HostPlan) -> Generator[str, None, None]:
+    """After this host's OpenSM started in this run: wait (at most MASTER_WAIT_S) until an SM answers as MASTER."""
+    comp = plan.component("opensm")
+    if comp is not None and comp.wait_master and starts_opensm(component_changes(comp, _facts(plan))):
+        yield WAIT_MASTER_SCRIPT
+
+
 _FACTS: dict[tuple[int, str], HostFacts] = {}
 
 
@@ -135,9 +143,19 @@ def deploy_component(plan: HostPlan, component: str) -> None:
         _add(plan, component, "packages", name=name)
     if name := op_name(comp, "hold"):
         _add(plan, component, "hold", name=name)
-    if name := op_name(comp, "services"):
-        _add(plan, component, "services", name=name)
-    if name := op_name(comp, "modules"):
-        _add(plan, component, "modules", name=name)
-    if (name := op_name(comp, "handler")) and comp.handler != "apt-update":
-        _add(plan, component, "handler", name=name)
+    if not comp.start_after:
+        if name := op_name(comp, "services"):
+            _add(plan, component, "services", name=name)
+        if name := op_name(comp, "modules"):
+            _add(plan, component, "modules", name=name)
+        if (name := op_name(comp, "handler")) and comp.handler != "apt-update":
+            _add(plan, component, "handler", name=name)
+    if comp.wait_master:  # the highest-priority SM node: its OpenSM answers as MASTER before the standbys start
+        cast(Any, wait_master)(plan, name=f"{component}: wait for a master SM before the standbys start")
+    elif comp.start_after:  # a standby SM node: the same actions, on later lines, so they run after the wait above
+        if name := op_name(comp, "services"):
+            _add(plan, component, "services", name=f"{name}, after {comp.start_after}'s")
+        if name := op_name(comp, "modules"):
+            _add(plan, component, "modules", name=name)
+        if (name := op_name(comp, "handler")) and comp.handler != "apt-update":
+            _add(plan, component, "handler", name=f"{name}, after {comp.start_after}'s")

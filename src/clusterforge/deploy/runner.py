@@ -23,7 +23,15 @@ from pyinfra.api.config import Config
 from pyinfra.api.inventory import Inventory
 from pyinfra.api.state import State
 
-from .changes import Change, change_lines, component_changes, reboot_needed
+from .changes import (
+    MASTER_WAIT_S,
+    WAIT_MASTER_SCRIPT,
+    Change,
+    change_lines,
+    component_changes,
+    reboot_needed,
+    starts_opensm,
+)
 from .desired import HostPlan
 from .facts import HostFacts, HostState
 from .packages import headers_package
@@ -150,13 +158,45 @@ class HostSession:
             self.host.disconnect()
 
 
+class SmStartGate:
+    """The highest-priority SM node's OpenSM starts first (and answers as MASTER) before the standbys' start.
+
+    One event per top SM node in the batch: set once its OpenSM component is done (started and a master
+    answers, nothing to start, or the host failed); a standby's OpenSM waits for it (at most twice
+    MASTER_WAIT_S, then starts anyway: a subnet needs an SM more than it needs the right one). A standby whose
+    top SM node is not in this batch (--limit, an earlier batch) does not wait."""
+
+    def __init__(self, plans: Sequence[HostPlan]) -> None:
+        from gevent.event import Event  # type: ignore[import-untyped]
+
+        self._events: dict[str, Any] = {}
+        for plan in plans:
+            comp = plan.component("opensm")
+            if comp is not None and comp.wait_master:
+                self._events[plan.name] = Event()
+
+    def before_start(self, start_after: str) -> bool:
+        """Wait for `start_after`'s OpenSM; False when it did not answer in time (the caller notes it)."""
+        event = self._events.get(start_after)
+        return True if event is None else bool(event.wait(timeout=2 * MASTER_WAIT_S + 30))
+
+    def done(self, name: str) -> None:
+        event = self._events.get(name)
+        if event is not None:
+            event.set()
+
+
+NO_GATE = SmStartGate(())
+
+
 def apply_script(changes: Sequence[Change]) -> str:
     """One `set -e` script for a component's changes: uploads inline (base64), then commands."""
     return "\n".join(["set -e", *(line for ch in changes for line in change_lines(ch))])
 
 
-def deploy_host(session: HostSession, plan: HostPlan, *, dry_run: bool) -> HostResult:
-    """Connect, read facts, compute and (unless dry) apply every component's changes."""
+def deploy_host(session: HostSession, plan: HostPlan, *, dry_run: bool, gate: SmStartGate = NO_GATE) -> HostResult:
+    """Connect, read facts, compute and (unless dry) apply every component's changes; a standby SM node's
+    OpenSM waits at `gate` for the highest-priority one's."""
     result = HostResult(plan.name)
     session.connect()
     facts = session.facts(plan)
@@ -168,10 +208,14 @@ def deploy_host(session: HostSession, plan: HostPlan, *, dry_run: bool) -> HostR
             raise HostFailure(f"{comp.name} preflight: " + "; ".join(comp.problems))
         changes = component_changes(comp, facts)
         if not changes:
+            if comp.wait_master:
+                gate.done(plan.name)  # running and unchanged: nothing to wait for
             continue
         result.changes += changes
         if dry_run:
             continue
+        if comp.start_after and starts_opensm(changes) and not gate.before_start(comp.start_after):
+            result.notes.append(f"opensm: {comp.start_after}'s OpenSM did not answer in time: started anyway")
         if any(c.kind == "package" for c in changes) and not apt_updated:
             session.run("DEBIAN_FRONTEND=noninteractive apt-get -q update", "apt-get update")
             apt_updated = True
@@ -185,6 +229,11 @@ def deploy_host(session: HostSession, plan: HostPlan, *, dry_run: bool) -> HostR
         session.run(apply_script(changes), f"{comp.name}: apply")
         if comp.name == "ofed" and comp.pins:
             _verify_ofed(session, comp.pins[0].version)
+        if comp.wait_master:
+            if starts_opensm(changes):
+                said = session.run(WAIT_MASTER_SCRIPT, "opensm: wait for a master SM", MASTER_WAIT_S + 30).strip()
+                result.notes += [f"opensm: {said}"] if said else []
+            gate.done(plan.name)
     if not dry_run and any(c.component == "nvidia" and c.kind == "package" for c in result.changes):
         after = session.facts(plan)
         result.reboot = reboot_needed(plan.pins, after)
@@ -216,12 +265,13 @@ def run_batch(plans: Sequence[HostPlan], ssh: SshSettings, *, dry_run: bool, par
               deploy: Callable[..., HostResult] = deploy_host) -> list[HostResult]:
     """Deploy one batch of hosts concurrently; every host's failure stays that host's."""
     state = make_state(plans, ssh, parallel)
+    gate = SmStartGate(plans)
 
     def one(plan: HostPlan) -> HostResult:
         start = time.monotonic()
         session = HostSession(state, plan.name)
         try:
-            result = deploy(session, plan, dry_run=dry_run)
+            result = deploy(session, plan, dry_run=dry_run, gate=gate)
         except ConnectionLost as exc:
             result = HostResult(plan.name, "unreachable", error=str(exc))
         except HostFailure as exc:
@@ -229,6 +279,7 @@ def run_batch(plans: Sequence[HostPlan], ssh: SshSettings, *, dry_run: bool, par
         except Exception as exc:
             result = _classify(plan.name, exc)
         finally:
+            gate.done(plan.name)  # failed or done: a standby waiting for this host's OpenSM goes on
             session.close()
         result.seconds = time.monotonic() - start
         if progress is not None:
@@ -239,6 +290,11 @@ def run_batch(plans: Sequence[HostPlan], ssh: SshSettings, *, dry_run: bool, par
     gevent.joinall(greenlets)
     return [g.value if g.successful() else HostResult(p.name, "failed", error=repr(g.exception))
             for g, p in zip(greenlets, plans, strict=True)]
+
+
+def _starts_sm_first(plan: HostPlan) -> bool:
+    comp = plan.component("opensm")
+    return comp is not None and comp.wait_master
 
 
 def _classify(name: str, exc: BaseException) -> HostResult:
@@ -257,6 +313,8 @@ def run_deploy(plans: Sequence[HostPlan], ssh: SshSettings, *, dry_run: bool = F
                progress: Callable[[HostResult], None] | None = None) -> list[HostResult]:
     """Deploy every plan, `batch` hosts at a time (0: all at once); stop starting batches past the limit."""
     size = batch if batch > 0 else max(1, len(plans))
+    if size < len(plans):  # the highest-priority SM node in the first batch: its OpenSM starts before the others'
+        plans = sorted(plans, key=lambda p: not _starts_sm_first(p))
     results: list[HostResult] = []
     for i in range(0, len(plans), size):
         done = len(results)

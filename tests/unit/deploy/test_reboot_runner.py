@@ -43,7 +43,7 @@ def test_policy_none_never_reboots(plans: dict[str, HostPlan]) -> None:
 def test_one_host_losing_its_connection_does_not_stop_the_others(plans: dict[str, HostPlan]) -> None:
     sel = [dataclasses.replace(plans[n], address="192.0.2.1") for n in ("gpu01", "gpu02", "sm01")]
 
-    def fake(session: HostSession, plan: HostPlan, *, dry_run: bool) -> HostResult:
+    def fake(session: HostSession, plan: HostPlan, *, dry_run: bool, **_: object) -> HostResult:
         if plan.name == "gpu02":
             raise EOFError()  # what paramiko raises when the peer's sshd dies mid-run
         return HostResult(plan.name, "ok")
