@@ -299,6 +299,10 @@ def read_environment(env: Path) -> tuple[dict[str, Any], Source]:
             continue
         if doc is None:
             continue
+        if isinstance(doc, list) and (extra := _second_document(text)) is not None:
+            msg = "a second YAML document ('---' or '...' between documents): an inventory file is one document"
+            issues.append(InventoryIssue((), msg, str(file), extra, 1, rule="INV-YAML"))
+            continue
         if not isinstance(doc, dict):
             issues.append(InventoryIssue((), "the file must be a mapping of sections", str(file), 1, 1,
                 rule="INV-SCHEMA"))
@@ -307,10 +311,21 @@ def read_environment(env: Path) -> tuple[dict[str, Any], Source]:
             _merge_section(merged, source, issues, file, str(key), value)
     if issues:
         for i, issue in enumerate(issues):
-            if issue.line is None and issue.path:
+            if issue.line is None and issue.path and issue.file is None:  # never moved to another file
                 issues[i] = issue.located(*source.locate(issue.path))
         raise InventoryInvalid(issues)
     return merged, source
+
+
+def _second_document(text: str) -> int | None:
+    """The line where a second YAML document starts, or None for one document (yaml-rs returns several
+    documents as a list, which reads like a file that is one list)."""
+    try:
+        starts = [e.start_mark.line + 1 if e.start_mark else 0 for e in yaml.parse(text, Loader=_Loader)
+                  if isinstance(e, yaml.DocumentStartEvent)]
+    except yaml.YAMLError:
+        return None
+    return starts[1] if len(starts) > 1 else None
 
 
 def _syntax_issue(file: Path, text: str, exc: BaseException) -> InventoryIssue:
@@ -355,17 +370,16 @@ def _merge_section(
         merged[key] = merged[key] + value
         return
     first = source.mapping_origin.get(key) or source.list_segments[key][0].file
-    tree = source._tree(file)
+    tree = None if _is_big(file) else source._tree(file)
     mark = _walk(tree, [key]) if tree is not None else None
+    streamed = _stream_marks(file, {(key,)}) if mark is None else {}
+    found: tuple[int | None, int | None] = (
+        (mark.line + 1, mark.column + 1) if mark is not None else streamed.get((key,), (None, None))
+    )
+    line, col = found
     issues.append(
-        InventoryIssue(
-            (key,),
-            f"duplicate section {key!r}: also defined in {first.name}",
-            str(file),
-            mark.line + 1 if mark else None,
-            mark.column + 1 if mark else None,
-            rule="INV-SCHEMA",
-        )
+        InventoryIssue((key,), f"duplicate section {key!r}: also defined in {first.name}", str(file), line, col,
+                       rule="INV-SCHEMA")
     )
 
 

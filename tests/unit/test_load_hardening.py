@@ -335,3 +335,40 @@ def test_every_corpus_case_locates_the_same_over_events(case: str, tmp_path: Pat
     tree = issues()
     monkeypatch.setattr(load_mod, "BIG_FILE", 0)
     assert issues() == tree
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_a_duplicate_section_is_blamed_on_the_file_that_repeats_it(tmp_path: Path, big: bool,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import clusterforge.load as load_mod
+
+    env = _env(tmp_path)
+    site = (env / "site.yaml").read_text()
+    (env / "zz-more.yaml").write_text("# a second copy of the site section\n\n" + site)
+    if big:  # a file over BIG_FILE is not composed into a tree: located over its events
+        monkeypatch.setattr(load_mod, "BIG_FILE", 0)
+    (issue,) = _issues(env)
+    assert issue.startswith(f"{env / 'zz-more.yaml'}:3:1: site: duplicate section 'site': also defined in site.yaml")
+
+
+def test_a_duplicate_section_never_moves_to_the_first_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the repeating file cannot be walked (PyYAML cannot compose it), the error stays on that file."""
+    import clusterforge.load as load_mod
+
+    env = _env(tmp_path)
+    (env / "zz-more.yaml").write_text((env / "site.yaml").read_text())
+    real_tree = load_mod.Source._tree
+    monkeypatch.setattr(load_mod.Source, "_tree",
+                        lambda self, f: None if f.name == "zz-more.yaml" else real_tree(self, f))
+    (issue,) = _issues(env)
+    assert issue.startswith(f"{env / 'zz-more.yaml'}:1:1: site: duplicate section 'site'")
+
+
+@pytest.mark.parametrize("tail", ["---\n", "---\nnodes: []\n", "...\n---\nnodes: []\n"])
+def test_a_second_yaml_document_is_named(tmp_path: Path, tail: str) -> None:
+    env = _env(tmp_path)
+    extra = env / "zz.yaml"
+    extra.write_text("# constructed: two documents in one file\nmonitoring_x: 1\n" + tail)
+    (issue,) = _issues(env)
+    assert issue.startswith(f"{extra}:")
+    assert "a second YAML document" in issue and issue.endswith("[INV-YAML]")
