@@ -10,6 +10,8 @@ marks only when an error has to be located or a syntax error explained.
 from __future__ import annotations
 
 import difflib
+import errno
+import os
 import re
 import typing
 from dataclasses import dataclass, field
@@ -252,7 +254,7 @@ def environment_files(env: Path) -> list[Path]:
     if env.is_file():
         return [env]
     if not env.is_dir():
-        what = "no such environment" if not env.exists() else "not a directory of YAML files (nor one YAML file)"
+        what = "not a directory of YAML files (nor one YAML file)" if env.exists() else _missing_env(env)
         raise InventoryInvalid([InventoryIssue((), what, str(env), rule="INV-ENV")])
     try:
         entries = list(env.iterdir())
@@ -263,6 +265,18 @@ def environment_files(env: Path) -> list[Path]:
     if broken:  # a link that leads nowhere, a directory named *.yaml, ...: never skipped without a word
         raise InventoryInvalid(broken)
     return sorted(p for p in entries if is_candidate(p) and p.is_file())
+
+
+def _missing_env(env: Path) -> str:
+    """Why `env` leads nowhere: a symbolic link loop, a link to nothing, or no such path."""
+    try:
+        env.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop, not an environment: fix the link or give the directory itself"
+    if env.is_symlink():
+        return f"a symbolic link to {echo(os.readlink(env))}, which does not exist: no such environment"
+    return "no such environment"
 
 
 def read_environment(env: Path) -> tuple[dict[str, Any], Source]:

@@ -372,3 +372,17 @@ def test_a_second_yaml_document_is_named(tmp_path: Path, tail: str) -> None:
     (issue,) = _issues(env)
     assert issue.startswith(f"{extra}:")
     assert "a second YAML document" in issue and issue.endswith("[INV-YAML]")
+
+
+def test_an_environment_path_that_leads_nowhere_says_why(tmp_path: Path) -> None:
+    loop, other, dangling = tmp_path / "loop", tmp_path / "loop2", tmp_path / "dangling"
+    loop.symlink_to(other)
+    other.symlink_to(loop)
+    dangling.symlink_to(tmp_path / "gone")
+    runner = CliRunner()
+    out = runner.invoke(app, ["check", str(loop)]).output
+    assert f"{loop}: a symbolic link loop, not an environment" in out
+    out = runner.invoke(app, ["check", str(dangling)]).output
+    assert f"{dangling}: a symbolic link to '{tmp_path / 'gone'}', which does not exist: no such environment" in out
+    out = runner.invoke(app, ["check", str(tmp_path / "nothing")]).output
+    assert f"{tmp_path / 'nothing'}: no such environment [INV-ENV]" in out
