@@ -42,22 +42,40 @@ class CaptureRefused(OSError):
 
 
 def read_output(source: Path | BinaryIO, max_mb: int = DEFAULT_MAX_MB) -> str:
-    """Text of a saved tool output, read up to `max_mb` MB + 1 byte (an endless `/dev/zero` stops there).
+    """Text of a saved tool output, read up to `max_mb` MB + 1 byte (an endless stream stops there).
 
-    Bytes that are not UTF-8 become U+FFFD: tools print what the hardware reports, and the parser
-    says which line does not fit. Raises OutputTooLarge past the cap, OSError when unreadable.
+    A path is read only when it is a regular file: it is opened without blocking and fstat'd, so a FIFO (which
+    would block the read forever), a device or a directory is CaptureRefused (an OSError naming it) before a
+    byte is read. Bytes that are not UTF-8 become U+FFFD: tools print what the hardware reports, and the parser
+    says which line does not fit. Raises OutputTooLarge past the cap (`filename` set for a path), OSError when
+    unreadable.
     """
-    cap = max_mb * 1024 * 1024
     if isinstance(source, Path):
-        with source.open("rb") as fh:
-            data = fh.read(cap + 1)
-    else:
-        data = source.read(cap + 1)
+        return _read_regular(source, max_mb)
+    return _capped(source, max_mb)
+
+
+def _capped(fh: BinaryIO, max_mb: int) -> str:
+    cap = max_mb * 1024 * 1024
+    data = fh.read(cap + 1)
     if len(data) > cap:
-        exc = OutputTooLarge(f"input is larger than {max_mb} MB")
-        exc.filename = str(source) if isinstance(source, Path) else None
-        raise exc
+        raise OutputTooLarge(f"input is larger than {max_mb} MB")
     return data.decode("utf-8", errors="replace")
+
+
+def _read_regular(path: Path, max_mb: int) -> str:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise CaptureRefused(path, exc.strerror or str(exc)) from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CaptureRefused(path, "not a regular file (a FIFO, device or directory): refused, not read")
+        try:
+            return _capped(fh, max_mb)
+        except OutputTooLarge as exc:
+            exc.filename = str(path)
+            raise
 
 
 def _inside(path: Path, root: Path) -> Path:
@@ -75,21 +93,10 @@ def _inside(path: Path, root: Path) -> Path:
 
 
 def _read_capture(path: Path, root: Path) -> str:
-    """A capture file of the directory `root`: a regular file inside it (links within it are followed), opened
-    without blocking (a FIFO planted after the check is refused too), read through `read_output`."""
+    """A capture file of the directory `root`: a regular file inside it (links within it are followed), read
+    through `read_output` (opened without blocking: a FIFO planted after the check is refused too)."""
     _inside(path, root)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise CaptureRefused(path, exc.strerror or str(exc)) from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise CaptureRefused(path, "not a regular file (a FIFO, device or directory): refused, not read")
-        try:
-            return read_output(fh)
-        except OutputTooLarge as exc:
-            exc.filename = str(path)
-            raise
+    return read_output(path)
 
 
 def _entries(directory: Path, root: Path, pattern: str) -> list[Path]:
