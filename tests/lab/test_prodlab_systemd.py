@@ -46,6 +46,20 @@ def _services(env: Path) -> dict[str, object]:
     return data
 
 
+def _opensm_started_us(state: labenv.LabState, host: str) -> int:
+    """When opensm.service became active on `host`, in microseconds of CLOCK_MONOTONIC (one clock for every
+    container: they share the machine's kernel)."""
+    out = run(ssh_command(state, host, ["systemctl", "show", "-p", "ActiveEnterTimestampMonotonic", "--value",
+                                        "opensm"]), timeout=60).stdout.strip()
+    return int(out)
+
+
+def _master_started_first(state: labenv.LabState) -> None:
+    """Issue 21.7: the deploy starts sm01's OpenSM (priority 15), waits for a MASTER, then sm02's."""
+    top, standby = _opensm_started_us(state, "sm01"), _opensm_started_us(state, "sm02")
+    assert 0 < top < standby, (top, standby)
+
+
 def test_the_deploy_starts_its_units_and_the_sm_pair_elects(prodsd: Path, tmp_path: Path) -> None:
     state = labenv.running(prodsd)
     assert state is not None and sorted(state.hosts) == sorted(NODES)
@@ -75,6 +89,7 @@ def test_the_deploy_starts_its_units_and_the_sm_pair_elects(prodsd: Path, tmp_pa
     assert lnet.startswith("o2ib0(ib0)\n") and "lnet.service" in lnet.split("\n", 1)[1]
     sms = after["subnet_managers"]
     assert sms == {"sm01": "priority 15 state 3 SMINFO_MASTER", "sm02": "priority 14 state 2 SMINFO_STANDBY"}
+    _master_started_first(state)
     master = run(ssh_command(state, "gpu0003", ["sminfo"]), timeout=60).stdout
     assert "priority 15" in master and "SMINFO_MASTER" in master
     mount = run(ssh_command(state, "gpu0002", ["cat", "/lustre/lfs01/CLUSTERFORGE-LAB-STAND-IN"]), timeout=60)
@@ -129,6 +144,7 @@ def test_ansible_on_fresh_containers_reaches_the_same_state(prodsd: Path) -> Non
     assert after["exit"] == 0, after
     assert after["subnet_managers"] == {"sm01": "priority 15 state 3 SMINFO_MASTER",
                                         "sm02": "priority 14 state 2 SMINFO_STANDBY"}
+    _master_started_first(labenv.running(prodsd))  # type: ignore[arg-type]
     code, out = cf("deploy", str(prodsd), "--no-diffs")  # pyinfra after Ansible: nothing to do
     assert code == 0, out
     assert "7 host(s), 0 change(s)" in out

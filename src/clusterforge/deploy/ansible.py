@@ -56,6 +56,9 @@ def _component_vars(plan: HostPlan) -> dict[str, Any]:
         out[p + "services"] = [] if comp is None else list(comp.services)
         out[p + "modules"] = [] if comp is None else list(comp.modules)
         out[p + "problems"] = [] if comp is None else list(comp.problems)
+    opensm = plan.component("opensm")  # the SM start order (roles/cf_opensm/tasks/start.yml, play 2 of site.yml)
+    out["cf_opensm_start_after"] = opensm.start_after if opensm is not None else ""
+    out["cf_opensm_wait_master"] = opensm.wait_master if opensm is not None else False
     return out
 
 

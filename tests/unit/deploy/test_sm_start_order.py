@@ -179,3 +179,26 @@ def test_pyinfra_cli_lines_the_standby_start_up_after_the_masters_wait(tmp_path:
     wait_line = source.index("cast(Any, wait_master)(plan")
     late_services = source.index('name=f"{name}, after {comp.start_after}\'s")')
     assert wait_line < late_services
+
+
+def test_ansible_gets_the_order_as_hostvars_and_plays_it_second(prod_plans: dict[str, HostPlan]) -> None:
+    import yaml
+
+    from clusterforge.deploy.ansible import inventory, plain
+
+    hv = plain(inventory(list(prod_plans.values()), SshSettings())["_meta"]["hostvars"])
+    assert (hv["sm01"]["cf_opensm_wait_master"], hv["sm01"]["cf_opensm_start_after"]) == (True, "")
+    assert (hv["sm02"]["cf_opensm_wait_master"], hv["sm02"]["cf_opensm_start_after"]) == (False, "sm01")
+    assert (hv["gpu0001"]["cf_opensm_wait_master"], hv["gpu0001"]["cf_opensm_start_after"]) == (False, "")
+    plays = yaml.safe_load((ROOT / "deploy" / "site.yml").read_text())
+    assert len(plays) == 2 and "serial" not in plays[1]  # every host at once: each task on all before the next
+    (task,) = plays[1]["tasks"]
+    assert task["ansible.builtin.include_role"] == {"name": "cf_opensm", "tasks_from": "start.yml"}
+    main = yaml.safe_load((ROOT / "roles" / "cf_opensm" / "tasks" / "main.yml").read_text())
+    assert main[0]["vars"]["cf_common_services"] == "{{ [] if cf_opensm_start_after else cf_opensm_services }}"
+    start = yaml.safe_load((ROOT / "roles" / "cf_opensm" / "tasks" / "start.yml").read_text())
+    names = [t["name"] for t in start]
+    assert names.index("Wait for a master SM before the standbys start (at most 60 s)") < \
+        names.index("Start OpenSM on a standby SM node, after the master's")
+    handler = (ROOT / "roles" / "cf_opensm" / "handlers" / "main.yml").read_text()
+    assert "systemctl try-restart" in handler and "systemctl restart" not in handler
