@@ -10,6 +10,7 @@ import typer
 
 from ..api import Checked
 from ..collect.store import Observations, OutputTooLarge, load_dir, save_dir
+from ..echo import one_line
 from ..errors import ExitCode
 from ..fsutil import write_atomic
 from ..validate.declared import key_before_load
@@ -60,7 +61,7 @@ def validate(
         try:
             obs = load_dir(from_dir)
         except (OSError, OutputTooLarge) as exc:
-            where = getattr(exc, "filename", None) or from_dir
+            where = one_line(str(getattr(exc, "filename", None) or from_dir))  # a capture's name: one line
             err.print(f"{where}: {getattr(exc, 'strerror', None) or exc}", markup=False)
             raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
     else:

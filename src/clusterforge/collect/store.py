@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from ..echo import one_line
+
 DEFAULT_MAX_MB = 64
 """The largest saved output read, in MB (ibnetdiscover of a 2,048-node fabric is ~5 MB)."""
 
@@ -115,10 +117,11 @@ class Observations:
     root: Path | None = None
 
     def path_of(self, host: str | None, stem: str) -> str:
+        """The saved file of `stem`, as a message names it: on one line (echo.one_line), whatever DIR is named."""
         base = self.root or Path(".")
         if host is None:
-            return str(base / "fabric" / f"{stem}.txt")
-        return str(base / "hosts" / host / f"{stem}.txt")
+            return one_line(str(base / "fabric" / f"{stem}.txt"))
+        return one_line(str(base / "hosts" / host / f"{stem}.txt"))
 
 
 def load_dir(root: Path) -> Observations:

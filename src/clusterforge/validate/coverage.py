@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..collect.plan import default_targets
 from ..collect.store import Observations
+from ..echo import one_line
 from ..model.index import Index
 from .findings import Finding
 
@@ -34,7 +35,7 @@ def expected_outputs(index: Index) -> dict[str, tuple[str, ...]]:
 def coverage_findings(index: Index, obs: Observations, *, hosts: bool = True) -> list[Finding]:
     """FAB-NO-DATA, HOST-NO-DATA and HOST-UNKNOWN for what `obs` lacks or cannot place."""
     out: list[Finding] = []
-    saved = f" ({obs.root}/fabric/ibnetdiscover.txt)" if obs.root is not None else ""
+    saved = f" ({one_line(str(obs.root))}/fabric/ibnetdiscover.txt)" if obs.root is not None else ""
     if not any(k == "ibnetdiscover" or k.startswith("ibnetdiscover-plane") for k in obs.fabric) and index.inv.cables:
         out.append(
             Finding(
@@ -48,12 +49,13 @@ def coverage_findings(index: Index, obs: Observations, *, hosts: bool = True) ->
         )
     seen = set(obs.hosts) | set(obs.unreachable)
     for host in sorted(seen - set(index.nodes)):
-        where = f"{obs.root}/hosts/{host}" if obs.root is not None else host
+        # a directory name, not a node's: written onto one line (a line break in it printed a line of its own)
+        where = one_line(f"{obs.root}/hosts/{host}" if obs.root is not None else host)
         out.append(
             Finding(
                 "HOST-UNKNOWN",
                 "error",
-                host,
+                one_line(host),
                 f"{where} names no node of the inventory: its outputs were not checked",
                 action="rename it to the node's name, or remove it if it belongs to another environment",
             )
@@ -80,7 +82,7 @@ def _has(texts: dict[str, str], stem: str) -> bool:
 
 def _no_data(obs: Observations, host: str, message: str, stems: tuple[str, ...]) -> Finding:
     files = ", ".join(f"{s}.txt" for s in stems)
-    where = f" under {obs.root}/hosts/{host}/" if obs.root is not None else ""
+    where = f" under {one_line(str(obs.root))}/hosts/{host}/" if obs.root is not None else ""
     return Finding(
         "HOST-NO-DATA",
         "error",

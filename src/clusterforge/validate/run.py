@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..collect.store import Observations
-from ..echo import clip
+from ..echo import clip, one_line
 from ..gcpause import gc_paused
 from ..model.index import Index
 from ..parse import (
@@ -64,12 +64,13 @@ def _validate(index: Index, obs: Observations, fabric_only: bool = False) -> Rep
     report.findings += coverage_findings(index, obs, hosts=not fabric_only)
     _fabric(index, obs, report)
     for host, reason in sorted(obs.unreachable.items()):
+        name = one_line(host)  # a capture's directory name and the text of its UNREACHABLE: onto one line
         report.findings.append(
             Finding(
                 "HOST-UNREACHABLE",
                 "error",
-                host,
-                f"{host} could not be reached: {reason}",
+                name,
+                f"{name} could not be reached: {one_line(reason)}",
                 action="check the host is up and reachable over SSH (and its host key is known)",
             )
         )
@@ -192,7 +193,7 @@ def _planes(index: Index, obs: Observations, report: Report) -> None:
     if infos and len(infos) == len(parsed_infos):
         links = iblinkinfo.IblinkinfoReport(nodes=tuple(n for i in infos for n in i.nodes),
                                             links=tuple(ln for i in infos for ln in i.links))
-    where = f" in {obs.root}/fabric" if obs.root is not None else ""
+    where = f" in {one_line(str(obs.root))}/fabric" if obs.root is not None else ""
     report.findings += planes.uncollected(index, diff_fabric(index, topo, links), missing, failed, where)
     report.fabric_checked = True
 
