@@ -353,6 +353,8 @@ def size_cmd(
               + (f" within planes, {data['bisection_across_rails_gbps']:,.0f} across them (cross-plane traffic "
                  "stays in the node: NVLink, PXN)" if data["planes"] > 1 else "")
               + f"; worst case {data['max_switch_hops']} switch hops")
+    for note in data["notes"]:  # what the sizing decided beyond the request (rail planes not needed)
+        out.print(f"note: {note}", markup=False)
 
 
 @app.command("compare")
@@ -398,3 +400,6 @@ def compare_cmd(
     for label, get in rows:
         t.add_row(label, *(str(get(r)) for r in results))
     out.print(t)
+    for r in results:  # what the sizing decided beyond the design (rail planes not needed)
+        for note in r["notes"]:
+            out.print(f"note ({r['option']}): {note}", markup=False)

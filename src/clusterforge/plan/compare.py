@@ -115,6 +115,7 @@ class Compared:
                                    "gpus": round(by_cat.get("gpu", 0.0) * 100 / self.nodes, 2),
                                    "total": round(self.per_100(), 2)},
             "unpriced": self.bom.unpriced,
+            "notes": list(self.planned.notes),
         }
 
 
