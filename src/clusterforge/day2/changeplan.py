@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
-from .ha import Groups, groups, moved_racks, relaid_trunks, replaced_switches
+from .ha import Groups, changed_trunks, groups, moved_racks, relaid_trunks, replaced_switches
 from .host_diff import LEAVES, HostChange, diff_hosts
 from .inventory_diff import (
     LEARN_FIELDS,
@@ -73,7 +73,9 @@ class _Planner:
         self.places_new = device_places(new)
         self.rolled = moved_racks(diff)  # racks that move with their devices in them
         self.inside = {name: place[0] for name, place in self.places_old.items() if place[0] in self.rolled}
-        self.relaid = relaid_trunks(old, diff)  # trunks whose panel moves: pulled and laid again
+        self.relaid = relaid_trunks(old, diff)  # trunks that change or whose panel moves: pulled and laid again
+        changed = changed_trunks(diff)
+        self.trunk_fields = {d.name: d.fields for d in diff.devices if d.kind == "trunk" and d.name in changed}
         self.rehomed = moved | self.swapped | set(self.inside)  # devices whose every cable comes out and goes back
         self.placed = {d.name for d in diff.devices if d.kind in ("node", "switch", "patch_panel")
                        and (d.change != "changed" or d.name in self.swapped)} | set(self.inside)
@@ -160,7 +162,9 @@ class _Planner:
             if after is None:  # its device was rehomed and the cable's ends changed: handled above
                 continue
             if mover is None:
-                why = f"trunk {cable.trunk} is re-laid: a patch panel moves"
+                why = f"trunk {cable.trunk} is re-laid: " + (
+                    f"it changes ({', '.join(self.trunk_fields[cable.trunk]) or 'its panels'})"
+                    if cable.trunk in self.trunk_fields else "a patch panel moves")
             elif mover in self.swapped:
                 why = "its switch is replaced"
             elif mover in self.inside:
@@ -307,8 +311,16 @@ class _Planner:
             elif d.change == "added":
                 action = f"lay the MPO-24 trunk {ends} ({trunk.fiber_type}, {trunk.length_m:g} m)"
             else:
-                action = f"re-lay the MPO-24 trunk {ends}: {', '.join(d.fields) or 'panels'}"
+                action = f"re-lay the MPO-24 trunk {ends}: {self._trunk_changes(d)}"
             self._task("trunks", None, d.name, action, keys=keys)
+
+    def _trunk_changes(self, d: DeviceChange) -> str:
+        """What makes a trunk laid again: its fields that change, old -> new (length_m 7 -> 9), else its panels."""
+        before, after = self.old.trunks.get(d.name), self.new.trunks.get(d.name)
+        if before is None or after is None or not d.fields:
+            return ", ".join(d.fields) or "panels"
+        a, b = before.model_dump(mode="json"), after.model_dump(mode="json")
+        return ", ".join(f"{f} {_value(a.get(f))} -> {_value(b.get(f))}" if f in a else f for f in d.fields)
 
     # -- units and waves (day2/waves.py) -------------------------------------------------------
     def _waves(self) -> list[Wave]:
@@ -520,3 +532,8 @@ def _model(index: Index, d: DeviceChange) -> str:
 
 def _hosts_text(hosts: list[str]) -> str:
     return hosts[0] if len(hosts) == 1 else f"{hosts[0]} .. {hosts[-1]} ({len(hosts)} hosts)"
+
+
+def _value(v: object) -> str:
+    """A field's value as a step says it: a number as a cable's length is printed (7, not 7.0)."""
+    return f"{v:g}" if isinstance(v, float) else str(v)

@@ -112,10 +112,17 @@ def moved_panels(old: Index, diff: InventoryDiff) -> set[str]:
             | {p.name for p in old.inv.patch_panels if p.rack in rolled})
 
 
+def changed_trunks(diff: InventoryDiff) -> set[str]:
+    """Trunks in both inventories that differ (other panels, length, fiber, polarity): laid again."""
+    return {d.name for d in diff.devices if d.kind == "trunk" and d.change in ("moved", "changed")}
+
+
 def relaid_trunks(old: Index, diff: InventoryDiff) -> set[str]:
-    """Trunks (as built) that end at a panel that moves: pulled off it and laid again once it stands."""
+    """Trunks (as built) pulled and laid again, with the cables patched over them unplugged first and
+    plugged after: a trunk that changes itself, or ends at a panel that moves (laid again once it stands)."""
     panels = moved_panels(old, diff)
-    return {t.id for t in old.inv.trunks if t.a_panel in panels or t.b_panel in panels} if panels else set()
+    at_moved = {t.id for t in old.inv.trunks if t.a_panel in panels or t.b_panel in panels} if panels else set()
+    return at_moved | changed_trunks(diff)
 
 
 def forced_groups(old: Index, new: Index, diff: InventoryDiff) -> tuple[frozenset[str], ...]:
@@ -134,7 +141,7 @@ def forced_groups(old: Index, new: Index, diff: InventoryDiff) -> tuple[frozense
                                           if d.kind == "switch" and d.change in ("removed", "moved")}
     switches |= {s.name for s in old.inv.switches if s.rack in rolled}
     relaid = relaid_trunks(old, diff)
-    if relaid:  # the hosts on cables patched over trunks re-laid for a panel that moves
+    if relaid:  # the hosts on cables patched over trunks re-laid (changed, or a panel they end at moves)
         groups_.append({e.device for c in old.inv.cables if c.trunk in relaid for e in (c.a, c.b)})
     if switches:
         cabled: dict[str, set[str]] = {}
