@@ -2,7 +2,7 @@
 
 They stay where they are in the repository (the roles and the pyinfra entry points are used from a
 checkout as they are); the wheel carries copies under `clusterforge/_data/<name>/`, which
-`clusterforge.resources` finds. Everything else is declared in pyproject.toml.
+`clusterforge.util.resources` finds. Everything else is declared in pyproject.toml.
 """
 
 from pathlib import Path
@@ -11,7 +11,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-DATA_DIRS = ("templates", "roles", "deploy")  # == clusterforge.resources.DATA_DIRS
+DATA_DIRS = ("templates", "roles", "deploy")  # == clusterforge.util.resources.DATA_DIRS
 SKIP = {"__pycache__", ".ansible", ".pytest_cache"}
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from clusterforge.day2 import change_plan
 from clusterforge.day2.verify import verify
-from clusterforge.gcpause import gc_paused
 from clusterforge.model import Inventory
 from clusterforge.model.index import Index
+from clusterforge.util.gcpause import gc_paused
 
 Data = dict[str, Any]
 

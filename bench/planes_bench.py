@@ -31,7 +31,6 @@ def _best(fn: Callable[[], object], runs: int) -> float:
 
 def bench_planes(tmp: Path) -> list[dict[str, object]]:
     from clusterforge.catalog import catalog
-    from clusterforge.gcpause import gc_paused
     from clusterforge.model import FabricSpec
     from clusterforge.model.index import Index
     from clusterforge.model.services import OpenSm, SmNode
@@ -44,6 +43,7 @@ def bench_planes(tmp: Path) -> list[dict[str, object]]:
     from clusterforge.render.core import banner
     from clusterforge.render.env import environment
     from clusterforge.render.fabric import FabricView
+    from clusterforge.util.gcpause import gc_paused
 
     builders = [b for b in render_core.BUILDERS if b.__name__ not in ("host_files", "lustre_files")]
     rows: list[dict[str, object]] = []

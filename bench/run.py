@@ -100,11 +100,11 @@ def bench_validate(tmp: Path) -> list[dict[str, object]]:
     """Parse + diff an ibnetdiscover text of the whole fabric against its declaration, beside the real
     ibnetdiscover under ibsim on the same fabric (measured in this run)."""
     from cli_bench import BenchFailed, ibnetdiscover_s
-    from clusterforge.gcpause import gc_paused
     from clusterforge.lab.errors import LabError
     from clusterforge.parse import ibnetdiscover
     from clusterforge.render import render_environment
     from clusterforge.sim.ibnetdiscover import from_index, render
+    from clusterforge.util.gcpause import gc_paused
     from clusterforge.validate.fabric import diff_fabric
 
     rows = []
@@ -156,7 +156,6 @@ def bench_plan(tmp: Path) -> list[dict[str, object]]:
     (cabling work order + labels, BOM, OpenSM GUID files / node-name-map / partitions, Slurm
     topology.conf, ibsim net file, diagram source)."""
     from clusterforge.catalog import catalog
-    from clusterforge.gcpause import gc_paused
     from clusterforge.model import FabricSpec
     from clusterforge.model.index import Index
     from clusterforge.plan import plan_fabric
@@ -169,6 +168,7 @@ def bench_plan(tmp: Path) -> list[dict[str, object]]:
     from clusterforge.render.core import banner
     from clusterforge.render.env import environment
     from clusterforge.render.fabric import FabricView
+    from clusterforge.util.gcpause import gc_paused
 
     fabric_builders = [b for b in render_core.BUILDERS if b.__name__ != "host_files" and b.__name__ != "lustre_files"]
     rows = []
@@ -236,7 +236,7 @@ def bench_day2(tmp: Path) -> list[dict[str, object]]:
     256 .. 2,048 nodes (bench/day2_bench.py). The inventories are loaded without the cross-checks (the
     change plan is what is measured)."""
     import day2_bench
-    from clusterforge.load import load_inventory
+    from clusterforge.inventory.load import load_inventory
     from clusterforge.model.index import Index
 
     def index(n: int) -> Index:

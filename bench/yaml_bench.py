@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from clusterforge.yaml_engine import _yaml_rs, loads_pyyaml
+from clusterforge.inventory.yaml_engine import _yaml_rs, loads_pyyaml
 
 
 class BenchFailed(Exception):

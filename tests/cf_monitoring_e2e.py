@@ -37,10 +37,10 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from clusterforge import labenv
 from clusterforge.cli.main import app
-from clusterforge.fsutil import write_atomic
 from clusterforge.lab.monitoring_standins import sysfs_root
+from clusterforge.lab.rehearsal import env as labenv
+from clusterforge.util.fsutil import write_atomic
 
 CABLE = "C-00010"
 CABLE_HOST, CABLE_HCA, CABLE_PORT = "gpu05", "mlx5_1", 1

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .check import run_checks
-from .errors import InventoryInvalid, InventoryIssue
-from .gcpause import gc_paused
-from .load import Source, load_inventory
+from .inventory.load import Source, load_inventory
 from .model import Inventory
 from .model.index import Index
 from .plan import apply_plan
 from .plan.errors import PlanError
+from .util.errors import InventoryInvalid, InventoryIssue
+from .util.gcpause import gc_paused
 
 
 @dataclass

@@ -60,7 +60,7 @@ def test_error_case(case: str, tmp_path: Path) -> None:
 
 def test_every_expected_issue_names_a_documented_rule() -> None:
     """Each expected line ends with its rule id, one of errors.RULES, each of which is in docs/inventory.md."""
-    from clusterforge.errors import RULES
+    from clusterforge.util.errors import RULES
 
     docs = (HERE.parents[1] / "docs" / "inventory.md").read_text()
     seen: set[str] = set()

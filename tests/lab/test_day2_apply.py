@@ -33,7 +33,7 @@ import pytest
 
 from cf_lab_net import cf, free_subnet, lab_copy
 from clusterforge.lab.netfile import parse_netfile
-from clusterforge.labenv import paths
+from clusterforge.lab.rehearsal.env import paths
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.lab

@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from cf_lab_net import cf, free_block, lab_copy
-from clusterforge import labenv
 from clusterforge.deploy.ansible_api import deploy_ansible
 from clusterforge.deploy.api import DeployRequest
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
+from clusterforge.lab.rehearsal import env as labenv
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES = ["gpu01", "sm01"]

@@ -25,10 +25,11 @@ from typing import Any
 import pytest
 
 from cf_lab_net import cf, lab_copy
-from clusterforge import labenv, labservices
 from clusterforge.api import load_checked
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
+from clusterforge.lab.rehearsal import env as labenv
+from clusterforge.lab.rehearsal import services as labservices
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "inventories" / "lab-planes"

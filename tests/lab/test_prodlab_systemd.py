@@ -20,12 +20,13 @@ from pathlib import Path
 import pytest
 
 from cf_lab_net import cf, free_block, lab_copy
-from clusterforge import labenv, labservices
 from clusterforge.api import load_checked
 from clusterforge.deploy.ansible_api import deploy_ansible
 from clusterforge.deploy.api import DeployRequest
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
+from clusterforge.lab.rehearsal import env as labenv
+from clusterforge.lab.rehearsal import services as labservices
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES = ["gpu0001", "gpu0002", "gpu0003", "gpu0004", "sm01", "sm02", "lus01"]

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clusterforge import labenv
 from clusterforge.api import Checked, load_checked
 from clusterforge.cli.main import app
 from clusterforge.deploy.api import DeployError, DeployRequest, lab_only_targets, plans_for
@@ -21,11 +20,12 @@ from clusterforge.deploy.confirm import needs_confirmation, prompt, refusal
 from clusterforge.deploy.lablink import lab_plans
 from clusterforge.deploy.options import Mirror
 from clusterforge.deploy.runner import HostResult
+from clusterforge.inventory.selection import SelectionError, default_rehearsal, select_nodes
 from clusterforge.lab.errors import LabError
 from clusterforge.lab.netfile import parse_netfile
+from clusterforge.lab.rehearsal import env as labenv
 from clusterforge.lab.spec import LabSpec, validate_spec
 from clusterforge.lab.state import HostRecord, LabState
-from clusterforge.selection import SelectionError, default_rehearsal, select_nodes
 
 ROOT = Path(__file__).resolve().parents[2]
 PROD = ROOT / "inventories" / "prod"

@@ -52,7 +52,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     names = zipfile.ZipFile(wheel).namelist()
     for expected in ("clusterforge/_data/templates/opensm/opensm.conf.j2", "clusterforge/_data/deploy/site.yml",
                      "clusterforge/_data/deploy/site.py", "clusterforge/catalog/switches.yaml",
-                     "clusterforge/resources.py"):
+                     "clusterforge/util/resources.py"):
         assert expected in names, f"{expected} missing from {wheel.name}"
     for tracked in _tracked("templates", "roles", "deploy"):  # every file of the three directories
         assert f"clusterforge/_data/{tracked}" in names, f"{tracked} missing from {wheel.name}"
@@ -76,8 +76,9 @@ def test_wheel_runs_from_its_own_files(installed: tuple[Path, dict[str, str]], t
     venv, env = installed
     cf = str(venv / "bin" / "clusterforge")
     where = json.loads(_run([str(venv / "bin" / "python"), "-c",
-                             "import json, clusterforge, clusterforge.resources as r; from clusterforge.deploy import "
-                             "ansible; print(json.dumps({'module': clusterforge.__file__, **r.where(), "
+                             "import json, clusterforge, clusterforge.util.resources as r; "
+                             "from clusterforge.deploy import ansible; "
+                             "print(json.dumps({'module': clusterforge.__file__, **r.where(), "
                              "'playbook': str(ansible.PLAYBOOK), 'roles_path': str(ansible.ROLES)}))"],
                             cwd=tmp_path, env=env).stdout)
     for key, value in where.items():

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cf_lab_inventory import index_of, lab_data
-from clusterforge import addresses_file
+from clusterforge.inventory import addresses_file
 from clusterforge.model.addresses import Addresses
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -12,10 +12,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clusterforge import yaml_engine
-from clusterforge.errors import InventoryIssue
-from clusterforge.load_text import alias_bomb, read_text
-from clusterforge.yaml_engine import YamlSyntaxError, loads, loads_pyyaml
+from clusterforge.inventory import yaml_engine
+from clusterforge.inventory.load_text import alias_bomb, read_text
+from clusterforge.inventory.yaml_engine import YamlSyntaxError, loads, loads_pyyaml
+from clusterforge.util.errors import InventoryIssue
 
 ERRORS = Path(__file__).resolve().parents[1] / "errors"
 

@@ -12,10 +12,10 @@ import yaml
 from typer.testing import CliRunner
 
 from cf_lab_inventory import LAB, ROOT, index_of, lab_data
-from clusterforge import addresses_file
 from clusterforge.api import load_checked
 from clusterforge.cli.main import app
 from clusterforge.deploy.api import DeployOutcome, DeployRequest, run_engine
+from clusterforge.inventory import addresses_file
 from clusterforge.model.addresses import Addresses, allocate
 from clusterforge.model.index import Index
 

@@ -12,7 +12,7 @@ import pytest
 from clusterforge.cli.main import COMMANDS, load_command
 from clusterforge.deploy.api import EXIT_HOSTS_FAILED, EXIT_UNREACHABLE, DeployOutcome
 from clusterforge.deploy.runner import HostResult
-from clusterforge.errors import ExitCode
+from clusterforge.util.errors import ExitCode
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "commands.md").read_text()

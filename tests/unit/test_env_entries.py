@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from clusterforge.cli.main import app
-from clusterforge.env_entries import broken_entries, entry_issues
+from clusterforge.inventory.env_entries import broken_entries, entry_issues
 
 BASE = Path(__file__).parents[1] / "errors" / "_base"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clusterforge.guid import format_guid, guid_hex, pad_guid
 from clusterforge.model.base import normalize_guid
 from clusterforge.parse._common import norm_guid
 from clusterforge.render.guids import fmt
+from clusterforge.util.guid import format_guid, guid_hex, pad_guid
 
 
 def test_examples() -> None:

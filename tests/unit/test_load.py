@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 from clusterforge.api import load_checked, summary
 from clusterforge.cli.main import app
 from clusterforge.cli.schema import schema_text
-from clusterforge.errors import InventoryInvalid
-from clusterforge.load import load_inventory
+from clusterforge.inventory.load import load_inventory
+from clusterforge.util.errors import InventoryInvalid
 
 ROOT = Path(__file__).resolve().parents[2]
 

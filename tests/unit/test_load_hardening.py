@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 import clusterforge.model as model_pkg
 from clusterforge.cli.common import MAX_SHOWN_ERRORS
 from clusterforge.cli.main import app
-from clusterforge.errors import InventoryInvalid
-from clusterforge.load import ALIAS_BUDGET, load_inventory, read_text
-from clusterforge.load_text import ALIAS_BYTES_BUDGET
+from clusterforge.inventory.load import ALIAS_BUDGET, load_inventory, read_text
+from clusterforge.inventory.load_text import ALIAS_BYTES_BUDGET
 from clusterforge.model.base import FiniteFloat, Model
+from clusterforge.util.errors import InventoryInvalid
 
 BASE = Path(__file__).resolve().parents[1] / "errors" / "_base"
 
@@ -146,7 +146,7 @@ class _Panic(BaseException):
 
 
 def test_a_parser_panic_falls_back_to_pyyaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import clusterforge.yaml_engine as engine_mod
+    import clusterforge.inventory.yaml_engine as engine_mod
 
     def panic(text: str) -> object:
         raise _Panic("capacity overflow")
@@ -160,7 +160,7 @@ def test_a_parser_panic_falls_back_to_pyyaml(tmp_path: Path, monkeypatch: pytest
 
 
 def test_both_parsers_failing_is_an_issue_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import clusterforge.yaml_engine as engine_mod
+    import clusterforge.inventory.yaml_engine as engine_mod
 
     def panic(text: str) -> object:
         raise _Panic("capacity overflow")
@@ -242,7 +242,7 @@ def test_a_wide_file_without_a_byte_order_mark_is_named_as_such(tmp_path: Path, 
 
 
 def test_an_oversized_file_is_refused_before_it_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import clusterforge.load_text as load_mod
+    import clusterforge.inventory.load_text as load_mod
 
     monkeypatch.setattr(load_mod, "MAX_FILE_BYTES", 1024)
     env = _env(tmp_path)
@@ -289,7 +289,7 @@ cables:
 def test_large_files_are_located_over_events_exactly_as_over_the_tree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import clusterforge.load as load_mod
+    import clusterforge.inventory.load as load_mod
 
     env = _env(tmp_path)
     (env / "extra.yaml").write_text(STRUCTURAL)
@@ -300,7 +300,7 @@ def test_large_files_are_located_over_events_exactly_as_over_the_tree(
 
 
 def test_errors_beyond_the_located_ones_are_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import clusterforge.load as load_mod
+    import clusterforge.inventory.load as load_mod
 
     monkeypatch.setattr(load_mod, "MAX_LOCATED", 3)
     env = _env(tmp_path)
@@ -320,7 +320,7 @@ CORPUS = sorted(p.name for p in BASE.parent.iterdir() if p.is_dir() and not p.na
 @pytest.mark.parametrize("case", CORPUS)
 def test_every_corpus_case_locates_the_same_over_events(case: str, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import clusterforge.load as load_mod
+    import clusterforge.inventory.load as load_mod
     from clusterforge.api import load_checked
 
     env = _env(tmp_path)
@@ -340,7 +340,7 @@ def test_every_corpus_case_locates_the_same_over_events(case: str, tmp_path: Pat
 @pytest.mark.parametrize("big", [False, True])
 def test_a_duplicate_section_is_blamed_on_the_file_that_repeats_it(tmp_path: Path, big: bool,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    import clusterforge.load as load_mod
+    import clusterforge.inventory.load as load_mod
 
     env = _env(tmp_path)
     site = (env / "site.yaml").read_text()
@@ -353,7 +353,7 @@ def test_a_duplicate_section_is_blamed_on_the_file_that_repeats_it(tmp_path: Pat
 
 def test_a_duplicate_section_never_moves_to_the_first_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the repeating file cannot be walked (PyYAML cannot compose it), the error stays on that file."""
-    import clusterforge.load as load_mod
+    import clusterforge.inventory.load as load_mod
 
     env = _env(tmp_path)
     (env / "zz-more.yaml").write_text((env / "site.yaml").read_text())

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from clusterforge.cli.main import app
 from clusterforge.cli.schema import docs_text, schema_dict
-from clusterforge.errors import RULES
-from clusterforge.schema_docs import BEGIN, END, MarkersMissing, reference, splice
+from clusterforge.inventory.schema_docs import BEGIN, END, MarkersMissing, reference, splice
+from clusterforge.util.errors import RULES
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "inventory.md"

@@ -21,7 +21,7 @@ from clusterforge.cli.main import app
 from clusterforge.day2.journal import Journal, JournalError
 from clusterforge.day2.planfile import FORMAT, TOOL, PlanFile, PlanFileError, document_digest, read_plan_file
 from clusterforge.deploy.record import HISTORY_FILE, RECORD_FILE, RecordError, last_deploy, read_record
-from clusterforge.jsonstate import MAX_DEPTH, StateFileError, depth, loads, read_bytes
+from clusterforge.util.jsonstate import MAX_DEPTH, StateFileError, depth, loads, read_bytes
 from clusterforge.validate import quick
 
 DEEP = "[" * 100_000 + "]" * 100_000

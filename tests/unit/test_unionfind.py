@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clusterforge.unionfind import DisjointSets
+from clusterforge.util.unionfind import DisjointSets
 
 
 def test_groups_in_join_order() -> None:

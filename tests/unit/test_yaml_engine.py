@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge import yaml_engine
-from clusterforge.load import load_inventory
-from clusterforge.yaml_engine import YamlSyntaxError, loads, loads_pyyaml
+from clusterforge.inventory import yaml_engine
+from clusterforge.inventory.load import load_inventory
+from clusterforge.inventory.yaml_engine import YamlSyntaxError, loads, loads_pyyaml
 
 ROOT = Path(__file__).resolve().parents[2]
 

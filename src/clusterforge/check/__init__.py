@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import InventoryIssue
 from ..model.index import Index
+from ..util.errors import InventoryIssue
 from . import addressing, cabling, compat, ha, hardware, monitoring, placement, services, uniqueness
 
 Rule = Callable[[Index], list[InventoryIssue]]

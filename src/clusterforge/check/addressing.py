@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from netaddr import IPAddress, IPNetwork
 
-from ..errors import InventoryIssue
-from ..errors import Path as ErrPath
 from ..model.addresses import Addresses, is_named_nid
 from ..model.addressing import Subnet
 from ..model.index import Index
+from ..util.errors import InventoryIssue
+from ..util.errors import Path as ErrPath
 
 
 def check(index: Index) -> list[InventoryIssue]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..errors import InventoryIssue
 from ..model.cabling import Cable
 from ..model.index import Index, PortInfo
+from ..util.errors import InventoryIssue
 
 
 def check(index: Index) -> list[InventoryIssue]:

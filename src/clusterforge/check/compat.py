@@ -1,9 +1,9 @@
-"""Software pins the deploy preflight already knows will not work together (deploy/compat.yaml)."""
+"""Software pins the deploy preflight already knows will not work together (catalog/compat.yaml)."""
 
 from __future__ import annotations
 
-from ..errors import InventoryIssue
 from ..model.index import Index
+from ..util.errors import InventoryIssue
 
 
 def check(index: Index) -> list[InventoryIssue]:
@@ -12,7 +12,7 @@ def check(index: Index) -> list[InventoryIssue]:
     inv = index.inv
     if not inv.lustre:
         return []
-    from ..deploy.compat import lustre_ofed_problem  # (deploy imports the loader, which runs these checks)
+    from ..catalog.compat import lustre_ofed_problem  # (deploy imports the loader, which runs these checks)
 
     problem = lustre_ofed_problem(inv.software.doca_ofed, inv.software.lustre_client)
     if problem is None:

@@ -8,9 +8,9 @@ A member with no cabled port is reported by the other checks (SM node without a 
 
 from __future__ import annotations
 
-from ..errors import InventoryIssue
 from ..model.ha import ha_groups
 from ..model.index import Index
+from ..util.errors import InventoryIssue
 
 
 def check(index: Index) -> list[InventoryIssue]:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..catalog import Catalog
-from ..errors import InventoryIssue
-from ..errors import Path as ErrPath
 from ..model.hardware import Hardware
 from ..model.index import Index
+from ..util.errors import InventoryIssue
+from ..util.errors import Path as ErrPath
 
 
 def check(index: Index) -> list[InventoryIssue]:

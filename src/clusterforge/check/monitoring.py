@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..errors import InventoryIssue
 from ..model.index import Index
 from ..model.monitoring import DEFAULT_LEVELS
+from ..util.errors import InventoryIssue
 
 
 def check(index: Index) -> list[InventoryIssue]:

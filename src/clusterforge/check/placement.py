@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from ..errors import InventoryIssue
-from ..errors import Path as ErrPath
 from ..model.index import Index
+from ..util.errors import InventoryIssue
+from ..util.errors import Path as ErrPath
 
 
 def check(index: Index) -> list[InventoryIssue]:

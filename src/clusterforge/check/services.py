@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from netaddr import AddrFormatError, IPAddress
 
-from ..errors import InventoryIssue
 from ..model.index import Index
+from ..util.errors import InventoryIssue
 
 _SPECIAL = {"ALL", "ALL_CAS", "ALL_SWITCHES", "SELF"}
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..errors import InventoryIssue, format_path
-from ..errors import Path as ErrPath
 from ..model.hardware import Hca
 from ..model.index import Index
+from ..util.errors import InventoryIssue, format_path
+from ..util.errors import Path as ErrPath
 
 
 def _dups(items: Iterable[tuple[str, ErrPath]], what: str) -> list[InventoryIssue]:

@@ -13,10 +13,10 @@ import typer
 from rich.markup import escape
 
 from ..api import Checked
-from ..errors import ExitCode
-from ..labenv import LAB_RANGE
-from ..monitoring_alerts import LocatedAlert, located_alerts
-from ..monitoring_drain import DrainHook, serve
+from ..lab.rehearsal.env import LAB_RANGE
+from ..monitoring.alerts import LocatedAlert, located_alerts
+from ..monitoring.drain import DrainHook, serve
+from ..util.errors import ExitCode
 from .common import Format, err, load_or_fail, out, print_json
 
 DEFAULT_URL = "http://127.0.0.1:9093"

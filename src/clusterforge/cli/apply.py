@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from ..errors import ExitCode, InventoryInvalid
+from ..util.errors import ExitCode, InventoryInvalid
 from .common import Format, err, out, print_json
 
 if TYPE_CHECKING:
@@ -53,8 +53,8 @@ def apply(
         _refuse(f"{plan_file}: its environment {plan.env} is gone")
     tech = None
     if lab_technician:
-        from .. import labenv
         from ..day2.lab_technician import lab_technician as make_technician
+        from ..lab.rehearsal import env as labenv
 
         state = labenv.running(plan.env)
         if state is None:

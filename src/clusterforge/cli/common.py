@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 from rich.console import Console
 
-from ..echo import clip
-from ..errors import ExitCode, InventoryInvalid
+from ..util.echo import clip
+from ..util.errors import ExitCode, InventoryInvalid
 
 if TYPE_CHECKING:
     from rich.table import Table
 
     from ..api import Checked
-    from ..load import Source
+    from ..inventory.load import Source
     from ..model import Inventory
 
 out = Console(highlight=False, soft_wrap=True)
@@ -85,7 +85,7 @@ def load_or_fail(env: Path, fmt: Format = Format.text, *, heading: str | None = 
 
 def load_inventory_or_fail(env: Path) -> tuple[Inventory, Source]:
     """The environment parsed and validated, not planned nor cross-checked (`plan` re-plans it), or exit 3."""
-    from ..load import load_inventory
+    from ..inventory.load import load_inventory
 
     try:
         return load_inventory(env)

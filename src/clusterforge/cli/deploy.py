@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from .. import labenv
 from ..deploy.confirm import needs_confirmation, prompt, refusal
-from ..errors import ExitCode, InventoryInvalid
-from ..selection import split_tokens
+from ..inventory.selection import split_tokens
+from ..lab.rehearsal import env as labenv
+from ..util.errors import ExitCode, InventoryInvalid
 from .common import Format, err, fail_inventory, load_or_fail, out, print_json, progress
 
 if TYPE_CHECKING:

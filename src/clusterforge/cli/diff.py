@@ -8,9 +8,9 @@ from pathlib import Path
 import typer
 
 from ..day2.steps import ChangePlan
-from ..errors import ExitCode
-from ..gitsnap import GitError, env_at_revision
+from ..inventory.gitsnap import GitError, env_at_revision
 from ..model.index import Index
+from ..util.errors import ExitCode
 from .common import Format, check_output_path, err, load_or_fail, out, print_json, print_table
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ..errors import ExitCode
-from ..fsutil import write_atomic
+from ..util.errors import ExitCode
+from ..util.fsutil import write_atomic
 from .common import Format, check_output_path, err, load_or_fail, out, print_json
 
 app = typer.Typer(no_args_is_help=True, help="Export an environment in another tool's format (NetBox CSV).")

@@ -9,8 +9,8 @@ from typing import Any
 
 import typer
 
-from ..errors import ExitCode
-from ..fsutil import write_atomic
+from ..util.errors import ExitCode
+from ..util.fsutil import write_atomic
 from .common import Format, check_output_path, err, out, print_json
 
 app = typer.Typer(no_args_is_help=True, help="Import another tool's data into an environment (NetBox CSV).")

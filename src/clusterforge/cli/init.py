@@ -12,8 +12,8 @@ from pathlib import Path
 
 import typer
 
-from ..env_entries import dir_name
-from ..errors import ExitCode
+from ..inventory.env_entries import dir_name
+from ..util.errors import ExitCode
 from .common import Format, err, out, print_json
 
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")

@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import typer
 
-from .. import labenv, labservices
-from ..errors import ExitCode
+from ..inventory.selection import split_tokens
 from ..lab import LabError, LabState, PortRef, down, fault_injector, status
 from ..lab.lab import technician
+from ..lab.rehearsal import env as labenv
+from ..lab.rehearsal import services as labservices
 from ..lab.technician import Technician, set_drained
-from ..selection import split_tokens
+from ..util.errors import ExitCode
 from .common import Format, err, load_or_fail, out, print_json, print_table, progress
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ import yaml
 
 from ..api import Checked
 from ..collect.store import OutputTooLarge, read_output
-from ..errors import ExitCode
-from ..fsutil import write_atomic
 from ..parse import ParseError, ibnetdiscover
+from ..util.errors import ExitCode
+from ..util.fsutil import write_atomic
 from ..validate.learn import HEADER, Learned, LockChange, LockMerge, existing_locks, merge_locks
 from ..validate.learn import learn as run_learn
 from .common import Format, err, load_or_fail, out, print_json
@@ -126,9 +126,9 @@ def _required(require: str | None, switches: dict[str, str], hcas: dict[str, str
 
 def _collect(env: Path, checked: Checked) -> str:
     """ibnetdiscover run on the fabric (through the lab's fabric container when one is up for `env`)."""
-    from .. import labenv
     from ..collect.live import ssh_config, targets
     from ..collect.ssh import collect
+    from ..lab.rehearsal import env as labenv
 
     state = labenv.running(env)
     if state is not None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import typer
 
-from ..errors import ExitCode
-from ..fsutil import LockTimeout, directory_lock, remove_temporaries, terminate_cleanly
+from ..util.errors import ExitCode
+from ..util.fsutil import LockTimeout, directory_lock, remove_temporaries, terminate_cleanly
 from .common import err
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 
 from ..collect.store import DEFAULT_MAX_MB, OutputTooLarge, read_output
-from ..errors import ExitCode
 from ..parse import PARSERS, ParseError, to_jsonable
+from ..util.errors import ExitCode
 from .common import Format, err, out, print_json
 
 

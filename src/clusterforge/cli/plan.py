@@ -20,14 +20,9 @@ from pydantic import ValidationError
 from rich.table import Table
 from typer.core import TyperGroup
 
-from .. import addresses_file
 from ..check import run_checks
-from ..csvtext import csv_text
-from ..echo import echo
-from ..errors import ExitCode, InventoryInvalid, InventoryIssue
-from ..fsutil import write_atomic
-from ..gcpause import gc_paused
-from ..load import Source
+from ..inventory import addresses_file
+from ..inventory.load import Source
 from ..model.addresses import allocate, moves
 from ..model.index import Index
 from ..model.inventory import Inventory, PriceTable
@@ -51,6 +46,11 @@ from ..plan.checks import PlanReport
 from ..plan.frozen import Frozen
 from ..plan.merge import Merged
 from ..plan.report import bom_rows, summary_dict, summary_lines
+from ..util.csvtext import csv_text
+from ..util.echo import echo
+from ..util.errors import ExitCode, InventoryInvalid, InventoryIssue
+from ..util.fsutil import write_atomic
+from ..util.gcpause import gc_paused
 from .common import (
     Format,
     check_output_path,

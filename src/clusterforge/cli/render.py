@@ -8,11 +8,11 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from ..env_entries import dir_name
-from ..errors import ExitCode
-from ..fsutil import LockTimeout
+from ..inventory.env_entries import dir_name
 from ..render import Rendered, WriteReport, write_tree
 from ..render import render as render_files
+from ..util.errors import ExitCode
+from ..util.fsutil import LockTimeout
 from ..validate.declared import key_before_load, refresh
 from .common import Format, err, load_or_fail, out, print_json, progress
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import typer
 
-from ..errors import ExitCode
-from ..fsutil import write_atomic
 from ..model import Inventory
+from ..util.errors import ExitCode
+from ..util.fsutil import write_atomic
 from .common import Format, check_output_path, err, out
 
 
@@ -28,8 +28,8 @@ def schema_text() -> str:
 
 def docs_text(page: str) -> str:
     """`page` (docs/inventory.md) with its generated reference part rebuilt from the models."""
-    from ..errors import RULES
-    from ..schema_docs import reference, splice
+    from ..inventory.schema_docs import reference, splice
+    from ..util.errors import RULES
 
     return splice(page, reference(schema_dict(), RULES))
 
@@ -52,7 +52,7 @@ def schema(
     if output is not None:
         check_output_path(output, "--output", directory=False)
     if docs is not None:
-        from ..schema_docs import MarkersMissing
+        from ..inventory.schema_docs import MarkersMissing
 
         try:
             page = docs.read_text(encoding="utf-8")

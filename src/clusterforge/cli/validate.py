@@ -10,9 +10,9 @@ import typer
 
 from ..api import Checked
 from ..collect.store import Observations, OutputTooLarge, load_dir, save_dir
-from ..echo import one_line
-from ..errors import ExitCode
-from ..fsutil import write_atomic
+from ..util.echo import one_line
+from ..util.errors import ExitCode
+from ..util.fsutil import write_atomic
 from ..validate.declared import key_before_load
 from ..validate.findings import Finding
 from ..validate.report import exit_code, print_summary, to_json, to_junit
@@ -111,9 +111,11 @@ def _lab_partial(env: Path, state: LabState, checked: Checked, findings: list[Fi
 def _collect_live(env: Path, checked: Checked, no_lab: bool = False) -> tuple[Observations, LabState | None]:
     """From the environment's lab when one is up for it (unless `no_lab`), else from the real hosts;
     with the lab's state (None when collected from the real hosts)."""
-    from .. import labenv  # the lab and SSH modules only when collecting live (`--from` needs none: 0.7 s)
     from ..collect.live import ssh_config, targets
     from ..collect.ssh import collect
+    from ..lab.rehearsal import (
+        env as labenv,  # the lab and SSH modules only when collecting live (`--from` needs none: 0.7 s)
+    )
 
     state = None if no_lab else labenv.running(env)
     if state is not None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ..echo import one_line
+from ..util.echo import one_line
 
 DEFAULT_MAX_MB = 64
 """The largest saved output read, in MB (ibnetdiscover of a 2,048-node fabric is ~5 MB)."""
@@ -149,7 +149,7 @@ def load_dir(root: Path) -> Observations:
 
 
 def save_dir(root: Path, obs: Observations) -> None:
-    from ..fsutil import write_atomic  # reading (validate --from's fast path) needs none of fsutil
+    from ..util.fsutil import write_atomic  # reading (validate --from's fast path) needs none of fsutil
 
     for tool, text in obs.fabric.items():
         write_atomic(root / "fabric" / f"{tool}.txt", text)

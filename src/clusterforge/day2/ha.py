@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.index import Index
-from ..unionfind import DisjointSets
+from ..util.unionfind import DisjointSets
 from .inventory_diff import InventoryDiff
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import jsonstate
+from ..util import jsonstate
 
 VERSION = 1
 

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..guid import format_guid
 from ..lab import LabState, PortRef
 from ..lab.lab import technician
 from ..lab.technician import Technician
 from ..model.base import PortRef as InvPortRef
 from ..model.index import Index
+from ..util.guid import format_guid
 from .planfile import PlanFile
 from .steps import Step
 

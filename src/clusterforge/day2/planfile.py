@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, jsonstate
-from ..fsutil import write_atomic
+from .. import __version__
 from ..model import Inventory
+from ..util import jsonstate
+from ..util.fsutil import write_atomic
 from .steps import Step
 
 FORMAT = 1
@@ -90,8 +91,8 @@ def record_digest(directory: Path) -> str:
 def record_dir(env: Path, record: Path | None) -> Path:
     """Where the deploy record of `env` is kept: `record` if given, the running lab's state, else
     `state/<env>/` (deploy/record.py)."""
-    from .. import labenv
     from ..deploy.record import default_dir
+    from ..lab.rehearsal import env as labenv
 
     if record is not None:
         return record

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..unionfind import DisjointSets
+from ..util.unionfind import DisjointSets
 from .ha import Groups
 from .steps import Phase
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .options import DeployOptions, Mirror
     from .runner import HostResult, SshSettings, run_deploy
 
-# Imported on first use (PEP 562): `check` reads deploy/compat.py, and importing the package must not
+# Imported on first use (PEP 562): a command that needs one name of the package must not
 # import pyinfra and paramiko (0.4 s) for that.
 _LAZY = {
     "DeployError": "api", "DeployOutcome": "api", "DeployRequest": "api", "deploy": "api", "select_hosts": "api",

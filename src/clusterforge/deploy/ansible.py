@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..resources import data_dir
+from ..util.resources import data_dir
 from .desired import COMPONENTS, HostPlan
 from .runner import HostResult, SshSettings
 

@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import addresses_file
 from ..api import load_checked
-from ..errors import ExitCode
-from ..fsutil import LockTimeout
+from ..inventory import addresses_file
+from ..inventory.selection import SelectionError, select_nodes
 from ..lab import LabState, read_state
 from ..model.index import Index
-from ..selection import SelectionError, select_nodes
+from ..util.errors import ExitCode
+from ..util.fsutil import LockTimeout
 from .desired import HostPlan, host_plans
 from .lablink import lab_plans, lab_ssh, repo_url, serve_repo
 from .options import DeployOptions, Mirror, read_repo_auth

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..catalog.compat import lustre_ofed_problem
 from ..model.index import Index
 from ..model.inventory import RebootPolicy
 from ..render import banner, file_specs
@@ -20,7 +21,6 @@ from ..render.core import HOST_BUILDERS
 from ..render.env import environment
 from ..render.spec import FileSpec
 from ..render.writer import file_mode
-from .compat import lustre_ofed_problem
 from .monitoring import monitoring_components
 from .options import DeployOptions
 from .packages import Pin, lustre_pins, nccl_pins, nvidia_pins, ofed_pins

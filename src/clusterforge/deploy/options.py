@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..echo import one_line
+from ..util.echo import one_line
 
 if TYPE_CHECKING:
     from ..model.inventory import Inventory

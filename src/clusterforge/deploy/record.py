@@ -28,10 +28,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import jsonstate
-from ..env_entries import dir_name
-from ..fsutil import write_atomic
-from ..load import environment_files
+from ..inventory.env_entries import dir_name
+from ..inventory.load import environment_files
+from ..util import jsonstate
+from ..util.fsutil import write_atomic
 from .desired import Component, HostPlan
 
 RECORD_FILE = "applied.json"

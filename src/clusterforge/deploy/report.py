@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..fsutil import write_atomic
+from ..util.fsutil import write_atomic
 from .runner import HostResult
 
 

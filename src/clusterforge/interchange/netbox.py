@@ -30,9 +30,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..csvtext import csv_text
 from ..model.index import Index
-from ..numtext import num_text
+from ..util.csvtext import csv_text
+from ..util.numtext import num_text
 
 NETBOX_VERSION = "4.2"
 MANUFACTURER = "NVIDIA"

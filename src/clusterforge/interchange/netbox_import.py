@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..catalog import Catalog
-from ..csvtext import FORMULA_START
-from ..guid import pad_guid
+from ..util.csvtext import FORMULA_START
+from ..util.guid import pad_guid
 from .netbox import (
     CABLE_FIBER,
     CABLE_MEDIA,

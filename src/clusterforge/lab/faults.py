@@ -30,7 +30,6 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterforge.fsutil import write_atomic
 from clusterforge.lab.errors import CommandError, FaultError
 from clusterforge.lab.fabric_tools import (
     FabricClient,
@@ -49,6 +48,7 @@ from clusterforge.lab.netfile import (
     active_rate,
 )
 from clusterforge.lab.observe import GBPS_TO_SPEED, Discovery, ParseError, PortKey, parse_ibnetdiscover
+from clusterforge.util.fsutil import write_atomic
 
 # ibsim's console prints enabled speeds as lane rates ("53.125 Gbps"); the bits are netfile's
 _WIDTH_TEXT = WIDTH_BITS

@@ -11,7 +11,7 @@ wall time (value = start + rate x elapsed). Every applied fault is journaled in
 shows it and any process can `heal`: stop the driver, write every original value back.
 
 Stdlib only, like the rest of the lab package; the inventory side (cable id -> HCA ports,
-host -> GPUs) is `clusterforge.labfaults`.
+host -> GPUs) is `clusterforge.lab.rehearsal.faults`.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def faults(state_dir: Path) -> list[dict[str, Any]]:
 
 
 def _write_journal(state_dir: Path, data: dict[str, Any]) -> None:
-    from clusterforge.fsutil import write_atomic
+    from clusterforge.util.fsutil import write_atomic
 
     write_atomic(journal_path(state_dir), json.dumps(data, indent=1, sort_keys=True) + "\n")
 

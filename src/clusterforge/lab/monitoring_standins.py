@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from clusterforge.fsutil import write_atomic
 from clusterforge.sim import dcgm_textfile, ib_sysfs
+from clusterforge.util.fsutil import write_atomic
 
 LAB_DIR = "/var/lib/cf-lab"
 """Where each container sees its stand-in files (read-only)."""

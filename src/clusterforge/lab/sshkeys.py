@@ -12,8 +12,8 @@ import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from clusterforge.fsutil import write_atomic
 from clusterforge.lab.proc import run
+from clusterforge.util.fsutil import write_atomic
 
 
 def generate_key(path: Path, comment: str) -> str:

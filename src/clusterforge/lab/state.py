@@ -12,11 +12,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusterforge.fsutil import write_atomic  # stdlib-only, like the lab
 from clusterforge.lab.errors import LabError
 from clusterforge.lab.fabric_tools import OpenSm
 from clusterforge.lab.ibsim import IbSim
 from clusterforge.lab.proc import ProcessRecord
+from clusterforge.util.fsutil import write_atomic  # stdlib-only, like the lab
 
 STATE_FILE = "lab.json"
 STATE_VERSION = 1

@@ -33,11 +33,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterforge.fsutil import write_atomic
 from clusterforge.lab.errors import FaultError
 from clusterforge.lab.faults import PortRef
 from clusterforge.lab.ibsim import Console
 from clusterforge.lab.netfile import Endpoint, NetFile, active_rate
+from clusterforge.util.fsutil import write_atomic
 
 JOURNAL = "technician.json"
 DRAINED = "drained.json"

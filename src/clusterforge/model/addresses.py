@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from netaddr import IPAddress, IPNetwork
 
-from ..errors import InventoryIssue
+from ..util.errors import InventoryIssue
 from .addressing import IpoibSubnet, Subnet
 from .allocations import Allocations, address_value
 from .hardware import Hardware, Hca

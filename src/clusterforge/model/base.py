@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
-from ..echo import echo
-from ..guid import format_guid, pad_guid
+from ..util.echo import echo
+from ..util.guid import format_guid, pad_guid
 
 _HEX16 = re.compile(r"^(?:0x)?([0-9a-fA-F]{16})$")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"

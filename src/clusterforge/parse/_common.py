@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
-from clusterforge.echo import MAX_ECHO, echo
-from clusterforge.guid import pad_guid
 from clusterforge.parse.errors import ParseError
+from clusterforge.util.echo import MAX_ECHO, echo
+from clusterforge.util.guid import pad_guid
 
 _HEX_RE = re.compile(r"(?:0[xX])?([0-9a-fA-F]{1,16})")
 _INT_RE = re.compile(r"[+-]?\d+")
@@ -39,7 +39,7 @@ def numbered(lines: Iterable[str]) -> Iterator[tuple[int, str, str]]:
 
 
 def shorten(line: str, limit: int = MAX_ECHO) -> str:
-    """``repr`` of a line, cut to ``limit`` characters, for error messages (`clusterforge.echo.echo`)."""
+    """``repr`` of a line, cut to ``limit`` characters, for error messages (`clusterforge.util.echo.echo`)."""
     return echo(line, limit)
 
 

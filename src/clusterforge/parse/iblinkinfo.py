@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.guid import pad_guid
 from clusterforge.parse._common import empty_error, fail, numbered, shorten, split_lines
+from clusterforge.util.guid import pad_guid
 
 TOOL = "iblinkinfo"
 

@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from clusterforge.gcpause import gc_paused
-from clusterforge.guid import pad_guid
 from clusterforge.parse._common import empty_error, fail, numbered, shorten, split_lines
+from clusterforge.util.gcpause import gc_paused
+from clusterforge.util.guid import pad_guid
 
 TOOL = "ibnetdiscover"
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterforge.guid import pad_guid
 from clusterforge.parse._common import UINT_RE, empty_error, fail, first_nonblank, shorten, split_lines
+from clusterforge.util.guid import pad_guid
 
 TOOL = "ibv-devinfo"
 

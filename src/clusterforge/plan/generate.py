@@ -34,12 +34,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from ..catalog import Catalog
-from ..gcpause import gc_paused
 from ..model.cabling import Cable
 from ..model.ha import ha_partners
 from ..model.index import Index
 from ..model.inventory import Inventory
 from ..model.nodes import Switch
+from ..util.gcpause import gc_paused
 from .design import Design, resolve
 from .endpoints import Endpoint, FabricNode, fabric_nodes
 from .errors import PlanError

@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..model.index import Index
-from ..unionfind import DisjointSets
+from ..util.unionfind import DisjointSets
 
 LEVEL = {"node": 0, "leaf": 1, "spine": 2, "core": 3}
 

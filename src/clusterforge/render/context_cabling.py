@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..csvtext import csv_line, plain_cell
 from ..model.index import PortKey
-from ..numtext import num_text
+from ..util.csvtext import csv_line, plain_cell
+from ..util.numtext import num_text
 from .fabric import FabricView
 from .spec import FileSpec
 

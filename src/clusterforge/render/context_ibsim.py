@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..guid import guid_hex
+from ..util.guid import guid_hex
 from .fabric import VENDOR_ID, Ca, FabricView
 from .guids import fmt
 from .spec import FileSpec

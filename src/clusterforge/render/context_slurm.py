@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..unionfind import DisjointSets
+from ..util.unionfind import DisjointSets
 from .context_opensm import switch_planes
 from .fabric import ROLE_TIER, FabricView
 from .hostlist import compress

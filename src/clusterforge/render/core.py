@@ -11,9 +11,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..echo import one_line
-from ..gcpause import gc_paused
 from ..model.index import Index
+from ..util.echo import one_line
+from ..util.gcpause import gc_paused
 from .context_cabling import cabling_files
 from .context_diagram import diagram_files
 from .context_hosts import host_files

@@ -1,7 +1,7 @@
 """The one Jinja2 Environment every rendered file goes through.
 
 Templates live in `templates/<component>/<file>.j2` at the repository root (in a wheel:
-package data, found by `clusterforge.resources`), the single source of truth shared with
+package data, found by `clusterforge.util.resources`), the single source of truth shared with
 the Ansible roles: they take plain variables (dicts, lists, strings, integers) built by
 the `context_*` modules and hold no logic beyond loops and ifs. `CLUSTERFORGE_TEMPLATES`
 points at another template tree (tests, packaging).
@@ -16,7 +16,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from ..resources import data_dir
+from ..util.resources import data_dir
 
 TEMPLATES_ENV_VAR = "CLUSTERFORGE_TEMPLATES"
 
@@ -41,7 +41,7 @@ class _Environment(Environment):
 
 
 def template_dir() -> Path:
-    """`$CLUSTERFORGE_TEMPLATES`, else the templates shipped with clusterforge (`clusterforge.resources`)."""
+    """`$CLUSTERFORGE_TEMPLATES`, else the templates shipped with clusterforge (`clusterforge.util.resources`)."""
     override = os.environ.get(TEMPLATES_ENV_VAR)
     if override:
         return Path(override)

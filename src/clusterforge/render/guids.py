@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from ..guid import format_guid
 from ..model.index import Index
+from ..util.guid import format_guid
 
 PLACEHOLDER_PREFIX = 0x02CF
 _SWITCH_TAG = 0x53

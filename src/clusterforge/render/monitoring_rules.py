@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.monitoring import AlertName, Monitoring, Thresholds
-from ..numtext import num_text
+from ..util.numtext import num_text
 
 GPU = {
     "gpu_temp": "DCGM_FI_DEV_GPU_TEMP",

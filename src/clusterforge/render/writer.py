@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ..fsutil import LOCK_FILE, directory_lock, remove_temporaries, terminate_cleanly, write_atomic
+from ..util.fsutil import LOCK_FILE, directory_lock, remove_temporaries, terminate_cleanly, write_atomic
 
 MANIFEST = ".clusterforge-manifest"
 RESERVED = (MANIFEST, LOCK_FILE)

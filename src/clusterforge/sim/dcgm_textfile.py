@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..fsutil import write_atomic
+from ..util.fsutil import write_atomic
 
 TEXTFILE = "clusterforge-dcgm-standin.prom"
 

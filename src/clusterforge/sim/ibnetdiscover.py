@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..guid import format_guid
+from ..model.expect import expected_links
 from ..model.index import Index, PortKey
 from ..render.fabric import FabricView
 from ..render.guids import fmt
-from ..validate.expect import expected_links
+from ..util.guid import format_guid
 
 End = PortKey
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ..collect.plan import default_targets
 from ..collect.store import Observations
-from ..echo import one_line
 from ..model.index import Index
+from ..util.echo import one_line
 from .findings import Finding
 
 # outputs required when collect asks for them (others may be absent: the tool is not installed)

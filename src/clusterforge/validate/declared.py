@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..fsutil import write_atomic
+from ..model.expect import expected_links
 from ..model.index import Index
-from .expect import expected_links
+from ..util.fsutil import write_atomic
 from .identify import DeviceKey, locked_guids
 from .quick import CACHE_FORMAT, cache_enabled, cache_path, cache_text, inventory_key, link_key, read_cache
 

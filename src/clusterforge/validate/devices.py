@@ -4,9 +4,9 @@ card carries the wrong name, and where it sits)."""
 
 from __future__ import annotations
 
+from ..model.expect import cable_label, device_floor, port_text
 from ..model.index import Index, PortKey
 from ..parse.ibnetdiscover import IbNode, IbTopology
-from .expect import cable_label, device_floor, port_text
 from .findings import Finding
 from .identify import Binding, DeviceKey, by_description
 from .miswire import other_end

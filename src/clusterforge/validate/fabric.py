@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from ..model.expect import ExpectedLink, cable_text, expected_links, link_floor, port_text
 from ..model.index import Index, PortKey
 from ..parse.iblinkinfo import IblinkinfoReport
 from ..parse.ibnetdiscover import IbTopology
 from .absent import PortState, absent_findings
 from .devices import identity_findings, occupied_ports
-from .expect import ExpectedLink, cable_text, expected_links, link_floor, port_text
 from .findings import Finding
 from .identify import Binding, bind
 from .miswire import Seen, miswired

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..echo import MAX_MESSAGE, cap
-from ..errors import Path as ErrPath
+from ..util.echo import MAX_MESSAGE, cap
+from ..util.errors import Path as ErrPath
 
 Severity = Literal["error", "warning", "info"]
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from ..model.expect import device_floor
 from ..model.hardware import Hardware
 from ..model.index import Index
 from ..parse.nvidia_smi_nvlink import NvlinkStatus
 from ..parse.nvidia_smi_topo import NvidiaSmiTopo
-from .expect import device_floor
 from .findings import Finding
 
 _NEAR = {"PIX", "PXB"}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ..model.expect import device_floor, port_text
 from ..model.index import Index
 from ..parse.ibstat import IbstatCa
-from .expect import device_floor, port_text
 from .findings import Finding
 
 

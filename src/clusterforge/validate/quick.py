@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..jsonstate import loads, read_bytes
+from ..util.jsonstate import loads, read_bytes
 
 if TYPE_CHECKING:
     from ..parse.ibnetdiscover import IbNode, IbTopology
@@ -54,7 +54,7 @@ def cache_path(env: Path) -> Path:
 
 def environment_files(env: Path) -> list[Path]:
     """The files `load.environment_files` reads (held to it by a test), without importing the loader."""
-    from ..env_entries import broken_entries, is_candidate
+    from ..inventory.env_entries import broken_entries, is_candidate
 
     if env.is_file():
         return [env]

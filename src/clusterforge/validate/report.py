@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ExitCode, format_path
+from ..util.errors import ExitCode, format_path
 from .findings import RULES
 
 if TYPE_CHECKING:  # imported by validate.quick's clean report too: nothing heavy at import

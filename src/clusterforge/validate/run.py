@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..collect.store import Observations
-from ..echo import clip, one_line
-from ..gcpause import gc_paused
+from ..model.expect import port_text
 from ..model.index import Index
 from ..parse import (
     ParseError,
@@ -24,9 +23,10 @@ from ..parse import (
     ofed_info,
 )
 from ..parse.ibstat import IbstatCa
+from ..util.echo import clip, one_line
+from ..util.gcpause import gc_paused
 from . import planes
 from .coverage import coverage_findings
-from .expect import port_text
 from .fabric import diff_fabric
 from .findings import Finding, sort_key
 from .gpus import check_nvlink, check_topo

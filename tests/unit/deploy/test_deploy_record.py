@@ -137,7 +137,7 @@ def test_cli_changed_with_an_up_to_date_record_touches_no_host(tmp_path: Path) -
 
 
 def test_inventory_digest_covers_what_the_loader_reads(tmp_path: Path) -> None:
-    import clusterforge.errors
+    import clusterforge.util.errors
     from clusterforge.deploy.record import inventory_digest
 
     env = tmp_path / "lab-copy"
@@ -147,7 +147,7 @@ def test_inventory_digest_covers_what_the_loader_reads(tmp_path: Path) -> None:
     (env / ".notes.yml").mkdir()
     assert inventory_digest(env) == before
     (env / "notes.yml").mkdir()  # a directory named like an inventory file: an error, never skipped (#27)
-    with pytest.raises(clusterforge.errors.InventoryInvalid, match="inventory error"):
+    with pytest.raises(clusterforge.util.errors.InventoryInvalid, match="inventory error"):
         inventory_digest(env)
     (env / "notes.yml").rmdir()
     (env / "nodes.yaml").write_text((env / "nodes.yaml").read_text() + "\n")

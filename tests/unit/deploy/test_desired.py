@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from clusterforge.api import Checked
+from clusterforge.catalog.compat import lustre_ofed_problem
 from clusterforge.deploy.api import DeployError, select_hosts
-from clusterforge.deploy.compat import lustre_ofed_problem
 from clusterforge.deploy.desired import HostPlan, host_plans, merge_block
 from clusterforge.deploy.options import DeployOptions, Mirror, read_repo_auth
 from clusterforge.render import render_environment

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from cf_lab_inventory import LAB, lab_index
 from clusterforge.cli.alerts import allowed_url
 from clusterforge.cli.main import app
-from clusterforge.monitoring_alerts import located_alerts
+from clusterforge.monitoring.alerts import located_alerts
 from clusterforge.render import render_environment
 
 runner = CliRunner()

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from cf_lab_inventory import LAB, lab_index
 from clusterforge.cli.main import app
-from clusterforge.monitoring_drain import DrainHook, drain_targets, serve
+from clusterforge.monitoring.drain import DrainHook, drain_targets, serve
 
 
 def _payload(*alerts: tuple[str, str, str]) -> dict[str, object]:

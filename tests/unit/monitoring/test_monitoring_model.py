@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from clusterforge.load import load_inventory
+from clusterforge.inventory.load import load_inventory
 from clusterforge.model.monitoring import (
     ALERT_NAMES,
     DEFAULT_LEVELS,

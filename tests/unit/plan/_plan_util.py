@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge.catalog import catalog
-from clusterforge.load import load_inventory
+from clusterforge.inventory.load import load_inventory
 from clusterforge.model import Cable, FabricSpec, Inventory
 from clusterforge.plan import Plan, plan_fabric
 from clusterforge.plan.synthetic import Shape, synthetic_inventory

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from _plan_util import ROOT, synth, with_plan
 
-from clusterforge.load import load_inventory
+from clusterforge.inventory.load import load_inventory
 from clusterforge.model import Cable, FabricSpec, Inventory
 from clusterforge.model.index import Index
 from clusterforge.plan import check_plan

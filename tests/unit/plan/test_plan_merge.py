@@ -9,7 +9,7 @@ import yaml_rs
 from _plan_util import ROOT, prod_without_fabric
 
 from clusterforge.check import run_checks
-from clusterforge.load import load_inventory
+from clusterforge.inventory.load import load_inventory
 from clusterforge.model import Cable, Inventory, Switch
 from clusterforge.model.index import Index
 from clusterforge.plan import GENERATED_FILE, apply_plan, generated_yaml, merge_plan, plan_fabric

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from clusterforge.check import run_checks
 from clusterforge.cli.main import app
-from clusterforge.load import load_inventory
+from clusterforge.inventory.load import load_inventory
 from clusterforge.model import Cable, Inventory, Switch
 from clusterforge.model.index import Index
 from clusterforge.plan import Plan, apply_plan, check_plan, plan_fabric

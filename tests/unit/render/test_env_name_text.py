@@ -13,8 +13,8 @@ from clusterforge.api import load_checked
 from clusterforge.cli.main import app
 from clusterforge.deploy.desired import host_plans
 from clusterforge.deploy.options import DeployOptions
-from clusterforge.echo import one_line
 from clusterforge.render import banner, render
+from clusterforge.util.echo import one_line
 
 HOSTILE = "lab\nExecStart=/bin/sh -c evil\n[Injected]\u2028127.0.0.1 bank.example\x1b[2J"
 INJECTED = ("ExecStart=/bin/sh -c evil", "[Injected]", "127.0.0.1 bank.example")

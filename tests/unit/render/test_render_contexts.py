@@ -11,13 +11,13 @@ import pytest
 from _render_common import ROOT, index_of, lab_data, lab_index
 
 from clusterforge.api import load_checked
-from clusterforge.csvtext import csv_cell
 from clusterforge.render import context_diagram as diagram_mod
 from clusterforge.render import render, render_environment
 from clusterforge.render.context_ibsim import link_mode, net_context
 from clusterforge.render.context_lustre import systemd_escape_path
 from clusterforge.render.env import environment
 from clusterforge.render.fabric import FabricView
+from clusterforge.util.csvtext import csv_cell
 
 COMMENT = {".csv": None, ".dot": "//"}
 
@@ -314,7 +314,7 @@ def test_example_environments_render(env: str) -> None:
 
 
 def test_csv_line_quotes_only_what_needs_it() -> None:
-    from clusterforge.csvtext import csv_line
+    from clusterforge.util.csvtext import csv_line
 
     assert csv_line(["C-1", "r01", "2", ""]) == "C-1,r01,2,"
     assert csv_line(["C-1", "a,b", "x"]) == 'C-1,"a,b",x'

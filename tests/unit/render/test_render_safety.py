@@ -17,7 +17,9 @@ from typer.testing import CliRunner
 from cf_lab_inventory import LAB
 from clusterforge.api import load_checked
 from clusterforge.cli.main import app
-from clusterforge.fsutil import (
+from clusterforge.render import render
+from clusterforge.render.writer import MANIFEST, UnsafeOutput, read_manifest, write_tree
+from clusterforge.util.fsutil import (
     LOCK_FILE,
     LOCK_WAIT_ENV,
     LockTimeout,
@@ -27,8 +29,6 @@ from clusterforge.fsutil import (
     terminate_cleanly,
     write_atomic,
 )
-from clusterforge.render import render
-from clusterforge.render.writer import MANIFEST, UnsafeOutput, read_manifest, write_tree
 
 
 def test_a_symlinked_subdirectory_is_refused_and_nothing_escapes(tmp_path: Path) -> None:

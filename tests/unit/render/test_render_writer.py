@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.fsutil import LOCK_FILE
 from clusterforge.render.writer import MANIFEST, read_manifest, write_tree
+from clusterforge.util.fsutil import LOCK_FILE
 
 
 def test_write_then_rewrite_then_prune(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from clusterforge.api import load_checked
 from clusterforge.cli.main import app
-from clusterforge.load import environment_files
+from clusterforge.inventory.load import environment_files
 from clusterforge.parse import ParseError, ibnetdiscover
 from clusterforge.sim.ibnetdiscover import SimFabric, from_index, render
 from clusterforge.validate import quick

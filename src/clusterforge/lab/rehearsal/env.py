@@ -19,23 +19,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .api import Checked
-from .collect.plan import FABRIC_TOOLS, HOST_TOOLS, Target, default_targets, plane_ports
-from .collect.ssh import SshConfig
-from .env_entries import dir_name
-from .fsutil import write_atomic
-from .lab import SM_ROLE, LabHca, LabHost, LabSpec, LabState, PortRef, down, read_state, ssh_command, up
-from .lab.errors import LabError
-from .lab.ibsim import MAX_CLIENTS
-from .lab.monitoring_standins import MonitoredHost, write_initial
-from .lab.netfile import parse_netfile
-from .lab.proc import run
-from .model.index import Index
-from .render import render, write_tree
-from .render.context_opensm import install_path, plane_services
-from .selection import SelectionError, default_rehearsal, select_nodes
-from .sim import nvidia_smi
-from .validate.planes import switch_plane
+from ...api import Checked
+from ...collect.plan import FABRIC_TOOLS, HOST_TOOLS, Target, default_targets, plane_ports
+from ...collect.ssh import SshConfig
+from ...inventory.env_entries import dir_name
+from ...inventory.selection import SelectionError, default_rehearsal, select_nodes
+from ...model.index import Index
+from ...render import render, write_tree
+from ...render.context_opensm import install_path, plane_services
+from ...sim import nvidia_smi
+from ...util.fsutil import write_atomic
+from ...validate.planes import switch_plane
+from .. import SM_ROLE, LabHca, LabHost, LabSpec, LabState, PortRef, down, read_state, ssh_command, up
+from ..errors import LabError
+from ..ibsim import MAX_CLIENTS
+from ..monitoring_standins import MonitoredHost, write_initial
+from ..netfile import parse_netfile
+from ..proc import run
 
 LAB_ROOT = Path(os.environ.get("CLUSTERFORGE_LAB_ROOT", ".lab"))
 SM_ETC = "/etc/opensm"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .model.index import Index
+from ..model.index import Index
 
 _SU = re.compile(r"^su0*(\d+)$")
 

@@ -21,17 +21,17 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .echo import echo
+from ..model import Inventory
+from ..model.base import pattern_error
+from ..util.echo import echo
+from ..util.errors import InventoryInvalid, InventoryIssue
+from ..util.errors import Path as ErrPath
 from .env_entries import entry_issues, is_candidate
-from .errors import InventoryInvalid, InventoryIssue
-from .errors import Path as ErrPath
 from .load_text import ALIAS_BUDGET as ALIAS_BUDGET  # re-exported: the guards' bounds and reader
 from .load_text import MAX_FILE_BYTES as MAX_FILE_BYTES
 from .load_text import YAML_LOADER as _Loader
 from .load_text import alias_bomb
 from .load_text import read_text as read_text
-from .model import Inventory
-from .model.base import pattern_error
 from .yaml_engine import YamlSyntaxError
 from .yaml_engine import loads as yaml_loads
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .fsutil import directory_lock, write_atomic
+from ..model.addresses import Addresses
+from ..model.index import Index
+from ..util.fsutil import directory_lock, write_atomic
 from .load import Source
-from .model.addresses import Addresses
-from .model.index import Index
 
 GENERATED = "addresses.generated.yaml"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from .errors import InventoryIssue
+from ..util.errors import InventoryIssue
 
 YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """PyYAML's C loader where it is built, else the pure-Python one."""

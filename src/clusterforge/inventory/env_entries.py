@@ -13,8 +13,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from .echo import echo
-from .errors import InventoryIssue
+from ..util.echo import echo
+from ..util.errors import InventoryIssue
 
 SUFFIXES = (".yaml", ".yml")
 

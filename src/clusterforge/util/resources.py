@@ -34,7 +34,7 @@ def data_dir(name: DataDir) -> Path:
         # A wheel installed on disk: a real directory (Jinja2, Ansible and pyinfra read files by path).
         # A zip import would give no path; clusterforge is never installed zipped (it is not zip-safe).
         return Path(str(packaged))
-    checkout = Path(__file__).resolve().parents[2] / name
+    checkout = Path(__file__).resolve().parents[3] / name
     if checkout.is_dir():
         return checkout
     raise ResourceMissing(f"clusterforge's {name}/ directory is missing: neither {packaged} (an installed wheel) "

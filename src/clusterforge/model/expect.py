@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model.cabling import Cable
-from ..model.index import Index, PortKey
+from .cabling import Cable
+from .index import Index, PortKey
 
 
 @dataclass(frozen=True, slots=True)

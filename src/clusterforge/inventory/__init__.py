@@ -1,0 +1,1 @@
+"""An environment's YAML files into the model: reading, guards, the YAML engine, generated files, --limit selections."""

@@ -1,0 +1,1 @@
+"""Monitoring beyond rendering: the alerts command's view and the drain hook's receiver."""
