@@ -33,7 +33,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from clusterforge.api import load_checked  # noqa: E402
 from clusterforge.deploy.ansible import run_playbook  # noqa: E402
-from clusterforge.deploy.desired import Component, HostPlan, host_plans  # noqa: E402
+from clusterforge.deploy.component import Component, HostPlan  # noqa: E402
+from clusterforge.deploy.desired import host_plans  # noqa: E402
 from clusterforge.deploy.options import DeployOptions  # noqa: E402
 from clusterforge.deploy.runner import SshSettings, run_deploy  # noqa: E402
 from clusterforge.lab import LabSpec  # noqa: E402

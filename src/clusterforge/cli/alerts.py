@@ -12,7 +12,7 @@ from typing import NoReturn
 import typer
 from rich.markup import escape
 
-from ..api import Checked
+from ..check.checked import Checked
 from ..lab.rehearsal.env import LAB_RANGE
 from ..monitoring.alerts import LocatedAlert, located_alerts
 from ..monitoring.drain import DrainHook, serve

@@ -161,7 +161,7 @@ def _ask(step: Step) -> bool:
 
 
 def _state(env: Path, record: Path, prev: State | None) -> State:
-    from ..api import load_checked
+    from ..check.checked import load_checked
     from ..day2.apply import State
     from ..day2.planfile import files_digest, model_digest, record_digest
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from ..api import summary
+from ..check.checked import summary
 from .common import Format, load_or_fail, out, print_json
 
 

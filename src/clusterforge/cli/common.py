@@ -20,7 +20,7 @@ from ..util.errors import ExitCode, InventoryInvalid
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from ..api import Checked
+    from ..check.checked import Checked
     from ..inventory.load import Source
     from ..model import Inventory
 
@@ -75,7 +75,7 @@ def load_or_fail(env: Path, fmt: Format = Format.text, *, heading: str | None = 
 
     With `fmt` json the errors are also the JSON document on stdout (`issues_json`); `heading` is a line
     printed on stderr before them (`diff`: which of the two inventories is invalid)."""
-    from ..api import load_checked  # the model, checks and planner: imported by the commands that load
+    from ..check.checked import load_checked  # the model, checks and planner: imported by the commands that load
 
     try:
         return load_checked(env)

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 import yaml
 
-from ..api import Checked
+from ..check.checked import Checked
 from ..collect.store import OutputTooLarge, read_output
 from ..parse import ParseError, ibnetdiscover
 from ..util.errors import ExitCode

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ..api import Checked
+from ..check.checked import Checked
 from ..collect.store import Observations, OutputTooLarge, load_dir, save_dir
 from ..util.echo import one_line
 from ..util.errors import ExitCode

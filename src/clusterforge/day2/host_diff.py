@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..deploy.desired import Component, HostPlan, ManagedFile, host_plans, rendered_by_host
+from ..deploy.component import Component, HostPlan, ManagedFile
+from ..deploy.desired import host_plans, rendered_by_host
 from ..deploy.options import DeployOptions, Mirror
 from ..model.index import Index
 from ..render.env import environment

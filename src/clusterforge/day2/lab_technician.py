@@ -101,6 +101,6 @@ class LabTechnician:
 
 
 def lab_technician(plan: PlanFile, state: LabState, env: Path) -> LabTechnician:
-    from ..api import load_checked
+    from ..check.checked import load_checked
 
     return LabTechnician(plan, state, lambda: load_checked(env).index)

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .api import DeployError, DeployOutcome, DeployRequest, deploy, select_hosts
-    from .desired import Component, HostPlan, ManagedFile, host_plans
+    from .component import Component, HostPlan, ManagedFile
+    from .desired import host_plans
     from .options import DeployOptions, Mirror
     from .runner import HostResult, SshSettings, run_deploy
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 # import pyinfra and paramiko (0.4 s) for that.
 _LAZY = {
     "DeployError": "api", "DeployOutcome": "api", "DeployRequest": "api", "deploy": "api", "select_hosts": "api",
-    "Component": "desired", "HostPlan": "desired", "ManagedFile": "desired", "host_plans": "desired",
+    "Component": "component", "HostPlan": "component", "ManagedFile": "component", "host_plans": "desired",
     "DeployOptions": "options", "Mirror": "options",
     "HostResult": "runner", "SshSettings": "runner", "run_deploy": "runner",
 }

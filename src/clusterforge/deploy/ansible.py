@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..util.resources import data_dir
-from .desired import COMPONENTS, HostPlan
+from .component import HostPlan
+from .desired import COMPONENTS
 from .runner import HostResult, SshSettings
 
 PLAYBOOK = data_dir("deploy") / "site.yml"

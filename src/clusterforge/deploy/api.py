@@ -16,14 +16,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..api import load_checked
+from ..check.checked import load_checked
 from ..inventory import addresses_file
 from ..inventory.selection import SelectionError, select_nodes
 from ..lab import LabState, read_state
 from ..model.index import Index
 from ..util.errors import ExitCode
 from ..util.fsutil import LockTimeout
-from .desired import HostPlan, host_plans
+from .component import HostPlan
+from .desired import host_plans
 from .lablink import lab_plans, lab_ssh, repo_url, serve_repo
 from .options import DeployOptions, Mirror, read_repo_auth
 from .packages import all_pins

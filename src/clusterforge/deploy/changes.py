@@ -15,7 +15,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .desired import Component, ManagedFile, merge_block
+from .component import Component, ManagedFile
+from .desired import merge_block
 from .facts import HostFacts
 from .packages import Pin
 

@@ -10,7 +10,7 @@ import urllib.request
 from pathlib import Path
 
 from ..lab import LabState
-from .desired import HostPlan
+from .component import HostPlan
 from .runner import SshSettings
 
 REPO_PORT = 8765

@@ -25,12 +25,12 @@ from ..render.context_monitoring import DRAIN_HOOK, DRAIN_TARGETS, IB_HEALTH, mo
 from ..render.env import environment
 from ..render.fabric import FabricView
 from ..render.writer import file_mode
+from .component import Component, ManagedFile
 from .options import DeployOptions
 from .packages import TELEGRAF_PACKAGE, Pin, dcgm_pins, telegraf_pins
 
 if TYPE_CHECKING:
     from ..model.index import Index
-    from .desired import Component, ManagedFile
 
 NODE_FILES = {
     "monitoring/nodes/prometheus-node-exporter": "/etc/default/prometheus-node-exporter",
@@ -75,8 +75,6 @@ EXECUTABLE = (DRAIN_HOOK, IB_HEALTH)
 
 def monitoring_components(index: Index, options: DeployOptions, *, render: bool = True) -> dict[str, Component]:
     """node -> its `monitoring` component (none without a `monitoring` section)."""
-    from .desired import Component
-
     mon = index.inv.monitoring
     if mon is None:
         return {}
@@ -86,8 +84,6 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
     root = options.root.rstrip("/")
 
     def managed(dest: str, template: str, context: Mapping[str, Any]) -> ManagedFile:
-        from .desired import ManagedFile
-
         full = {**context, **extra}
         text = jinja.get_template(template).render(full) if render else ""
         unit, reload = UNIT_OF.get(dest, ("", False))

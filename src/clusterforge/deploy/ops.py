@@ -24,7 +24,7 @@ from pyinfra.api.operation import operation
 from pyinfra.context import host
 
 from .changes import WAIT_MASTER_SCRIPT, Change, change_lines, component_changes, starts_opensm
-from .desired import Component, HostPlan
+from .component import Component, HostPlan
 from .facts import HostFacts, HostState
 from .runner import probe_args
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..model.inventory import RebootPolicy
-from .desired import HostPlan
+from .component import HostPlan
 
 HOOK_TIMEOUT_S = 300
 

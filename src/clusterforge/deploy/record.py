@@ -32,7 +32,7 @@ from ..inventory.env_entries import dir_name
 from ..inventory.load import environment_files
 from ..util import jsonstate
 from ..util.fsutil import write_atomic
-from .desired import Component, HostPlan
+from .component import Component, HostPlan
 
 RECORD_FILE = "applied.json"
 HISTORY_FILE = "history.jsonl"

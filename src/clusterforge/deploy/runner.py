@@ -32,7 +32,7 @@ from .changes import (
     reboot_needed,
     starts_opensm,
 )
-from .desired import HostPlan
+from .component import HostPlan
 from .facts import HostFacts, HostState
 from .packages import headers_package
 

@@ -1,0 +1,1 @@
+"""The inventory to and from other systems of record: NetBox export and import."""

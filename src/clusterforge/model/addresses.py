@@ -22,7 +22,9 @@ for 16k+ interfaces); `Addresses.text` formats one.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from netaddr import IPAddress, IPNetwork
 
@@ -30,9 +32,20 @@ from ..util.errors import InventoryIssue
 from .addressing import IpoibSubnet, Subnet
 from .allocations import Allocations, address_value
 from .hardware import Hardware, Hca
-from .index import Index
+from .inventory import Inventory
 
 _LITERAL = re.compile(r"^[0-9.]+$")
+
+
+class Resolved(Protocol):
+    """What allocation reads of the Index (model/index.py, which calls `allocate` for its `addresses`): the
+    inventory and each node's effective hardware. A protocol, so this module needs nothing of index.py."""
+
+    @property
+    def inv(self) -> Inventory: ...
+
+    @property
+    def hardware(self) -> Mapping[str, Hardware]: ...
 
 
 @dataclass
@@ -80,7 +93,7 @@ class _Hosts:
         return self.base + host if 0 < host < self.end else None
 
 
-def _reserved(index: Index) -> set[int]:
+def _reserved(index: Resolved) -> set[int]:
     """Addresses no node may be given: gateways, switches' management addresses, extra hosts."""
     plan = index.inv.addressing
     subs = [s for s in (plan.management, plan.bmc, *plan.ipoib) if s is not None]
@@ -104,7 +117,7 @@ class _Pool:
     shortage: tuple[tuple[str | int, ...], str, str]  # issue path (-1: the node's position), pool in words, field
 
 
-def allocate(index: Index, *, renumber: bool = False) -> Addresses:
+def allocate(index: Resolved, *, renumber: bool = False) -> Addresses:
     """Every node's management, BMC and IPoIB address. Pure; problems go to `.issues`.
 
     `renumber`: ignore what is frozen and allocate every pool by the first-allocation rule.
@@ -230,7 +243,7 @@ def _on(hw: Hardware, cache: dict[int, dict[str | int, tuple[int, Hca]]]) -> dic
     return known
 
 
-def _allocate_ipoib(index: Index, j: int, ib: IpoibSubnet, out: Addresses, locks: dict[tuple[str, str | None], str],
+def _allocate_ipoib(index: Resolved, j: int, ib: IpoibSubnet, out: Addresses, locks: dict[tuple[str, str | None], str],
                     frozen: Allocations, reserved: set[int], hcas: dict[int, dict[str | int, tuple[int, Hca]]]) -> None:
     net = IPNetwork(str(ib.cidr))
     members: list[tuple[int, str]] = []

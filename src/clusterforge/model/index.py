@@ -8,17 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from ..catalog import Catalog, catalog
+from .addresses import Addresses, allocate
 from .cabling import Cable, Trunk
 from .hardware import Hardware, Hca, Profile
 from .inventory import Inventory
 from .nodes import Node, Switch
 from .site import Rack
-
-if TYPE_CHECKING:
-    from .addresses import Addresses
 
 PortKey = tuple[str, str | None, int]
 
@@ -155,8 +152,6 @@ class Index:
     @cached_property
     def addresses(self) -> Addresses:
         """Every node's management, BMC and IPoIB address (model/addresses.py), computed once."""
-        from .addresses import allocate
-
         return allocate(self)
 
     @cached_property

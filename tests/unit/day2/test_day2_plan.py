@@ -213,7 +213,7 @@ def test_new_trunk_is_laid_between_the_two_rack_passes() -> None:
 
 def test_unrendered_host_files_differ_only_when_their_text_would() -> None:
     from clusterforge.day2.host_diff import _differs
-    from clusterforge.deploy.desired import ManagedFile
+    from clusterforge.deploy.component import ManagedFile
 
     def f(pins: list[tuple[str, str]], unused: int, mode: int = 0o644) -> ManagedFile:
         ctx = {"pins": [{"package": p, "version": v} for p, v in pins], "banner": ["b"], "environment": "lab",

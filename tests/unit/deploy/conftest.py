@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from clusterforge.api import Checked, load_checked
-from clusterforge.deploy.desired import HostPlan, host_plans
+from clusterforge.deploy.component import HostPlan
+from clusterforge.deploy.desired import host_plans
 from clusterforge.deploy.options import DeployOptions, Mirror
 
 ROOT = Path(__file__).resolve().parents[3]

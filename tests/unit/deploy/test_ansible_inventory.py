@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterforge.deploy.ansible import inventory, plain, read_events, results_from_events
-from clusterforge.deploy.desired import HostPlan
+from clusterforge.deploy.component import HostPlan
 from clusterforge.deploy.runner import SshSettings
 
 

@@ -29,7 +29,8 @@ from clusterforge.deploy.ansible import (
     read_events,
     results_from_events,
 )
-from clusterforge.deploy.desired import COMPONENTS, HostPlan, host_plans, merge_block
+from clusterforge.deploy.component import HostPlan
+from clusterforge.deploy.desired import COMPONENTS, host_plans, merge_block
 from clusterforge.deploy.options import DeployOptions
 from clusterforge.model.index import Index
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from deploy_helpers import data
 
 from clusterforge.deploy.changes import component_changes, file_change, package_changes, reboot_needed
-from clusterforge.deploy.desired import Component, HostPlan, ManagedFile
+from clusterforge.deploy.component import Component, HostPlan, ManagedFile
 from clusterforge.deploy.facts import FileFact, HostFacts, PackageFact, parse_state
 from clusterforge.deploy.packages import Pin
 

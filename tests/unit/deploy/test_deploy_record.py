@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from clusterforge.api import load_checked
 from clusterforge.cli.main import app
 from clusterforge.deploy.api import DeployRequest, plans_for
-from clusterforge.deploy.desired import HostPlan, ManagedFile
+from clusterforge.deploy.component import HostPlan, ManagedFile
 from clusterforge.deploy.record import (
     HISTORY_FILE,
     RECORD_FILE,

@@ -9,7 +9,8 @@ import pytest
 from clusterforge.api import Checked
 from clusterforge.catalog.compat import lustre_ofed_problem
 from clusterforge.deploy.api import DeployError, select_hosts
-from clusterforge.deploy.desired import HostPlan, host_plans, merge_block
+from clusterforge.deploy.component import HostPlan
+from clusterforge.deploy.desired import host_plans, merge_block
 from clusterforge.deploy.options import DeployOptions, Mirror, read_repo_auth
 from clusterforge.render import render_environment
 

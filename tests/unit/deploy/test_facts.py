@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from deploy_helpers import DATA, data
 
-from clusterforge.deploy.desired import HostPlan
+from clusterforge.deploy.component import HostPlan
 from clusterforge.deploy.facts import HostState, parse_state, state_script
 from clusterforge.deploy.runner import probe_args
 

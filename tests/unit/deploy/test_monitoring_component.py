@@ -19,7 +19,8 @@ import pytest
 from clusterforge.api import Checked, load_checked
 from clusterforge.deploy.ansible import inventory, plain
 from clusterforge.deploy.changes import component_changes
-from clusterforge.deploy.desired import HostPlan, host_plans
+from clusterforge.deploy.component import HostPlan
+from clusterforge.deploy.desired import host_plans
 from clusterforge.deploy.facts import FileFact, HostFacts, PackageFact
 from clusterforge.deploy.options import DeployOptions
 from clusterforge.deploy.runner import SshSettings

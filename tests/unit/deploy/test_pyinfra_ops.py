@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.deploy.desired import COMPONENTS, HostPlan
+from clusterforge.deploy.component import HostPlan
+from clusterforge.deploy.desired import COMPONENTS
 from clusterforge.deploy.ops import ACTIONS, op_name
 
 ROOT = Path(__file__).resolve().parents[3]

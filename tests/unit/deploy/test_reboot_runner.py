@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from clusterforge.deploy.desired import HostPlan
+from clusterforge.deploy.component import HostPlan
 from clusterforge.deploy.reboot import hook_argv, reboot_hosts, waves
 from clusterforge.deploy.runner import HostResult, HostSession, SshSettings, run_batch, run_deploy
 from clusterforge.model.inventory import RebootPolicy

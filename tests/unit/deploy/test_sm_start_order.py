@@ -17,7 +17,8 @@ import pytest
 import clusterforge.deploy.runner as runner
 from clusterforge.api import load_checked
 from clusterforge.deploy.changes import WAIT_MASTER_SCRIPT
-from clusterforge.deploy.desired import HostPlan, host_plans
+from clusterforge.deploy.component import HostPlan
+from clusterforge.deploy.desired import host_plans
 from clusterforge.deploy.facts import HostFacts
 from clusterforge.deploy.options import DeployOptions
 from clusterforge.deploy.runner import HostResult, SshSettings, run_batch, run_deploy

@@ -16,7 +16,7 @@ import yaml
 
 from clusterforge.api import load_checked
 from clusterforge.deploy import standin_lnet
-from clusterforge.deploy.desired import HostPlan
+from clusterforge.deploy.component import HostPlan
 from clusterforge.deploy.options import DeployOptions
 from clusterforge.deploy.standin import build_package
 from clusterforge.deploy.standin_lnet import LnetConfError, nets, package_files, read

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...api import Checked
+from ...check.checked import Checked
 from ...collect.plan import FABRIC_TOOLS, HOST_TOOLS, Target, default_targets, plane_ports
 from ...collect.ssh import SshConfig
 from ...inventory.env_entries import dir_name

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ...api import Checked
+from ...check.checked import Checked
 from ..monitoring_faults import MonitorFault, ecc_fault, errors_fault, hot_fault
 
 DEFAULT_RATE_PER_H = 600.0

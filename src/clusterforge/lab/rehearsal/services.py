@@ -7,7 +7,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ...api import Checked
+from ...check.checked import Checked
 from ...collect.plan import plane_ports
 from ...model.index import Index
 from ...validate.planes import switch_plane
