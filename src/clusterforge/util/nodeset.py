@@ -1,0 +1,43 @@
+"""Host names folded into the node-set text HPC admins read and type: `gpu[0001-2048]`, `sm[01-02]`,
+`leaf-su[01-02]-r[0-1]`, through ClusterShell's NodeSet (the library behind `clush` and `nodeset`), so what a
+deploy prints pastes into `clush -w`, `nodeset -e` or `pdsh -w` as it is.
+
+ClusterShell reads its input as node-set syntax (`[`, `,`, `!`, `&`, `^`, `@group`), and no group source is
+consulted here (`RESOLVER_NOGROUP`: no /etc/clustershell file is read). A name ClusterShell would read as
+syntax (anything but letters, digits and `._-`, or a leading `-`) is never given to it: it follows the folded
+part as its one-line escape, unfolded. Inventory names (`model.base.Name`) never are such names.
+
+Slurm's configuration files keep their own folding (`render/hostlist.py`): Slurm's hostlist grammar ranges
+only a trailing run of digits, which ClusterShell does not promise (docs/deploy.md, "The output").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from .echo import one_line
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*")
+
+
+def fold(names: Iterable[str]) -> str:
+    """The node set of `names` (duplicates dropped, sorted as ClusterShell sorts): `gpu[0001-2048]`."""
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
+
+    unique = set(names)
+    plain = sorted(n for n in unique if _PLAIN.fullmatch(n))
+    odd = sorted(n for n in unique if not _PLAIN.fullmatch(n))
+    parts = []
+    if plain:
+        nodes = NodeSet(resolver=RESOLVER_NOGROUP)
+        nodes.updaten(plain)
+        parts.append(str(nodes))
+    return ",".join(parts + [one_line(n) for n in odd])
+
+
+def expand(text: str) -> list[str]:
+    """Every name of a node set written by `fold` from plain names (tests and checks): `nodeset -e`."""
+    from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
+
+    return list(NodeSet(text, resolver=RESOLVER_NOGROUP)) if text else []
