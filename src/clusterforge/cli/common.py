@@ -162,3 +162,62 @@ def progress(description: str, total: int | None = None) -> Iterator[Callable[[s
             bar.update(task, advance=1, description=f"{description} {note}".rstrip())
 
         yield advance
+
+
+class HostProgress:
+    """`host_progress`'s handle: `start(total)` once the hosts are known, `done(failed)` as each finishes."""
+
+    def __init__(self, description: str, show: Callable[[HostProgress], None]) -> None:
+        self.description = description
+        self.total: int | None = None
+        self.finished = 0
+        self.failed = 0
+        self._show = show
+
+    @property
+    def tally(self) -> str:
+        """`205/2,048 host(s) done, 1 failed, 1,843 remaining`."""
+        if self.total is None:
+            return f"{self.finished:,} host(s) done, {self.failed:,} failed"
+        return (f"{self.finished:,}/{self.total:,} host(s) done, {self.failed:,} failed, "
+                f"{max(self.total - self.finished, 0):,} remaining")
+
+    def start(self, total: int) -> None:
+        self.total = total
+        self._show(self)
+
+    def done(self, failed: bool = False) -> None:
+        self.finished += 1
+        self.failed += failed
+        self._show(self)
+
+
+@contextmanager
+def host_progress(description: str, *, quiet: bool = False, lines: bool = True) -> Iterator[HostProgress]:
+    """Progress of a run over many hosts (a deploy), on stderr, never on stdout. On a terminal: a bar with done /
+    failed / remaining and the time left, gone when the run ends. Piped (logs, CI): with `lines`, one line at
+    each tenth of the hosts (`deploy prod: 205/2,048 host(s) done, 1 failed, 1,843 remaining`), never one per
+    host; without (`--format json`), nothing. `quiet`: nothing either way."""
+    if quiet or not err.is_terminal:
+        step = [0]
+
+        def log(p: HostProgress) -> None:
+            if quiet or not lines or not p.total or not p.finished:
+                return
+            tenth = max(1, math.ceil(p.total / 10))
+            if p.finished == p.total or p.finished // tenth > step[0]:
+                step[0] = p.finished // tenth
+                err.print(f"{description}: {p.tally}", markup=False)
+
+        yield HostProgress(description, log)
+        return
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[tally]}"),
+                  TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task(description, total=None, tally="reading the inventory")
+
+        def show(p: HostProgress) -> None:
+            bar.update(task, total=p.total, completed=p.finished, tally=p.tally)
+
+        yield HostProgress(description, show)

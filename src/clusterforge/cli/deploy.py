@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -13,7 +14,18 @@ from ..deploy.confirm import needs_confirmation, prompt, refusal
 from ..inventory.selection import split_tokens
 from ..lab.rehearsal import env as labenv
 from ..util.errors import ExitCode, InventoryInvalid
-from .common import Format, err, fail_inventory, load_or_fail, out, print_json, progress
+from .common import (
+    Format,
+    HostProgress,
+    check_output_path,
+    err,
+    fail_inventory,
+    host_progress,
+    load_or_fail,
+    out,
+    print_json,
+    print_table,
+)
 
 if TYPE_CHECKING:
     from ..deploy.api import DeployOutcome, DeployRequest
@@ -42,7 +54,11 @@ def deploy_cmd(
     yes: bool = typer.Option(False, "--yes", help="a real deploy to real hosts without asking (scripts; "
                              "CONFIRM=1 in make). Without it the changes are shown first and confirmed in a "
                              "terminal; with no terminal the run is refused (exit 2)"),
-    plan_file: Path | None = typer.Option(None, "--plan-file", help="where to write the plan/result JSON"),
+    plan_file: Path | None = typer.Option(None, "--plan-file", help="where to write the plan/result JSON (every "
+                                          "host in full; default out/<env>/deploy-plan.json or deploy-result.json)"),
+    junit: Path | None = typer.Option(None, "--junit", help="also write a JUnit XML report: one test case per host"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress and no change lines: the summary (one "
+                               "line per group of hosts with one outcome) and the totals line only"),
     diffs: bool = typer.Option(True, "--diffs/--no-diffs", help="print file diffs"),
     changed: bool = typer.Option(False, "--changed",
                                  help="only hosts and components whose desired state changed since the last deploy "
@@ -51,12 +67,21 @@ def deploy_cmd(
                                        "(default state/<env>, or $CLUSTERFORGE_STATE_DIR/<env>; a lab keeps its own)"),
     fmt: Format = typer.Option(Format.text, "--format", help="text or json (the plan/result document on stdout)"),
 ) -> None:
-    """Deploy the inventory (pyinfra or Ansible); per-host summary; exit 1 when a host failed, 5 unreachable."""
+    """Deploy the inventory (pyinfra or Ansible); hosts with one outcome fold into one line (`gpu[0001-2048]
+    (2,048 hosts): 47 changes`), every host in full in the plan file; exit 1 when a host failed, 5 unreachable."""
     # the deploy engines (pyinfra, gevent, ansible-core) take 0.5 s to import: only when deploying
     from ..deploy.api import EXIT_USAGE, DeployError, DeployRequest
     from ..deploy.record import default_dir
-    from ..deploy.report import format_changes, to_json, write_plan
+    from ..deploy.report import fold_reboots, format_changes, to_json, to_junit, write_plan
+    from ..util.fsutil import write_atomic
 
+    if junit is not None:
+        check_output_path(junit, "--junit", directory=False)
+    # paramiko logs each failed connection's traceback from its transport thread (20 lines a host, on the
+    # terminal when logging is not configured): the host's result already says why, once, in the summary
+    quiet_paramiko = logging.getLogger("paramiko")
+    if not any(isinstance(h, logging.NullHandler) for h in quiet_paramiko.handlers):
+        quiet_paramiko.addHandler(logging.NullHandler())
     tokens = split_tokens(limit)
     if lab is not None and no_lab:
         err.print("deploy: --lab and --no-lab contradict each other", markup=False)
@@ -71,13 +96,9 @@ def deploy_cmd(
         _confirm(env, req, engine, diffs)
 
     try:
-        with progress(f"{'dry run' if dry_run else 'deploy'} {env.name}") as advance:
-            def host_done(r: HostResult) -> None:
-                err.print(f"{r.name}: {r.status} ({len(r.changes)} change(s), {r.seconds:.1f}s)"
-                          + (f" - {r.error}" if r.error else ""), markup=False)
-                advance(r.name)
-
-            outcome = _run_engine(env, req, engine, host_done)
+        with host_progress(f"{'dry run' if dry_run else 'deploy'} {env.name}", quiet=quiet,
+                           lines=fmt is Format.text) as bar:
+            outcome = _run_engine(env, req, engine, bar)
     except InventoryInvalid as exc:
         fail_inventory(exc)
     except DeployError as exc:
@@ -88,34 +109,41 @@ def deploy_cmd(
     data["seconds"] = round(outcome.seconds, 3)
     target = plan_file or Path("out") / env.name / ("deploy-plan.json" if dry_run else "deploy-result.json")
     write_plan(target, data)
+    written = f"{'plan' if dry_run else 'result'} written to {target}"
+    if junit is not None:
+        write_atomic(junit, to_junit(outcome.results, env=env.name, engine=engine.value, dry_run=dry_run))
+        written += f", JUnit report to {junit}"
     if fmt is Format.json:
         print_json(data)
-        err.print(f"{'plan' if dry_run else 'result'} written to {target} ({outcome.seconds:.1f}s)", markup=False)
+        err.print(f"{written} ({outcome.seconds:.1f}s)", markup=False)
         raise typer.Exit(outcome.exit_code)
-    changes = format_changes(outcome.results, diffs=diffs)
-    if changes:
-        out.print(changes, markup=False)
-    for o in outcome.reboots:
-        out.print(f"reboot {o.host}: {o.message}", markup=False)
-    if changed and not outcome.results:
-        out.print("nothing changed since the last deploy on record", markup=False)
+    if not quiet:
+        changes = format_changes(outcome.results, diffs=diffs)
+        if changes:
+            out.print(changes, markup=False)
+        for line in fold_reboots(outcome.reboots):
+            out.print(line, markup=False)
+        if changed and not outcome.results:
+            out.print("nothing changed since the last deploy on record", markup=False)
     for note in outcome.notes:
         out.print(note, markup=False)
     print_summary(outcome.results)
-    out.print(f"{'plan' if dry_run else 'result'} written to {target} ({outcome.seconds:.1f}s)", markup=False)
+    if not quiet:
+        out.print(f"{written} ({outcome.seconds:.1f}s)", markup=False)
     raise typer.Exit(outcome.exit_code)
 
 
-def _run_engine(env: Path, req: DeployRequest, engine: Engine,
-                progress: Callable[[HostResult], None] | None = None) -> DeployOutcome:
-    """The deploy by ENGINE (pyinfra reports each host to PROGRESS as it finishes; Ansible at the end)."""
+def _run_engine(env: Path, req: DeployRequest, engine: Engine, bar: HostProgress | None = None) -> DeployOutcome:
+    """The deploy by ENGINE, each host told to BAR as it finishes (Ansible's all at the end)."""
+    progress: Callable[[HostResult], None] | None = None if bar is None else (lambda r: bar.done(r.failed))
+    started = None if bar is None else bar.start
     if engine is Engine.ansible:
         from ..deploy.ansible_api import deploy_ansible
 
-        return deploy_ansible(env, req)
+        return deploy_ansible(env, req, progress, started)
     from ..deploy.api import deploy
 
-    return deploy(env, req, progress=progress)
+    return deploy(env, req, progress=progress, started=started)
 
 
 def _confirm(env: Path, req: DeployRequest, engine: Engine, diffs: bool) -> None:
@@ -137,8 +165,9 @@ def _confirm(env: Path, req: DeployRequest, engine: Engine, diffs: bool) -> None
     if why is not None:
         err.print(f"deploy: {why}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
-    err.print(f"deploy to {env.name}: reading the state of {len(hosts)} host(s) first (dry run)", markup=False)
-    outcome = _run_engine(env, dataclasses.replace(req, dry_run=True), engine)
+    err.print(f"deploy to {env.name}: reading the state of {len(hosts):,} host(s) first (dry run)", markup=False)
+    with host_progress(f"dry run {env.name}") as bar:
+        outcome = _run_engine(env, dataclasses.replace(req, dry_run=True), engine, bar)
     changes = format_changes(outcome.results, diffs=diffs)
     if changes:
         out.print(changes, markup=False)
@@ -149,20 +178,20 @@ def _confirm(env: Path, req: DeployRequest, engine: Engine, diffs: bool) -> None
 
 
 def print_summary(results: Sequence[HostResult]) -> None:
-    """The per-host summary as a table, then the totals line (`N host(s), M change(s): ok 3, changed 1`)."""
+    """The summary as a table, one row per group of hosts with one outcome (`gpu[0001-2048] (2,048 hosts)`,
+    failed and unreachable ones last, each group once), then the totals line (`N host(s), M change(s): ok 3,
+    changed 1`)."""
     from rich.table import Table
 
-    from ..deploy.report import totals
+    from ..deploy.report import summary_rows, totals_line
 
     if results:
         table = Table(box=None, pad_edge=False, header_style="bold")
         for name, justify in (("HOST", "left"), ("STATUS", "left"), ("CHANGES", "right"), ("SECONDS", "right"),
                               ("DETAIL", "left")):
-            table.add_column(name, justify=justify)  # type: ignore[arg-type]
-        for r in results:
-            detail = r.error or "; ".join(filter(None, [r.reboot and f"REBOOT NEEDED: {r.reboot}", *r.notes[:1]]))
-            table.add_row(r.name, r.status, str(len(r.changes)), f"{r.seconds:.2f}", detail)
-        out.print(table, markup=False)
-    t = totals(results)
-    parts = ", ".join(f"{k} {v}" for k, v in t.items() if k not in ("hosts", "changes"))
-    out.print(f"{t['hosts']} host(s), {t['changes']} change(s)" + (f": {parts}" if parts else ""), markup=False)
+            # a node set is never cut short on a narrow terminal: it folds onto the next line
+            table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        for row in summary_rows(results):
+            table.add_row(*row)
+        print_table(table)
+    out.print(totals_line(results), markup=False)

@@ -35,7 +35,8 @@ COMMANDS: dict[str, Entry] = {
     "learn": Entry("learn", "learn", "Bind discovered GUIDs to declared switches and HCA ports"),
     "render": Entry("render", "render", "Render configs, GUID files, topology, ibsim net, cabling CSVs and the fabric "
                     "diagram."),
-    "deploy": Entry("deploy", "deploy_cmd", "Deploy the inventory (pyinfra or Ansible); per-host summary"),
+    "deploy": Entry("deploy", "deploy_cmd", "Deploy the inventory (pyinfra or Ansible); hosts with one outcome fold "
+                    "into one line"),
     "ansible-inventory": Entry("ansible_inventory", "ansible_inventory",
                                "Print hosts, groups by role and rack, and hostvars with every file rendered"),
     "diff": Entry("diff", "diff", "Devices, cables and hosts that change, and the ordered plan"),

@@ -8,7 +8,8 @@
 
 Layers: `desired` (model -> HostPlan, pure), `facts` (one probe per host, pure parser),
 `changes` (facts in -> changes and commands out, pure), `runner` (pyinfra API, per-host
-isolation), `ansible` (same plans as Ansible's inventory + roles/), `standin` (lab repo).
+isolation), `ansible` (same plans as Ansible's inventory + roles/), `standin` (lab repo),
+`report` (results folded by outcome into node sets, the plan file, JUnit).
 """
 
 from __future__ import annotations

@@ -204,9 +204,11 @@ def _only_changed(plans: list[HostPlan], req: DeployRequest, ids: dict[str, str]
 
 
 def run_engine(env: Path, req: DeployRequest, engine: str,
-               run: Callable[[list[HostPlan], SshSettings], DeployOutcome]) -> DeployOutcome:
+               run: Callable[[list[HostPlan], SshSettings], DeployOutcome],
+               started: Callable[[int], None] | None = None) -> DeployOutcome:
     """Either engine's run: load, resolve the targets, run (when there is anything to do), and keep the
-    record of what each finished host got (a dry run changes nothing, so records nothing)."""
+    record of what each finished host got (a dry run changes nothing, so records nothing). `started` hears
+    how many hosts the run has once they are known (a progress bar's total)."""
     start = time.monotonic()
     checked = load_checked(env)
     index = checked.index
@@ -216,6 +218,8 @@ def run_engine(env: Path, req: DeployRequest, engine: str,
             frozen = None if req.dry_run or not t.plans else addresses_file.freeze_if_absent(env, index, checked.source)
         except LockTimeout as exc:
             raise DeployError(f"cannot freeze the addresses: {exc}") from None
+        if started is not None:
+            started(len(t.plans))
         outcome = run(t.plans, t.ssh) if t.plans else DeployOutcome([])
     outcome.notes[:0] = t.notes
     if frozen is not None:
@@ -227,9 +231,10 @@ def run_engine(env: Path, req: DeployRequest, engine: str,
     return outcome
 
 
-def deploy(env: Path, req: DeployRequest,
-           progress: Callable[[HostResult], None] | None = None) -> DeployOutcome:
-    return run_engine(env, req, "pyinfra", lambda plans, ssh: _run(plans, ssh, req, progress))
+def deploy(env: Path, req: DeployRequest, progress: Callable[[HostResult], None] | None = None,
+           started: Callable[[int], None] | None = None) -> DeployOutcome:
+    """The pyinfra run; `progress` hears each host as it finishes, `started` the number of hosts first."""
+    return run_engine(env, req, "pyinfra", lambda plans, ssh: _run(plans, ssh, req, progress), started)
 
 
 def _run(plans: list[HostPlan], ssh: SshSettings, req: DeployRequest,
