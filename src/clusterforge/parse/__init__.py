@@ -33,7 +33,7 @@ _MODULES = {
     "nvidia-smi-query-gpu": "nvidia_smi_query_gpu", "nvidia-smi-q": "nvidia_smi_q", "ibdev2netdev": "ibdev2netdev",
     "lnetctl-net-show": "lnetctl_net_show", "lctl-list-nids": "lctl_list_nids", "nccl-tests": "nccl_tests",
     "ofed-info": "ofed_info", "dpkg-query": "dpkg_query", "lustre-state": "lustre_state",
-    "mstlink": "mstlink",
+    "mstlink": "mstlink", "perftest": "perftest", "dcgmi-diag": "dcgmi_diag", "dcgmi-diag-json": "dcgmi_diag",
 }
 
 PARSERS: dict[str, Callable[[str], object]]
@@ -46,7 +46,8 @@ def _module(tool: str) -> ModuleType:
 
 def __getattr__(name: str) -> Any:
     if name == "PARSERS":
-        parsers = {tool: _module(tool).parse for tool in _MODULES if tool != "ibnetdiscover-p"}
+        parsers = {tool: _module(tool).parse for tool in _MODULES if tool not in ("ibnetdiscover-p", "dcgmi-diag-json")}
+        parsers["dcgmi-diag-json"] = _module("dcgmi-diag-json").parse_json
         globals()["PARSERS"] = parsers
         return parsers
     if name in _MODULES.values():  # `parse.ibstat` without importing it first
@@ -75,6 +76,9 @@ _RECORDS: dict[str, tuple[str, str | None]] = {
     "dpkg-query": ("dict", None),
     "lustre-state": ("tuple", "LustreImport"),
     "mstlink": ("MstlinkBer", None),
+    "perftest": ("PerftestResult", None),
+    "dcgmi-diag": ("DcgmDiag", None),
+    "dcgmi-diag-json": ("DcgmDiag", None),
 }
 _BUILTIN: dict[str, type] = {"tuple": tuple, "dict": dict, "str": str}
 

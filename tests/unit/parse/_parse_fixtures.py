@@ -31,6 +31,9 @@ DIR_TO_TOOL = {
     "lnetctl-net-show": "lnetctl-net-show",
     "lctl-list_nids": "lctl-list-nids",
     "nccl-tests": "nccl-tests",
+    "perftest": "perftest",
+    "dcgmi-diag": "dcgmi-diag",
+    "dcgmi-diag-json": "dcgmi-diag-json",
 }
 
 
