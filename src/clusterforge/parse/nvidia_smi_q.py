@@ -22,7 +22,7 @@ from clusterforge.parse._common import empty_error, fail, first_nonblank, shorte
 
 TOOL = "nvidia-smi-q"
 
-__all__ = ["EccErrors", "NvidiaSmiQ", "QGpu", "RemappedRows", "parse", "to_json"]
+__all__ = ["EccErrors", "NvidiaSmiQ", "PcieLink", "QGpu", "RemappedRows", "parse", "to_json"]
 
 Value = int | str | None
 
@@ -48,6 +48,17 @@ class RemappedRows:
 
 
 @dataclass(frozen=True, slots=True)
+class PcieLink:
+    """``PCI > GPU Link Info``: the PCIe generation and width the GPU runs at now, and the most it can."""
+
+    gen_max: int | None
+    gen_current: int | None
+    width_max: int | None
+    """Lanes (``16x`` -> 16)."""
+    width_current: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class QGpu:
     bus_id: str
     product_name: str | None
@@ -67,6 +78,10 @@ class QGpu:
     remapped_rows: RemappedRows | None
     """None when absent or ``Remapped Rows : N/A`` (pre-Ampere GPUs)."""
     line_no: int
+    pcie: PcieLink | None = None
+    """None when the listing has no ``GPU Link Info`` (``-d`` without PCI)."""
+    max_clocks_mhz: Mapping[str, int] | None = None
+    """``Max Clocks``: ``Graphics``, ``SM``, ``Memory``, ``Video`` -> MHz; None when absent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +274,8 @@ def parse(text: str) -> NvidiaSmiQ:
             retired_pages=_flatten(rp) if (rp := node.get("Retired Pages")) is not None else None,
             remapped_rows=_remapped(node),
             line_no=node.line_no,
+            pcie=_pcie(node),
+            max_clocks_mhz=_clocks(node.get("Max Clocks")),
         ))
     if not gpus:
         raise fail(TOOL, len(lines), lines[-1], "no 'GPU <bus id>' blocks (truncated output?)")
@@ -274,6 +291,37 @@ def parse(text: str) -> NvidiaSmiQ:
     )
 
 
+def _lanes(raw: str | None) -> int | None:
+    return to_int(raw[:-1]) if raw is not None and raw.endswith("x") else to_int(raw) if raw is not None else None
+
+
+def _pcie(node: _Node) -> PcieLink | None:
+    link = node.get("PCI")
+    link = link.get("GPU Link Info") if link is not None else None
+    if link is None:
+        return None
+    gen = link.get("PCIe Generation")
+    width = link.get("Link Width")
+
+    def num(n: _Node | None, key: str) -> int | None:
+        raw = n.val(key) if n is not None else None
+        return to_int(raw) if raw is not None else None
+
+    return PcieLink(num(gen, "Max"), num(gen, "Current"),
+                    _lanes(width.val("Max")) if width is not None else None,
+                    _lanes(width.val("Current")) if width is not None else None)
+
+
+def _clocks(node: _Node | None) -> Mapping[str, int] | None:
+    if node is None:
+        return None
+    out: dict[str, int] = {}
+    for child in node.children:
+        if child.value is not None and child.value.endswith(" MHz") and (mhz := to_int(child.value[:-4])) is not None:
+            out[child.key] = mhz
+    return out
+
+
 def to_json(records: NvidiaSmiQ) -> dict[str, Any]:
     def gpu(g: QGpu) -> dict[str, Any]:
         ecc = g.ecc_errors
@@ -287,6 +335,9 @@ def to_json(records: NvidiaSmiQ) -> dict[str, Any]:
             "serial": g.serial,
             "vbios_version": g.vbios_version,
             "driver_version": g.driver_version,
+            "pcie": None if g.pcie is None else {"gen_max": g.pcie.gen_max, "gen_current": g.pcie.gen_current,
+                                                  "width_max": g.pcie.width_max, "width_current": g.pcie.width_current},
+            "max_clocks_mhz": dict(g.max_clocks_mhz) if g.max_clocks_mhz is not None else None,
             "mig_mode": g.mig_mode,
             "ecc_mode": {"current": g.ecc_mode_current, "pending": g.ecc_mode_pending},
             "ecc_errors": None if ecc is None else {

@@ -102,3 +102,19 @@ def test_dcgmi_garbage_is_a_parse_error(text: str) -> None:
 def test_dcgmi_json_garbage_is_a_parse_error(text: str) -> None:
     with pytest.raises(ParseError):
         dcgmi_diag.parse_json(text)
+
+
+@pytest.mark.parametrize(("name", "gen", "width", "sm_mhz"), [
+    ("gpud-8xh100-535.161.08", (5, 5), (16, 16), 1980),
+    ("gpud-1xtitanv-560.35.03", (3, 1), (16, 16), 1912),  # idle: the link drops to Gen1 until loaded
+    ("simulator-capture-gh200", (4, 4), (1, 1), 1980),
+])
+def test_nvidia_smi_q_pcie_link_and_max_clocks(name: str, gen: tuple[int, int], width: tuple[int, int],
+                                               sm_mhz: int) -> None:
+    from clusterforge.parse import nvidia_smi_q
+
+    (path,) = (FIXTURES / "nvidia-smi-q").glob(f"{name}*.txt")
+    g = nvidia_smi_q.parse(path.read_text(encoding="utf-8")).gpus[0]
+    assert g.pcie is not None and (g.pcie.gen_max, g.pcie.gen_current) == gen
+    assert (g.pcie.width_max, g.pcie.width_current) == width
+    assert g.max_clocks_mhz is not None and g.max_clocks_mhz["SM"] == sm_mhz
