@@ -27,6 +27,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("render", "interchange"),
     ("sim",),
     ("validate",),
+    ("accept",),
     ("lab",),
     ("deploy",),
     ("lab.rehearsal",),

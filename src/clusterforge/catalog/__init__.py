@@ -66,6 +66,8 @@ class GpuModel(_Entry):
     form: str
     power_w: float
     source: str
+    pcie_gen: int | None = None
+    """The PCIe generation the GPU's host link runs at (what `nvidia-smi -q` should show under load)."""
 
 
 class CoolingInfo(_Entry):

@@ -32,6 +32,9 @@ COMMANDS: dict[str, Entry] = {
     "schema": Entry("schema", "schema", "Write the inventory JSON schema (for editors: yaml-language-server)."),
     "parse": Entry("parse", "parse", "Parse saved tool output into typed records (the validator's input)."),
     "validate": Entry("validate", "validate", "Validate the built fabric and hosts against the inventory"),
+    "accept": Entry("accept", "accept", "The acceptance tests the model implies (DCGM, PCIe, NVLink, ib_write_bw over "
+                    "every cable and uplink, NCCL per unit and cluster) with the bound each must reach; --from "
+                    "judges a run's outputs."),
     "learn": Entry("learn", "learn", "Bind discovered GUIDs to declared switches and HCA ports"),
     "render": Entry("render", "render", "Render configs, GUID files, topology, ibsim net, cabling CSVs and the fabric "
                     "diagram."),

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from .acceptance import Acceptance
 from .addressing import AddressPlan
 from .allocations import Allocations
 from .base import (
@@ -123,3 +124,5 @@ class Inventory(Model):
     prices: PriceTable | None = Field(default=None, description="prices for the bill of materials")
     deploy: DeploySettings = Field(default_factory=DeploySettings, description="deploy settings")
     monitoring: Monitoring | None = Field(default=None, description="health monitoring (docs/monitoring.md)")
+    acceptance: Acceptance = Field(default_factory=Acceptance,
+                                   description="what the acceptance run expects (docs/accept.md)")

@@ -41,6 +41,14 @@ RULES: dict[str, str] = {
     "SW-VERSION": "an installed version differs from the pinned one",
     "LNET-NID": "a Lustre client lacks a NID on a declared LNet network",
     "PARSE": "a collected output could not be parsed",
+    "ACC-NO-DATA": "acceptance: a planned test's output is missing (never counted as passed)",
+    "ACC-PARSE": "acceptance: a test's output could not be parsed",
+    "ACC-DCGM": "acceptance: dcgmi diag failed or warned on a node",
+    "ACC-PCIE": "acceptance: a GPU's PCIe link runs below the generation or width of the model",
+    "ACC-NVLINK": "acceptance: NVLink links are down on a GPU",
+    "ACC-NCCL-NODE": "acceptance: single-node all_reduce below the NVLink bound of the model",
+    "ACC-LINK": "acceptance: ib_write_bw below the link bound of the model (the slow port or path named)",
+    "ACC-NCCL-FABRIC": "acceptance: multi-node all_reduce below the network bound of the model (bisection plan)",
 }
 
 

@@ -1,0 +1,243 @@
+"""Judge an acceptance run's saved outputs against the model (docs/accept.md): findings that name the slow part.
+
+The outputs live under one directory, as `accept --plan` names them:
+
+    DIR/nodes/<node>/dcgmi-diag (or dcgmi-diag.json), nvidia-smi-q, nvidia-smi-nvlink, nccl-single
+    DIR/links/<client node>_<hca>_<port>--<server node>_<hca>_<port>   (ib_write_bw, the client's output)
+    DIR/nccl/<cluster | suNN | planeP>                                   (all_reduce_perf over mpirun)
+
+A test the plan has and the directory lacks is ACC-NO-DATA (never "passed"). A slow ib_write_bw test
+does not by itself say which of its two ports is slow: every port is in two tests or more (its leaf's
+round and a cross-leaf round), so the port slow in all of its tests while its partners are fast
+elsewhere is the slow part, and the finding names its cable, leaf and leaf port. A slow multi-node
+all_reduce gets a bisection plan (accept/bisect.py) instead of a guess.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..collect.store import OutputTooLarge, read_output
+from ..model.index import Index
+from ..parse import ParseError, dcgmi_diag, nccl_tests, nvidia_smi_nvlink, nvidia_smi_q, perftest
+from ..util.echo import one_line
+from ..validate.findings import Finding
+from .bisect import halves_plan
+from .expect import Expect, expect
+from .plan import AcceptPlan, HostPort, LinkTest, accept_plan
+
+
+@dataclass
+class Judged:
+    findings: list[Finding] = field(default_factory=list)
+    tests_run: int = 0
+    tests_planned: int = 0
+
+
+def _read(path: Path) -> str | None:
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        return read_output(path)
+    except (OSError, OutputTooLarge) as exc:
+        raise ValueError(f"{one_line(str(path))}: {exc}") from None
+
+
+def judge(index: Index, directory: Path, plan: AcceptPlan | None = None) -> Judged:
+    plan = plan or accept_plan(index)
+    exp = expect(index)
+    out = Judged()
+    out.tests_planned = len(plan.nodes) * 4 + len(plan.links) + len(plan.fabric)
+    for test in plan.nodes:
+        _node(index, exp, directory / "nodes" / test.node, test.node, out)
+    _links(exp, plan, directory / "links", out)
+    for ft in plan.fabric:
+        text = _read(directory / "nccl" / ft.name)
+        if text is None:
+            out.findings.append(Finding("ACC-NO-DATA", "error", f"nccl {ft.name}",
+                                        f"no all_reduce_perf output for {ft.name} ({len(ft.nodes)} nodes)",
+                                        action=f"run it: {' '.join(ft.argv())}; save its output as nccl/{ft.name}"))
+            continue
+        out.tests_run += 1
+        try:
+            res = nccl_tests.parse(text)
+        except ParseError as exc:
+            out.findings.append(_parse_finding(f"nccl/{ft.name}", exc))
+            continue
+        least = exp.fabric_busbw_gbs(ft.nodes, index.inv.acceptance.nccl_efficiency)
+        if res.status != "ok" or res.avg_busbw is None or res.avg_busbw < least:
+            seen = "no result" if res.avg_busbw is None else f"{res.avg_busbw:g} GB/s ({res.status})"
+            rounds = halves_plan(list(ft.nodes))
+            out.findings.append(Finding(
+                "ACC-NCCL-FABRIC", "error", f"nccl {ft.name}",
+                f"all_reduce over {len(ft.nodes)} nodes below the model's bound",
+                expected=f">= {least:g} GB/s bus bandwidth", observed=seen,
+                action="find the slow member by halves (each round runs both halves at once): "
+                       + "; ".join(f"round {i + 1}: {len(r[0])} + {len(r[1])} nodes" for i, r in enumerate(rounds))
+                       + "; the half below the bound holds it",
+                details=tuple(f"round 1 half {j + 1}: {','.join(h)}" for j, h in enumerate(rounds[0]))
+                if rounds else ()))
+    return out
+
+
+def _parse_finding(where: str, exc: ParseError) -> Finding:
+    return Finding("ACC-PARSE", "error", where, f"{where}:{exc.line_no}: {exc.message}",
+                   observed=exc.line, action="save the tool's whole output again")
+
+
+def _node(index: Index, exp: Expect, d: Path, node: str, out: Judged) -> None:
+    files = {"dcgmi-diag": d / "dcgmi-diag", "nvidia-smi-q": d / "nvidia-smi-q",
+             "nvidia-smi-nvlink": d / "nvidia-smi-nvlink", "nccl-single": d / "nccl-single"}
+    texts = {k: _read(p) for k, p in files.items()}
+    if texts["dcgmi-diag"] is None and (j := _read(d / "dcgmi-diag.json")) is not None:
+        texts["dcgmi-diag"] = j
+    missing = sorted(k for k, t in texts.items() if t is None)
+    if missing:
+        out.findings.append(Finding("ACC-NO-DATA", "error", node, f"no {', '.join(missing)} output: not checked",
+                                    action=f"run `clusterforge accept --plan` for the commands; save them under "
+                                           f"nodes/{node}/"))
+    for name, text in texts.items():
+        if text is None:
+            continue
+        out.tests_run += 1
+        try:
+            if name == "dcgmi-diag":
+                diag = (dcgmi_diag.parse_json(text) if text.lstrip().startswith(("{", "WARNING"))
+                        else dcgmi_diag.parse(text))
+                _dcgm(node, diag, out)
+            elif name == "nvidia-smi-q":
+                _pcie(node, exp, nvidia_smi_q.parse(text), out)
+            elif name == "nvidia-smi-nvlink":
+                _nvlink(node, nvidia_smi_nvlink.parse(text), out)
+            else:
+                _single(node, exp, nccl_tests.parse(text), out)
+        except ParseError as exc:
+            out.findings.append(_parse_finding(f"nodes/{node}/{name}", exc))
+
+
+def _dcgm(node: str, diag: dcgmi_diag.DcgmDiag, out: Judged) -> None:
+    for t in diag.tests:
+        if t.result not in ("fail", "warn"):
+            continue
+        gpus = sorted(g for g, r in t.gpus.items() if r == t.result)
+        which = f" (GPU {', '.join(map(str, gpus))})" if gpus else ""
+        text = "; ".join(m for _, m in t.messages)
+        out.findings.append(Finding(
+            "ACC-DCGM", "error" if t.result == "fail" else "warning", node,
+            f"dcgmi diag {t.category or ''} {t.name}: {t.result}{which}".replace("  ", " "),
+            observed=text or None,
+            action="fix what DCGM names (persistence mode, cooling, a GPU with memory errors: RMA), then run "
+                   "the diagnostic again"))
+
+
+def _pcie(node: str, exp: Expect, q: nvidia_smi_q.NvidiaSmiQ, out: Judged) -> None:
+    want = exp.pcie_gen.get(node)
+    for g in q.gpus:
+        if g.pcie is None:
+            continue
+        short = []
+        if want is not None and g.pcie.gen_max is not None and g.pcie.gen_max < want:
+            short.append(f"PCIe Gen{g.pcie.gen_max} at most (the GPU runs Gen{want})")
+        if g.pcie.gen_current is not None and g.pcie.gen_max is not None and g.pcie.gen_current < g.pcie.gen_max:
+            short.append(f"running at Gen{g.pcie.gen_current} of Gen{g.pcie.gen_max} under load")
+        if g.pcie.width_current is not None and g.pcie.width_current < (g.pcie.width_max or 16):
+            short.append(f"x{g.pcie.width_current} of x{g.pcie.width_max}")
+        if short:
+            out.findings.append(Finding(
+                "ACC-PCIE", "error", f"{node} GPU {g.bus_id}", "; ".join(short),
+                expected=f"Gen{want or g.pcie.gen_max} x{g.pcie.width_max or 16}",
+                observed=f"Gen{g.pcie.gen_current} x{g.pcie.width_current}",
+                action="reseat the GPU (or its riser/baseboard cable), check the slot's BIOS link setting; "
+                       "nvidia-smi -q was read under load: an idle GPU lowers its link on purpose"))
+
+
+def _nvlink(node: str, st: nvidia_smi_nvlink.NvlinkStatus, out: Judged) -> None:
+    for g in st.gpus:
+        down = [link.link for link in g.links if not link.active] if g.status == "ok" else []
+        if down or g.status == "inactive":
+            out.findings.append(Finding(
+                "ACC-NVLINK", "error", f"{node} GPU {g.index}",
+                f"NVLink links down: {', '.join(map(str, down)) or 'all'}",
+                action="reseat the GPU on its baseboard / check the NVSwitch tray; run nvidia-smi nvlink -e "
+                       "for the error counters"))
+
+
+def _single(node: str, exp: Expect, res: nccl_tests.NcclResult, out: Judged) -> None:
+    least = exp.nvlink_busbw_gbs.get(node)
+    if least is None:
+        return
+    if res.status != "ok" or res.avg_busbw is None or res.avg_busbw < least:
+        seen = "no result" if res.avg_busbw is None else f"{res.avg_busbw:g} GB/s ({res.status})"
+        out.findings.append(Finding(
+            "ACC-NCCL-NODE", "error", node, "single-node all_reduce below the NVLink bound",
+            expected=f">= {least:g} GB/s bus bandwidth", observed=seen,
+            action="check nvidia-smi nvlink -s and topo -m on this node (a GPU off NVLink falls back to PCIe)"))
+
+
+def _links(exp: Expect, plan: AcceptPlan, d: Path, out: Judged) -> None:
+    results: dict[LinkTest, float | None] = {}
+    for t in plan.links:
+        text = _read(d / t.name)
+        if text is None:
+            out.findings.append(Finding("ACC-NO-DATA", "error", f"{t.client.label} -> {t.server.label}",
+                                        f"no ib_write_bw output for round {t.round}",
+                                        action=f"save the client's output as links/{t.name}"))
+            continue
+        out.tests_run += 1
+        try:
+            r = perftest.parse(text)
+        except ParseError as exc:
+            out.findings.append(_parse_finding(f"links/{t.name}", exc))
+            continue
+        results[t] = r.bw_avg_gbps if r.status == "ok" else None
+    slow_in: dict[HostPort, list[LinkTest]] = defaultdict(list)
+    tests_of: dict[HostPort, list[LinkTest]] = defaultdict(list)
+    for t, gbps in results.items():
+        least = min(exp.link_gbps.get(t.client.label, 0.0), exp.link_gbps.get(t.server.label, 0.0))
+        for p in (t.client, t.server):
+            tests_of[p].append(t)
+            if gbps is None or gbps < least:
+                slow_in[p].append(t)
+    blamed: set[LinkTest] = set()
+    for port, slow in sorted(slow_in.items()):
+        if len(slow) < len(tests_of[port]) or len(tests_of[port]) < 2:
+            continue  # fast somewhere, or seen once: not proven to be this port
+        partners_fast = all(any(x not in slow_in.get(_other(t, port), []) for x in tests_of[_other(t, port)])
+                            for t in slow)
+        if not partners_fast:
+            continue
+        blamed |= set(slow)
+        seen = ", ".join(_gbps_text(results[t]) for t in slow)
+        out.findings.append(Finding(
+            "ACC-LINK", "error", port.label,
+            f"ib_write_bw slow in all {len(slow)} of its tests while each partner is fast elsewhere: "
+            f"the slow part is this port's link",
+            expected=f">= {exp.link_gbps.get(port.label, 0):g} Gb/s ({exp.link_rate.get(port.label, '?')})",
+            observed=seen, floor=f"cable {port.cable} to {port.leaf}/{port.leaf_port}",
+            action=f"check cable {port.cable} ({port.label} <-> {port.leaf}/{port.leaf_port}): validate for its "
+                   "width and speed, ib-health for symbol errors and BER; reseat or replace it, then re-run its "
+                   "tests"))
+    for t, gbps in results.items():
+        least = min(exp.link_gbps.get(t.client.label, 0.0), exp.link_gbps.get(t.server.label, 0.0))
+        if t in blamed or (gbps is not None and gbps >= least):
+            continue
+        path = (f"leaf {t.client.leaf} up to the spines and down to {t.server.leaf}" if t.cross_leaf
+                else f"within leaf {t.client.leaf}")
+        out.findings.append(Finding(
+            "ACC-LINK", "error", f"{t.client.label} -> {t.server.label}",
+            f"ib_write_bw slow ({path}); both ports are fast in their other tests",
+            expected=f">= {least:g} Gb/s", observed=_gbps_text(gbps),
+            floor=f"cables {t.client.cable}, {t.server.cable}",
+            action=("the path between the leaves is suspect: ibtracert between the two ports names the spine and "
+                    "the two uplinks it takes; check those cables" if t.cross_leaf
+                    else "run the test again; a repeat means the leaf's ports or their cables")))
+
+
+def _other(t: LinkTest, port: HostPort) -> HostPort:
+    return t.server if t.client == port else t.client
+
+
+def _gbps_text(value: float | None) -> str:
+    return "failed (no result)" if value is None else f"{value:g} Gb/s"

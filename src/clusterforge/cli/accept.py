@@ -1,0 +1,105 @@
+"""`clusterforge accept ENV --plan | --from DIR`: the acceptance run the model implies, and its judgement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..accept.expect import expect
+from ..accept.judge import judge
+from ..accept.plan import AcceptPlan, accept_plan
+from ..util.errors import ExitCode
+from ..util.fsutil import write_atomic
+from ..validate.report import exit_code, to_json, to_junit
+from ..validate.run import Report
+from .common import Format, check_output_path, err, load_or_fail, out, print_json
+
+
+def accept(
+    env: Path = typer.Argument(..., help="environment directory"),
+    plan_only: bool = typer.Option(False, "--plan", help="print the tests, their commands and bounds; run nothing"),
+    from_dir: Path | None = typer.Option(None, "--from", help="judge a run's saved outputs (layout: docs/accept.md)"),
+    fmt: Format = typer.Option(Format.text, "--format"),
+    junit: Path | None = typer.Option(None, "--junit", help="also write a JUnit XML report (with --from)"),
+) -> None:
+    """The acceptance tests the model implies (DCGM, PCIe, NVLink, ib_write_bw over every cable and uplink,
+    NCCL per unit and cluster) with the bound each must reach; --from judges a run's outputs: exit 0 when
+    every test passed, 4 when one did not (its finding names the slow part), 2 for a usage error."""
+    if plan_only == (from_dir is not None):
+        err.print("accept: give exactly one of --plan or --from DIR", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    if junit is not None:
+        check_output_path(junit, "--junit", directory=False)
+    checked = load_or_fail(env)
+    plan = accept_plan(checked.index)
+    if plan_only:
+        _print_plan(checked.index, plan, fmt)
+        return
+    assert from_dir is not None
+    if not from_dir.is_dir():
+        err.print(f"{from_dir}: not a directory of saved outputs", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    try:
+        judged = judge(checked.index, from_dir, plan)
+    except ValueError as exc:
+        err.print(f"accept: {exc}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
+    report = Report(findings=judged.findings, hosts_checked=[t.node for t in plan.nodes], fabric_checked=True)
+    if junit is not None:
+        write_atomic(junit, to_junit(report))
+    if fmt is Format.json:
+        print_json({**to_json(report), "tests_planned": judged.tests_planned, "tests_run": judged.tests_run})
+    else:
+        _print_judged(report, judged.tests_run, judged.tests_planned)
+    raise typer.Exit(int(exit_code(report)))
+
+
+def _print_judged(report: Report, run: int, planned: int) -> None:
+    from ..validate.report import print_summary
+
+    if not report.findings:
+        out.print(f"accept: passed: {run} of {planned} test outputs read, every one within the model's bounds",
+                  markup=False)
+        return
+    print_summary(out, report)
+
+
+def _coverage(plan: AcceptPlan) -> dict[str, int]:
+    cables = {p.cable for p in plan.ports}
+    crossed = {c for t in plan.links for c in (t.client.cable, t.server.cable)}
+    return {"cables": len(cables), "cables_crossed": len(crossed & cables), "leaves": len(plan.uplinks),
+            "uplinks": sum(plan.uplinks.values()), "rounds": plan.rounds}
+
+
+def _print_plan(index: Any, plan: AcceptPlan, fmt: Format) -> None:
+    exp = expect(index)
+    acc = index.inv.acceptance
+    if fmt is Format.json:
+        print_json({
+            "coverage": _coverage(plan),
+            "nodes": [{"node": t.node, "gpus": t.gpus, "commands": t.commands,
+                       "nvlink_busbw_gbs": exp.nvlink_busbw_gbs.get(t.node), "pcie_gen": exp.pcie_gen.get(t.node)}
+                      for t in plan.nodes],
+            "links": [{"round": t.round, "client": t.client.label, "server": t.server.label,
+                       "cables": [t.client.cable, t.server.cable], "cross_leaf": t.cross_leaf,
+                       "output": f"links/{t.name}", "server_argv": t.argv("<server address>")[0],
+                       "client_argv": t.argv("<server address>")[1],
+                       "least_gbps": min(exp.link_gbps.get(t.client.label, 0), exp.link_gbps.get(t.server.label, 0))}
+                      for t in plan.links],
+            "fabric": [{"name": f.name, "nodes": len(f.nodes), "argv": f.argv(), "output": f"nccl/{f.name}",
+                        "least_busbw_gbs": exp.fabric_busbw_gbs(f.nodes, acc.nccl_efficiency)} for f in plan.fabric],
+        })
+        return
+    cov = _coverage(plan)
+    out.print(f"accept plan: {len(plan.nodes)} GPU node(s): dcgmi diag -r {acc.dcgm_level}, nvidia-smi -q, "
+              f"nvidia-smi nvlink -s, all_reduce_perf -g <GPUs>", markup=False)
+    out.print(f"  links: {len(plan.links)} ib_write_bw test(s) in {cov['rounds']} round(s) (no port twice in a round); "
+              f"{cov['cables_crossed']} of {cov['cables']} node-leaf cables crossed, {cov['leaves']} leaves' "
+              f"{cov['uplinks']} uplinks loaded by at least as many destinations each", markup=False)
+    for f in plan.fabric:
+        out.print(f"  nccl {f.name}: {len(f.nodes)} nodes, >= {exp.fabric_busbw_gbs(f.nodes, acc.nccl_efficiency):g} "
+                  "GB/s bus bandwidth", markup=False)
+    out.print("  outputs: nodes/<node>/<test>, links/<client>--<server>, nccl/<name> (docs/accept.md); "
+              "--format json lists every command", markup=False)
