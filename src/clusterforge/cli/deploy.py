@@ -40,7 +40,8 @@ class Engine(StrEnum):
 def deploy_cmd(
     env: Path = typer.Argument(..., help="environment directory, e.g. inventories/lab"),
     engine: Engine = typer.Option(Engine.pyinfra, "--engine", help="pyinfra (default) or ansible"),
-    limit: list[str] = typer.Option([], "--limit", help="node, rack or role (repeat or comma-separate)"),
+    limit: list[str] = typer.Option([], "--limit", help="node, rack, role or suNN, or a range of them: "
+                                    "gpu[0001-0512] (repeat or comma-separate)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="read every host's state over SSH (connect timeout "
                                  "10 s: an unreachable host is reported, never waited for) and show the per-host "
                                  "diffs and package changes; changes nothing"),

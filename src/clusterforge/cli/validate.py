@@ -13,6 +13,7 @@ from ..collect.store import Observations, OutputTooLarge, load_dir, save_dir
 from ..util.echo import one_line
 from ..util.errors import ExitCode
 from ..util.fsutil import write_atomic
+from ..util.hostlist import HostlistError, expand
 from ..validate.declared import key_before_load
 from ..validate.findings import Finding
 from ..validate.report import exit_code, print_summary, to_json, to_junit
@@ -30,7 +31,8 @@ def validate(
     fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
     junit: Path | None = typer.Option(None, "--junit", help="also write a JUnit XML report"),
     limit: str | None = typer.Option(None, "--limit", help="report only findings about these hosts "
-                                     "(comma-separated; their own checks and their fabric ports): a day-2 wave"),
+                                     "(comma-separated names or ranges: gpu[0001-0512]; their own checks and "
+                                     "their fabric ports): a day-2 wave"),
     fabric_only: bool = typer.Option(
         False, "--fabric-only", help="check the fabric alone: host outputs are neither expected nor checked"
     ),
@@ -48,7 +50,11 @@ def validate(
     # the declared-fabric cache (validate/quick.py) is keyed by the files as they are before loading
     key = key_before_load(env) if from_dir is not None and fabric_only else None
     checked = load_or_fail(env)
-    hosts = None if limit is None else {h for h in limit.split(",") if h}
+    try:  # names, or hostlist ranges of them (gpu[0001-0512], as a day-2 wave writes them)
+        hosts = None if limit is None else set(expand(limit, limit=len(checked.index.nodes)))
+    except HostlistError as exc:
+        err.print(f"--limit: {exc}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
     unknown = sorted((hosts or set()) - checked.index.nodes.keys())
     if unknown:  # before collecting: a typo in --limit should not cost a whole collection first
         err.print(f"--limit: not a node of {env}: {', '.join(unknown)}", markup=False)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
+from ..util.hostlist import compress as hostlist
 from .ha import Groups, changed_trunks, groups, moved_racks, relaid_trunks, replaced_switches
 from .host_diff import LEAVES, HostChange, diff_hosts
 from .inventory_diff import (
@@ -421,7 +422,7 @@ class _Planner:
                 what = "; ".join(str(c) for c in opensm[0].components if c.component == "opensm")
                 emit("fabric", None, _hosts_text(hosts),
                      f"deploy OpenSM's files (the subnet manager re-reads them): {what}",
-                     ("clusterforge", "deploy", self.env, "--yes", "--limit", ",".join(hosts), "--component", "opensm"))
+                     ("clusterforge", "deploy", self.env, "--yes", "--limit", hostlist(hosts), "--component", "opensm"))
             back = [h for h in out_hosts if h in self.new.nodes]
             if lastwave:
                 if steps:
@@ -431,7 +432,7 @@ class _Planner:
             elif back:
                 emit("validate", None, _hosts_text(back), f"validate wave {wi + 1}'s hosts against the new "
                      "inventory; resume them only when clean",
-                     ("clusterforge", "validate", self.env, "--limit", ",".join(back)))
+                     ("clusterforge", "validate", self.env, "--limit", hostlist(back)))
             for h in back:
                 node = self.new.nodes[h]
                 if h not in self.old.nodes:
@@ -446,26 +447,36 @@ class _Planner:
 
     def _deploy_steps(self, todo: list[HostChange], detail: dict[str, HostChange], emit: _Emit,
                       rack_order: list[str]) -> None:
-        groups_: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+        """One `deploy --limit <every host of the wave>` per set of components (the deploy runs its hosts in
+        parallel inside), its limit written as a hostlist (`gpu[00001-02048]`), hosts in floor order."""
+        groups_: dict[tuple[str, ...], list[HostChange]] = {}
         for h in todo:
             comps = [c for c in h.component_names if c != "opensm"]
             if "ofed" in comps and "lustre" not in comps and self._has_lustre(h.host):
                 comps.append("lustre")  # the Lustre client modules are rebuilt against the new OFED
             if comps:
-                groups_.setdefault((h.rack, tuple(comps)), []).append(h.host)
+                groups_.setdefault(tuple(comps), []).append(h)
         order = {r: i for i, r in enumerate(rack_order)}
-        for (rack, names), hosts in sorted(groups_.items(), key=lambda kv: order.get(kv[0][0], 1 << 30)):
-            argv = ("clusterforge", "deploy", self.env, "--yes", "--limit", ",".join(hosts),
+        for names, changes in sorted(groups_.items(), key=lambda kv: min(order.get(h.rack, 1 << 30)
+                                                                        for h in kv[1])):
+            hosts = [h.host for h in sorted(changes, key=lambda h: order.get(h.rack, 1 << 30))]
+            argv = ("clusterforge", "deploy", self.env, "--yes", "--limit", hostlist(hosts),
                     *(x for c in names for x in ("--component", c)))
-            first = detail[hosts[0]]
-            if first.change == "added":
-                what = "a new host, every component"
-            else:
-                what = "; ".join(str(c) for c in first.components if c.component in names)
-                if "lustre" in names and "lustre" not in first.component_names:
-                    what += "; lustre: client rebuilt against the new OFED"
+            whats = list(dict.fromkeys(self._deploy_what(detail[h], names) for h in hosts))
+            what = " | ".join(whats[:3]) + (f" | and {len(whats) - 3} other variant(s)" if len(whats) > 3 else "")
             reboot = " (reboots)" if any(detail[h].reboot for h in hosts) else ""
-            emit("deploy", rack, _hosts_text(hosts), f"deploy {', '.join(names)}{reboot}: {what}", argv)
+            racks = {detail[h].rack for h in hosts}
+            emit("deploy", racks.pop() if len(racks) == 1 else None, _hosts_text(hosts),
+                 f"deploy {', '.join(names)}{reboot}: {what}", argv)
+
+    @staticmethod
+    def _deploy_what(first: HostChange, names: tuple[str, ...]) -> str:
+        if first.change == "added":
+            return "a new host, every component"
+        what = "; ".join(str(c) for c in first.components if c.component in names)
+        if "lustre" in names and "lustre" not in first.component_names:
+            what += "; lustre: client rebuilt against the new OFED"
+        return what
 
     def _has_lustre(self, host: str) -> bool:
         node = self.new.nodes.get(host)

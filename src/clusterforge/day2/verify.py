@@ -33,8 +33,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..inventory.selection import SelectionError, select_nodes, split_tokens
 from ..model.cabling import Cable
 from ..model.index import Index
+from ..util.hostlist import HostlistError, expand
 from .floor import floor_of
 from .ha import Groups, groups, replaced_switches
 from .inventory_diff import LEARN_FIELDS, cable_ends, device_places, hardware_fields, unit_heights
@@ -387,14 +389,33 @@ class _Replay:
         if step.argv[:2] != ("clusterforge", "learn"):
             self.bad("LEARN", "a learn step must run `clusterforge learn`")
         cabled = {k[0] for ends in s.plugged for k in ends}
-        required = set(_arg(step.argv, "--require") or ())
+        required = set((_arg(step.argv, "--require") or "").split(",")) - {""}
         for d in sorted(required):
             if d not in cabled:
                 self.bad("LEARN", f"{d}'s GUID is learned before it is cabled")
         s.learned |= {d for d in cabled if d in s.at and (d not in self.hw_changed or d in s.hw_done)}
 
+    def _limit(self, step: Step, nodes_only: bool) -> list[str] | None:
+        """The hosts a step's `--limit` names, read as the command reads it: `deploy` through the
+        inventory's selection (names, racks, roles, units, ranges of them), `validate` as host names or
+        ranges of them; a PHASE violation (and no hosts) when it names nothing the new inventory has."""
+        value = _arg(step.argv, "--limit")
+        if value is None:
+            return None
+        try:
+            if nodes_only:
+                hosts = expand(value, limit=len(self.new.nodes))
+                unknown = [h for h in hosts if h not in self.new.nodes]
+                if unknown:
+                    raise SelectionError(f"--limit {', '.join(unknown[:5])}: not a node")
+                return hosts
+            return select_nodes(self.new, split_tokens([value]))
+        except (HostlistError, SelectionError) as exc:
+            self.bad("PHASE", f"{step.phase} step's {exc}")
+            return []
+
     def _deploy(self, step: Step, in_place: bool = False) -> None:
-        hosts = _arg(step.argv, "--limit")
+        hosts = self._limit(step, nodes_only=False)
         if step.argv[:2] != ("clusterforge", "deploy") or hosts is None:
             self.bad("PHASE", "a deploy step must run `clusterforge deploy ... --limit HOSTS`")
             return
@@ -416,7 +437,7 @@ class _Replay:
     def _validate(self, step: Step) -> None:
         if step.argv[:2] != ("clusterforge", "validate"):
             self.bad("PHASE", "a validate step must run `clusterforge validate`")
-        hosts = _arg(step.argv, "--limit")
+        hosts = self._limit(step, nodes_only=True)
         self.s.validated |= set(hosts) if hosts is not None else set(self.s.host)
 
     # -- the end ------------------------------------------------------------------------------
@@ -460,11 +481,11 @@ class _Replay:
             self.bad("END", f"rack {rack}'s new cooling is never commissioned")
 
 
-def _arg(argv: tuple[str, ...], flag: str) -> list[str] | None:
+def _arg(argv: tuple[str, ...], flag: str) -> str | None:
     if flag in argv:
         i = argv.index(flag)
         if i + 1 < len(argv):
-            return argv[i + 1].split(",")
+            return argv[i + 1]
     return None
 
 

@@ -1,8 +1,11 @@
-"""Which nodes a `--limit` names: hosts, racks, roles and scalable units (`su01`, `su02`, ...).
+"""Which nodes a `--limit` names: hosts, racks, roles and scalable units (`su01`, `su02`, ...), each
+of them also as a hostlist range (`gpu[0001-0512]`, `prod-su01-r[01-04]`, `su[01-04]`).
 
-One definition for `deploy --limit` and `lab up --limit`. A scalable unit is the `group` of the
-leaf switches a node is cabled to (`su01` is group 0), so it follows the cabling, not rack names.
-Pure: the checked model in, node names out (inventory order).
+One definition for `deploy --limit` and `lab up --limit` (and the day-2 verifier, which reads a wave's
+`deploy --limit` as the deploy will). A scalable unit is the `group` of the leaf switches a node is
+cabled to (`su01` is group 0), so it follows the cabling, not rack names. A range stands for the names
+it expands to (util/hostlist.py), each of which must name something, so `gpu[0001-0512]` is exactly
+those 512 nodes. Pure: the checked model in, node names out (inventory order).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import re
 from collections.abc import Sequence
 
 from ..model.index import Index
+from ..util.hostlist import HostlistError, expand, split
 
 _SU = re.compile(r"^su0*(\d+)$")
 
@@ -20,8 +24,9 @@ class SelectionError(ValueError):
 
 
 def split_tokens(items: Sequence[str]) -> tuple[str, ...]:
-    """`["a,b", "c"]` -> `("a", "b", "c")` (repeatable and comma-separated options)."""
-    return tuple(t.strip() for item in items for t in item.split(",") if t.strip())
+    """`["a,b", "c"]` -> `("a", "b", "c")` (repeatable and comma-separated options); a comma inside a
+    range's brackets does not split it: `["gpu[01-03,07],login"]` -> `("gpu[01-03,07]", "login")`."""
+    return tuple(t for item in items for t in split(item))
 
 
 def scalable_units(index: Index) -> dict[str, set[int]]:
@@ -35,30 +40,43 @@ def scalable_units(index: Index) -> dict[str, set[int]]:
     return out
 
 
-def _matches(index: Index, token: str, units: dict[str, set[int]]) -> list[str]:
-    su = _SU.match(token)
-    if su is not None:
-        g = int(su.group(1)) - 1
-        return [n.name for n in index.inv.nodes if g in units.get(n.name, set())]
-    return [n.name for n in index.inv.nodes if token in (n.name, n.rack, n.role)]
-
-
 def select_nodes(index: Index, limit: Sequence[str]) -> list[str]:
-    """Nodes matching any token (node, rack, role or `suNN`), in inventory order; all when empty.
-    A token that matches no node is a SelectionError naming it."""
+    """Nodes matching any token (node, rack, role or `suNN`, or a range of them), in inventory order;
+    all when empty. A token (or a name of a range) that matches no node is a SelectionError naming it."""
+    nodes = index.inv.nodes
     if not limit:
-        return [n.name for n in index.inv.nodes]
-    units = scalable_units(index) if any(_SU.match(t) for t in limit) else {}
-    wanted: set[str] = set()
-    unknown = []
+        return [n.name for n in nodes]
+    names: list[str] = []
+    unknown: list[str] = []
     for token in limit:
-        found = _matches(index, token, units)
+        if "[" in token or "]" in token:
+            try:  # every name of a range must match: more than nodes, racks, roles and units cannot
+                names += expand(token, limit=2 * len(nodes) + len(index.racks) + 16)
+            except HostlistError as exc:
+                raise SelectionError(f"--limit {exc}") from None
+        else:
+            names.append(token)
+    by_key: dict[str, list[str]] = {}
+    for n in nodes:
+        for key in dict.fromkeys((n.name, n.rack, n.role)):
+            by_key.setdefault(key, []).append(n.name)
+    units = scalable_units(index) if any(_SU.match(t) for t in names) else {}
+    wanted: set[str] = set()
+    for token in names:
+        su = _SU.match(token)
+        if su is not None:
+            g = int(su.group(1)) - 1
+            found = [n.name for n in nodes if g in units.get(n.name, set())]
+        else:
+            found = by_key.get(token, [])
         if not found:
             unknown.append(token)
-        wanted.update(found)
+        else:
+            wanted.update(found)
     if unknown:
-        raise SelectionError(f"--limit {', '.join(unknown)}: no node, rack, role or scalable unit of that name")
-    return [n.name for n in index.inv.nodes if n.name in wanted]
+        shown = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+        raise SelectionError(f"--limit {shown}: no node, rack, role or scalable unit of that name")
+    return [n.name for n in nodes if n.name in wanted]
 
 
 def default_rehearsal(index: Index) -> list[str]:

@@ -7,9 +7,9 @@
     report = write_tree(Path("out/lab"), result.files) # atomic writes, stale files removed
 """
 
+from ..util.hostlist import compress as hostlist
 from .core import Rendered, banner, file_specs, render, render_environment
 from .guids import PLACEHOLDER_PREFIX, GuidBook, is_placeholder
-from .hostlist import compress as hostlist
 from .spec import FileSpec
 from .writer import WriteReport, write_tree
 

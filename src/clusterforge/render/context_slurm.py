@@ -27,10 +27,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..util.hostlist import compress
 from ..util.unionfind import DisjointSets
 from .context_opensm import switch_planes
 from .fabric import ROLE_TIER, FabricView
-from .hostlist import compress
 from .spec import FileSpec
 
 _SEPARATORS = "-_."

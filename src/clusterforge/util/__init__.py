@@ -1,1 +1,2 @@
-"""Helpers every layer may use: text bounds, errors, atomic files, GUID spelling, CSV, union-find, node sets."""
+"""Helpers every layer may use: text bounds, errors, atomic files, GUID spelling, CSV, hostlists, node sets,
+union-find."""

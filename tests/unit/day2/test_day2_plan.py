@@ -6,6 +6,7 @@ from __future__ import annotations
 from _day2_util import add_gpu09, cable, index_of, lab_data, node, phases, plan_for
 
 from clusterforge.day2.verify import verify
+from clusterforge.util.hostlist import compress as hostlist
 
 DRAIN = ["scontrol", "update", "nodename={host}", "state=drain", "reason=clusterforge"]
 RESUME = ["scontrol", "update", "nodename={host}", "state=resume"]
@@ -28,15 +29,16 @@ def test_add_a_node_at_the_end_and_bump_nccl() -> None:
     assert [(d.kind, d.name, d.change) for d in plan.diff.devices] == [("node", "gpu09", "added")]
     assert [(c.change, c.id) for c in plan.diff.cables] == [("added", "C-00040"), ("added", "C-00041")]
     su2 = [s for s in plan.steps if s.rack == "lab-su02-r01"]
-    assert [s.phase for s in su2] == ["install", "plug", "plug", "deploy", "deploy"]
+    assert [s.phase for s in su2] == ["install", "plug", "plug", "deploy"]
     assert su2[0].action == "install node at lab-su02-r01 U18 (gpu-node)"
     assert "gpu09 mlx5_0/1 [lab-su02-r01 U18] - leaf-su02-r0 port 5 [lab-su02-net U2]: AOC 10 m" in su2[1].action
-    # the old GPU nodes of the rack: new NCCL and the new host in /etc/hosts, one command
-    assert su2[3].argv == ("clusterforge", "deploy", "inventories/lab", "--yes", "--limit", "gpu05,gpu06,gpu07,gpu08",
-                           "--component", "repo", "--component", "base", "--component", "nccl")
-    assert "libnccl2: 2.21.5-1+cuda12.4 -> 2.22.3-1+cuda12.4" in su2[3].action
-    assert su2[4].argv[:6] == ("clusterforge", "deploy", "inventories/lab", "--yes", "--limit", "gpu09")
-    assert "a new host, every component" in su2[4].action
+    assert su2[3].argv[:6] == ("clusterforge", "deploy", "inventories/lab", "--yes", "--limit", "gpu09")
+    assert "a new host, every component" in su2[3].action
+    # the old GPU nodes of both racks: new NCCL and the new host in /etc/hosts, one command for the wave
+    [gpus] = [s for s in plan.steps if s.phase == "deploy" and s.rack is None]
+    assert gpus.argv == ("clusterforge", "deploy", "inventories/lab", "--yes", "--limit", "gpu[01-08]",
+                         "--component", "repo", "--component", "base", "--component", "nccl")
+    assert "libnccl2: 2.21.5-1+cuda12.4 -> 2.22.3-1+cuda12.4" in gpus.action
     # every other host gets the new /etc/hosts; the SM's GUID files are deployed once the racks are cabled
     gpu_hosts = {h.host for h in plan.hosts}
     assert gpu_hosts == {f"gpu0{i}" for i in range(1, 10)} | {"sm01", "lus01", "lus02"}
@@ -86,10 +88,10 @@ def test_new_gpu_driver_goes_in_waves_within_the_drain_cap() -> None:
         assert [s.subject for s in steps if s.phase in ("drain", "resume")] == members * 2
         assert steps[0].argv == ("scontrol", "update", f"nodename={members[0]}", "state=drain",
                                  "reason=clusterforge")
-        assert steps[2].argv == ("clusterforge", "deploy", "inventories/lab", "--yes", "--limit", ",".join(members),
+        assert steps[2].argv == ("clusterforge", "deploy", "inventories/lab", "--yes", "--limit", hostlist(members),
                                  "--component", "repo", "--component", "nvidia")
         assert "(reboots)" in steps[2].action and "nvidia-driver-550: 550.90.07-1 -> 550.127.05-1" in steps[2].action
-        limit = () if w == 3 else ("--limit", ",".join(members))  # the last wave validates everything
+        limit = () if w == 3 else ("--limit", hostlist(members))  # the last wave validates everything
         assert steps[3].argv == ("clusterforge", "validate", "inventories/lab", *limit)
     assert plan.summary()["reboots"] == 8
 

@@ -9,6 +9,7 @@ from _day2_util import add_gpu09, cable, index_of, lab_data, node, plan_for
 
 from clusterforge.day2 import ChangePlan
 from clusterforge.day2.verify import verify
+from clusterforge.util.hostlist import expand
 
 
 def proven(new: dict[str, Any], old: dict[str, Any] | None = None) -> ChangePlan:
@@ -111,7 +112,7 @@ def test_pin_bumps_deploy_every_changed_component_in_waves() -> None:
                             lustre_client="2.15.6")
     plan = proven(data)
     deploys = [s for s in plan.steps if s.phase == "deploy"]
-    gpu = [s for s in deploys if "gpu01" in s.argv[s.argv.index("--limit") + 1].split(",")]
+    gpu = [s for s in deploys if "gpu01" in expand(s.argv[s.argv.index("--limit") + 1])]
     assert len(gpu) == 1
     comps = [gpu[0].argv[i + 1] for i, a in enumerate(gpu[0].argv) if a == "--component"]
     assert sorted(comps) == ["lustre", "nccl", "nvidia", "ofed", "repo"]
@@ -124,7 +125,7 @@ def test_ofed_alone_redeploys_the_lustre_client() -> None:
     data["software"]["doca_ofed"] = "23.10-2.1.3.1"  # 2.15.5 is built for it too (compat.yaml)
     plan = proven(data)
     gpu = next(s for s in plan.steps
-               if s.phase == "deploy" and "gpu01" in s.argv[s.argv.index("--limit") + 1].split(","))
+               if s.phase == "deploy" and "gpu01" in expand(s.argv[s.argv.index("--limit") + 1]))
     assert gpu.argv[-2:] == ("--component", "lustre") and "rebuilt against the new OFED" in gpu.action
 
 

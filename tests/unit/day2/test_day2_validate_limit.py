@@ -29,3 +29,10 @@ def test_limit_reports_only_the_named_hosts(tmp_path: Path) -> None:
     assert other.exit_code == 0, other.output
     bad = runner.invoke(app, [*base, "--limit", "gpu99"])
     assert bad.exit_code == 2 and "not a node" in bad.output
+    # a range, as a day-2 wave writes its hosts
+    assert runner.invoke(app, [*base, "--limit", "gpu[05-06]"]).exit_code == 4
+    assert runner.invoke(app, [*base, "--limit", "gpu[01-02],sm01"]).exit_code == 0
+    past = runner.invoke(app, [*base, "--limit", "gpu[01-09]"])
+    assert past.exit_code == 2 and "gpu09" in past.output
+    broken = runner.invoke(app, [*base, "--limit", "gpu[02-01]"])
+    assert broken.exit_code == 2 and "runs backwards" in broken.output

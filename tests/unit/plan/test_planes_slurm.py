@@ -12,7 +12,7 @@ from clusterforge.plan.sizing import Planned, SizeRequest, size
 from clusterforge.render import render_environment
 from clusterforge.render.context_slurm import topology
 from clusterforge.render.fabric import FabricView
-from clusterforge.render.hostlist import expand
+from clusterforge.util.hostlist import expand
 
 
 def planes(req: SizeRequest) -> Planned:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from clusterforge.render.hostlist import compress, expand
+from clusterforge.util.hostlist import compress, expand
 
 
 @pytest.mark.parametrize(("names", "expr"), [
