@@ -49,6 +49,13 @@ def pins(old: Data) -> Data:
     return new
 
 
+def nccl(old: Data) -> Data:
+    """The NCCL pin alone: applied in place (no drain), every GPU node in one wave-wide deploy."""
+    new = copy.deepcopy(old)
+    new["software"].update(nccl="2.22.3-1")
+    return new
+
+
 def retire_middle(old: Data) -> Data:
     new = copy.deepcopy(old)
     racks = _racks(old)
@@ -110,6 +117,7 @@ def _first_leaf(old: Data) -> str:
 # kind -> (old, new) from the generated inventory's data
 SCENARIOS: dict[str, Callable[[Data], tuple[Data, Data]]] = {
     "pin bump (driver, OFED, NCCL)": lambda d: (d, pins(d)),
+    "NCCL pin bump (in place)": lambda d: (d, nccl(d)),
     "add a rack at the end": lambda d: (retire_last(d), d),
     "retire the last rack": lambda d: (d, retire_last(d)),
     "retire a middle rack": lambda d: (d, retire_middle(d)),

@@ -35,6 +35,9 @@ def apply(
                                         help="lab only: the lab does the physical steps in its simulated fabric"),
     fmt: Format = typer.Option(Format.text, "--format", help="text or json (the outcome on stdout; the steps' "
                                "lines go to stderr)"),
+    parallel: int = typer.Option(8, "--parallel", min=1, max=256, metavar="N",
+                                 help="machine steps of one parallel group (a wave's drain or resume hooks, its "
+                                 "deploys) run at most N at once; 1: one after the other"),
 ) -> None:
     """Run the plan's machine steps (drain/resume hooks, deploy, learn, OpenSM files, validate) and wait for
     the operator on its physical ones; a journal beside the plan lets a re-run resume where it stopped.
@@ -67,7 +70,7 @@ def apply(
         shown.print(line, markup=False)
 
     fx = Effects(
-        run=lambda step: _run(step.argv, cwd, echo),
+        run=lambda step: _run(step.argv, cwd, echo, tag=str(step.n) if step.group is not None else ""),
         ask=_ask,
         state=lambda prev: _state(plan.env, plan.record, prev),
         echo=echo,
@@ -75,7 +78,7 @@ def apply(
     )
     opts = Options(dry_run=dry_run, confirm_through=confirm_through,
                    interactive=sys.stdin.isatty() if interactive is None else interactive,
-                   lab_technician=lab_technician)
+                   lab_technician=lab_technician, parallel=parallel)
     try:
         with _exclusive(plan_file, dry_run):
             outcome = apply_plan(plan, journal, opts, fx)
@@ -137,9 +140,10 @@ def _clusterforge() -> str:
     return str(here) if here.is_file() else shutil.which("clusterforge") or "clusterforge"
 
 
-def _run(argv: tuple[str, ...], cwd: Path, echo: Callable[[str], None]) -> tuple[int, str]:
+def _run(argv: tuple[str, ...], cwd: Path, echo: Callable[[str], None], tag: str = "") -> tuple[int, str]:
     """Run one machine step's argv (no shell), streaming its output line by line to `echo` (stderr under
-    --format json); returns (exit code, output tail)."""
+    --format json), each line under the step's number as `tag` when steps run together; returns (exit code,
+    output tail)."""
     cmd = [_clusterforge(), *argv[1:]] if argv and argv[0] == "clusterforge" else list(argv)
     tail: collections.deque[str] = collections.deque(maxlen=200)
     try:
@@ -152,7 +156,7 @@ def _run(argv: tuple[str, ...], cwd: Path, echo: Callable[[str], None]) -> tuple
     with proc:
         for line in proc.stdout:
             tail.append(line)
-            echo("    | " + line.rstrip("\n"))
+            echo(f"    {tag}| " + line.rstrip("\n"))
     return proc.returncode, "".join(tail)
 
 

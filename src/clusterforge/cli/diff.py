@@ -94,7 +94,8 @@ def print_plan(plan: ChangePlan) -> None:
         head = f"rack {step.rack}" if step.rack else step.phase
         if heading is not None and head != heading:
             table.add_section()
-        cells = (str(step.n), head if head != heading else "", step.phase, step.subject, step.action,
+        phase = step.phase if step.group is None else f"{step.phase} (group {step.group})"  # run together
+        cells = (str(step.n), head if head != heading else "", phase, step.subject, step.action,
                  f"$ {shlex.join(step.argv)}" if step.argv else "")
         table.add_row(*(Text(c) for c in cells))  # inventory text is data, never markup
         heading = head

@@ -13,7 +13,11 @@ Any other change makes the plan stale: refused (exit 2). Then the steps run in o
   asks (interactively) or stops before it and says where; on a running lab, `--lab-technician`
   does the physical ones in the simulated fabric instead;
 * every finished step is journaled (day2/journal.py) with the state it left, so a re-run after a
-  failure, a crash or Ctrl-C resumes at the first unfinished step and never repeats a finished one.
+  failure, a crash or Ctrl-C resumes at the first unfinished step and never repeats a finished one;
+* the machine steps of a parallel group (`Step.group`: a wave's drain or resume hooks, its deploys; proven
+  independent by the verifier) run at the same time, at most `Options.parallel` at once, each journaled as
+  it starts and ends; a failure lets the others finish, then stops the apply there. The state is read once
+  the whole group has ended; a crash mid-group reruns the group's unfinished steps only.
 
 The effects (running argv, asking, the lab, reading the state) are passed in; this module decides.
 """
@@ -62,6 +66,7 @@ class Options:
     confirm_through: int = 0  # manual steps numbered up to this are confirmed
     interactive: bool = False  # ask the operator for each manual step past confirm_through
     lab_technician: bool = False  # the lab does the physical steps
+    parallel: int = 8  # machine steps of one parallel group run at once, at most
 
 
 @dataclass
@@ -130,12 +135,32 @@ def apply_plan(plan: PlanFile, journal: Journal, opts: Options, fx: Effects) -> 
         return _show(plan, todo, opts, fx)
     ran: list[int] = []
     fresh: State | None = now  # read since the last step: nothing ran in between, no need to read it again
-    for step in todo:
+    i = 0
+    while i < len(todo):
+        step = todo[i]
+        batch = [step]
+        while (step.group is not None and not step.manual and i + len(batch) < len(todo)
+               and todo[i + len(batch)].group == step.group):
+            batch.append(todo[i + len(batch)])
+        i += len(batch)
         now = fresh if fresh is not None else fx.state(expected)
         fresh = None
         reasons = stale_reasons(plan, expected, now, f"step {ran[-1]} finished" if ran else since)
         if reasons:
             return Outcome("stale", f"stopped before step {step.n}: " + "; ".join(reasons), step.n, tuple(ran))
+        if len(batch) > 1:
+            failed, after = _run_group(batch, journal, opts, fx, expected)
+            ran += [s.n for s in batch if s not in failed]
+            if failed:
+                first, (rc, output) = min(failed.items(), key=lambda kv: kv[0].n)
+                others = sorted(s.n for s in failed if s is not first)
+                return Outcome("failed", f"step {first.n} failed (exit {rc}): {shlex.join(first.argv)}\n"
+                               + _indent(output[-4000:]) + (f"\nsteps {', '.join(map(str, others))} failed too"
+                                                            if others else "")
+                               + "\nfix the cause and run apply again: it retries the failed steps", first.n,
+                               tuple(ran))
+            expected = fresh = after
+            continue
         fx.echo(step_text(step))
         if step.manual:
             try:
@@ -162,6 +187,37 @@ def apply_plan(plan: PlanFile, journal: Journal, opts: Options, fx: Effects) -> 
             expected = fresh = after
         ran.append(step.n)
     return Outcome("done", f"all {len(plan.steps)} steps done", None, tuple(ran))
+
+
+def _run_group(batch: list[Step], journal: Journal, opts: Options, fx: Effects,
+               prev: State) -> tuple[dict[Step, tuple[int, str]], State]:
+    """Run a parallel group's steps at the same time (at most `opts.parallel`), each journaled as it starts
+    and ends; then read the state once and journal it (`joined`). Returns the failed steps and that state."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    fx.echo(f"steps {batch[0].n}-{batch[-1].n} together ({batch[0].phase}, parallel group {batch[0].group}, "
+            f"{len(batch)} steps, {max(1, min(opts.parallel, len(batch)))} at a time)")
+    failed: dict[Step, tuple[int, str]] = {}
+
+    def one(step: Step) -> None:
+        fx.echo(step_text(step))
+        fx.echo(f"  $ {shlex.join(step.argv)}")
+        journal.record(step.n, "start")
+        try:
+            rc, output = fx.run(step)
+        except Exception as exc:  # the runner itself broke: that step failed, the others go on
+            rc, output = 1, f"{type(exc).__name__}: {exc}"
+        if rc != 0:
+            failed[step] = (rc, output)
+            journal.record(step.n, "failed", rc=rc, output=output[-4000:])
+        else:
+            journal.record(step.n, "done", how="ran")
+
+    with ThreadPoolExecutor(max_workers=max(1, min(opts.parallel, len(batch)))) as pool:
+        list(pool.map(one, batch))
+    after = fx.state(prev)
+    journal.record(batch[0].n, "joined", steps=[s.n for s in batch], state=after.as_dict())
+    return failed, after
 
 
 def _confirmation(step: Step, opts: Options, fx: Effects) -> str | None:

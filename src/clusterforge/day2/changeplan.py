@@ -22,6 +22,7 @@ The plan is then proven by day2/verify.py. Commands are argv lists, never shell 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from ..model.cabling import Cable
@@ -39,7 +40,7 @@ from .inventory_diff import (
     hardware_fields,
     unit_heights,
 )
-from .steps import PULL_TRUNK, ChangePlan, Phase, Step
+from .steps import PARALLEL_PHASES, PULL_TRUNK, ChangePlan, Phase, Step
 from .waves import Task, Wave, pack_waves, units
 
 _BEFORE_TRUNKS: tuple[Phase, ...] = ("unplug", "remove", "install")
@@ -133,7 +134,7 @@ class _Planner:
             for why in h.disruptive:
                 self._interrupt(h.host, why)
         waves = self._waves()
-        steps = self._ordered(waves)
+        steps = _parallel(self._ordered(waves), set(self.g.compute_rack))
         return ChangePlan(self.env, self.diff, self.hosts, tuple(steps), tuple(self.reasons), tuple(self.warnings))
 
     def _cables(self) -> None:
@@ -498,6 +499,28 @@ class _Planner:
         known = set(new) | set(gone)
         stray = sorted({t.rack for t in self.tasks if t.rack is not None and t.rack not in known})
         return [*new, *gone, *stray]
+
+
+def _parallel(steps: list[Step], compute: set[str]) -> list[Step]:
+    """Mark each run of two or more consecutive machine steps that may run at the same time: drain or resume
+    hooks of compute nodes (a wave's hosts go out, or come back, together; the caps hold for the whole
+    wave), and a wave's deploys (one per set of components: disjoint hosts). The group is the number of
+    its first step; everything else runs alone, in order."""
+    out: list[Step] = []
+    i = 0
+    while i < len(steps):
+        step = steps[i]
+        j = i + 1
+        if step.phase in PARALLEL_PHASES and (step.phase == "deploy" or step.subject in compute):
+            while j < len(steps) and steps[j].phase == step.phase and (
+                    step.phase == "deploy" or steps[j].subject in compute):
+                j += 1
+        if j - i > 1:
+            out += [dataclasses.replace(s, group=step.n) for s in steps[i:j]]
+        else:
+            out.append(step)
+        i = j
+    return out
 
 
 def _commissioning(before: str, after: str, sensors: int) -> list[str]:

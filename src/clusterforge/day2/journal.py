@@ -10,16 +10,21 @@ apply goes on (a crash leaves at most a torn last line, which is ignored):
     {"n": 3, "event": "done", "how": "ran", "when": ..., "state": {...}}        it finished (rc 0)
     {"n": 4, "event": "done", "how": "confirmed", ...}                          a person confirmed it
     {"n": 5, "event": "failed", "rc": 2, "output": "...", "state": {...}}       it failed
+    {"n": 7, "event": "done", "how": "ran", "when": ...}                        one of a parallel group
+    {"n": 6, "event": "joined", "steps": [6, 7], "state": {...}}                the group's end
 
 `state` is the inventory and deploy record digests after the step (the plan's own steps change
 them: a deploy writes the record, learn writes guids.generated.yaml), against which the next run
-checks that nothing else changed them. A journal bound to another plan's digest is refused.
+checks that nothing else changed them. The steps of a parallel group run at the same time: each has its
+`start` and `done` (or `failed`), written under a lock as they happen, and the state is read once, when the
+whole group has ended (`joined`). A journal bound to another plan's digest is refused.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +48,7 @@ class Journal:
     path: Path
     plan_digest: str
     entries: list[dict[str, Any]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def open(cls, path: Path, plan_digest: str) -> Journal:
@@ -94,16 +100,32 @@ class Journal:
         return None
 
     def interrupted(self) -> int | None:
-        """The step that started and never ended (a crash or Ctrl-C during it), or None."""
-        last = self.last()
-        return int(last["n"]) if last is not None and last.get("event") == "start" else None
+        """The first step whose effects were not settled when apply stopped (a crash or Ctrl-C), or None:
+        one that started and never ended, or one of a parallel group that finished while the group never
+        did (its `done` carries no state; the group's `joined` entry records the state the group left)."""
+        open_: dict[int, None] = {}
+        unsettled: dict[int, None] = {}
+        for e in self.entries:
+            n = int(e.get("n", 0))
+            if e.get("event") == "start":
+                open_[n] = None
+            elif e.get("event") in ("done", "failed"):
+                open_.pop(n, None)
+                if not isinstance(e.get("state"), dict):
+                    unsettled[n] = None
+            if isinstance(e.get("state"), dict):
+                unsettled.clear()
+        pending = [*open_, *unsettled]
+        return min(pending) if pending else None
 
     def record(self, n: int, event: str, **data: Any) -> None:
-        entry = {"n": n, "event": event, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **data}
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            self._append({"journal": VERSION, "plan": self.plan_digest, "created": entry["when"]}, new=True)
-        self._append(entry)
-        self.entries.append(entry)
+        """Append one event (fsync'ed); safe from the threads of a parallel group."""
+        with self._lock:
+            entry = {"n": n, "event": event, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **data}
+            if not self.path.exists() or self.path.stat().st_size == 0:
+                self._append({"journal": VERSION, "plan": self.plan_digest, "created": entry["when"]}, new=True)
+            self._append(entry)
+            self.entries.append(entry)
 
     def _append(self, obj: dict[str, Any], new: bool = False) -> None:
         line = (json.dumps(obj, sort_keys=True) + "\n").encode("utf-8")

@@ -22,6 +22,10 @@ PHASES: tuple[Phase, ...] = get_args(Phase)
 #   commission  rack or device commissioning checks (cold-plate leak test, sensors verified)
 MANUAL_PHASES: frozenset[Phase] = frozenset({"takeout", "handover", "unplug", "remove", "install", "trunks",
                                              "plug", "relabel", "commission", "return"})
+# Machine steps that may run at the same time when the plan marks them so (`Step.group`): a run of drain or
+# resume hooks of compute nodes, or a wave's deploys over disjoint hosts (day2/changeplan.py marks them,
+# day2/verify.py's PARALLEL rule checks them, day2/apply.py runs them together).
+PARALLEL_PHASES: frozenset[Phase] = frozenset({"drain", "deploy", "resume"})
 # A `trunks` step pulls a trunk when its action starts with this (off its panels, before they are taken out),
 # else it lays one (once its panels stand where the new inventory puts them).
 PULL_TRUNK = "pull the MPO-24 trunk"
@@ -31,7 +35,8 @@ PULL_TRUNK = "pull the MPO-24 trunk"
 class Step:
     """One step of a change plan. Machine steps (`manual` False) carry the exact argv to run (drain/resume
     hooks with `{host}` substituted, clusterforge commands as `("clusterforge", ...)`); manual steps are
-    done by a person and confirmed (their argv is empty)."""
+    done by a person and confirmed (their argv is empty). Consecutive machine steps with the same `group`
+    (the number of the group's first step) are independent and may run at the same time."""
 
     n: int
     phase: Phase
@@ -39,6 +44,7 @@ class Step:
     subject: str
     action: str
     argv: tuple[str, ...] = ()
+    group: int | None = None  # parallel group: the first step's number; None: runs alone
 
     @property
     def manual(self) -> bool:
@@ -46,7 +52,8 @@ class Step:
 
     def to_dict(self) -> dict[str, Any]:
         return {"n": self.n, "phase": self.phase, "rack": self.rack, "subject": self.subject,
-                "action": self.action, "argv": list(self.argv), "manual": self.manual}
+                "action": self.action, "argv": list(self.argv), "manual": self.manual,
+                "parallel_group": self.group}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Step:
@@ -62,7 +69,12 @@ class Step:
         if not isinstance(n, int) or not isinstance(subject, str) or not isinstance(action, str) \
                 or not (rack is None or isinstance(rack, str)):
             raise ValueError(f"step {n!r}: n, rack, subject and action are required")
-        step = cls(n, phase, rack, subject, action, tuple(argv))
+        group = data.get("parallel_group")
+        if group is not None and (not isinstance(group, int) or isinstance(group, bool) or group < 1):
+            raise ValueError(f"step {n}: parallel_group must be a step number or null")
+        step = cls(n, phase, rack, subject, action, tuple(argv), group)
+        if step.manual and group is not None:
+            raise ValueError(f"step {n}: a manual step ({phase}) runs alone (no parallel_group)")
         if "manual" in data and data["manual"] is not step.manual:
             raise ValueError(f"step {n}: manual={data['manual']!r} contradicts phase {phase!r}")
         if step.manual and step.argv:
@@ -133,7 +145,8 @@ class ChangePlan:
                 out.append(f"== {head}")
                 heading = head
             cmd = f"  $ {shlex.join(step.argv)}" if step.argv else ""
-            out.append(f"{step.n:>4}. {step.phase:<10} {step.subject}: {step.action}{cmd}")
+            together = f" (parallel group {step.group})" if step.group is not None else ""
+            out.append(f"{step.n:>4}. {step.phase:<10} {step.subject}: {step.action}{together}{cmd}")
         return out
 
 

@@ -23,6 +23,8 @@ subnet manager (highest priority), the trunks laid. Each step acts on it, and mu
   (which names them) is pushed.
 * RESUME: a host is resumed (or returned) only after a validation that covers it, run after
   its last change, and after its rack's commissioning when its cooling changed.
+* PARALLEL: a parallel group (steps that run at the same time) is one run of consecutive machine steps
+  of one phase: drain or resume hooks of distinct compute nodes, or deploys of disjoint hosts.
 * END: the state at the end is the new inventory: racks and their settings, every device in its
   slot, exactly its cables, every host in service, the learned hardware, the trunks, every
   changed host deployed.
@@ -40,7 +42,7 @@ from ..util.hostlist import HostlistError, expand
 from .floor import floor_of
 from .ha import Groups, groups, replaced_switches
 from .inventory_diff import LEARN_FIELDS, cable_ends, device_places, hardware_fields, unit_heights
-from .steps import PULL_TRUNK, ChangePlan, Step
+from .steps import PARALLEL_PHASES, PULL_TRUNK, ChangePlan, Step
 
 _OUT = ("drained", "out")
 
@@ -105,6 +107,7 @@ class _Replay:
         self.violations.append(Violation(self.n, rule, message))
 
     def run(self) -> list[Violation]:
+        self._groups()
         for step in self.plan.steps:
             self.n = step.n
             handler = getattr(self, f"_{step.phase}", None)
@@ -119,6 +122,54 @@ class _Replay:
         self.n = 0
         self._end()
         return self.violations
+
+    def _groups(self) -> None:
+        """PARALLEL: the steps of a parallel group run at the same time, in any order, so they must not depend
+        on each other: consecutive machine steps of one phase, drain or resume hooks of distinct compute nodes
+        (no subnet manager or Lustre server, whose HA rules depend on the order), or deploys whose hosts are
+        disjoint. Replaying them in plan order then proves every order."""
+        steps = self.plan.steps
+        seen: set[int] = set()
+        i = 0
+        while i < len(steps):
+            group = steps[i].group
+            j = i + 1
+            while j < len(steps) and group is not None and steps[j].group == group:
+                j += 1
+            if group is None:
+                i = j
+                continue
+            self.n = steps[i].n
+            members = steps[i:j]
+            if group in seen:
+                self.bad("PARALLEL", f"parallel group {group} is not one run of consecutive steps")
+            seen.add(group)
+            phases = {s.phase for s in members}
+            if len(phases) > 1 or not phases <= PARALLEL_PHASES or any(s.manual for s in members):
+                self.bad("PARALLEL", f"parallel group {group} mixes or holds steps that cannot run together "
+                                     f"({', '.join(sorted(phases))})")
+            elif members[0].phase == "deploy":
+                hosts: set[str] = set()
+                for s in members:
+                    limit = _arg(s.argv, "--limit")
+                    try:
+                        mine = set(select_nodes(self.new, split_tokens([limit]))) if limit is not None else set()
+                    except (HostlistError, SelectionError):
+                        mine = set()  # reported at the step itself
+                    both = sorted(hosts & mine)
+                    if both:
+                        self.bad("PARALLEL", f"deploys of parallel group {group} share host(s) {', '.join(both[:5])}")
+                    hosts |= mine
+            else:
+                subjects = [s.subject for s in members]
+                odd = sorted({h for h in subjects if h not in self.g.compute_rack})
+                if odd:
+                    self.bad("PARALLEL", f"parallel group {group}: {', '.join(odd[:5])} not compute (subnet managers "
+                                         "and servers go one step at a time)")
+                if len(set(subjects)) != len(subjects):
+                    self.bad("PARALLEL", f"parallel group {group} names a host twice")
+            i = j
+        self.n = 0
 
     # -- hosts ------------------------------------------------------------------------------
     def _is_out(self, host: str) -> bool:

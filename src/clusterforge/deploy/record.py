@@ -31,7 +31,7 @@ from typing import Any
 from ..inventory.env_entries import dir_name
 from ..inventory.load import environment_files
 from ..util import jsonstate
-from ..util.fsutil import write_atomic
+from ..util.fsutil import directory_lock, write_atomic
 from .component import Component, HostPlan
 
 RECORD_FILE = "applied.json"
@@ -107,7 +107,16 @@ def changed_plans(plans: Iterable[HostPlan], record: Mapping[str, Mapping[str, A
 
 def update_record(directory: Path, plans: Iterable[HostPlan], results: Iterable[Any], *, engine: str, env: Path,
                   targets: Mapping[str, str]) -> None:
-    """Record the components of every host that finished; append the run to the history."""
+    """Record the components of every host that finished; append the run to the history. Under the
+    directory's lock: deploys of disjoint hosts that run at the same time (a day-2 parallel group) each
+    read the record the other wrote."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with directory_lock(directory):
+        _update_record(directory, plans, results, engine=engine, env=env, targets=targets)
+
+
+def _update_record(directory: Path, plans: Iterable[HostPlan], results: Iterable[Any], *, engine: str, env: Path,
+                   targets: Mapping[str, str]) -> None:
     record = read_record(directory)
     when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     by_name = {p.name: p for p in plans}

@@ -180,7 +180,7 @@ def test_confirm_through_then_resume_never_repeats_a_step(world: dict[str, Path]
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     ran: list[tuple[str, ...]] = []
 
-    def fake_run(argv: tuple[str, ...], cwd: Path, echo: object) -> tuple[int, str]:
+    def fake_run(argv: tuple[str, ...], cwd: Path, echo: object, tag: str = "") -> tuple[int, str]:
         ran.append(argv)
         return (0, "ok\n") if argv[:2] != ("clusterforge", "validate") or len(ran) > 2 else (4, "FAB-PORT-DOWN\n")
 
@@ -237,7 +237,7 @@ def test_dry_run_shows_every_step_and_changes_nothing(world: dict[str, Path]) ->
 
 
 def test_interactive_confirmation(world: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(apply_cli, "_run", lambda argv, cwd, echo: (0, ""))
+    monkeypatch.setattr(apply_cli, "_run", lambda argv, cwd, echo, tag="": (0, ""))
     result = CliRunner().invoke(app, ["apply", str(world["plan"]), "--interactive"], input="y\nn\n")
     assert result.exit_code == 1
     assert "stopped before step 3" in result.output
