@@ -14,8 +14,12 @@
    (operator; a master SM is handed over to a standby first) -> unplug -> [pull trunks: a pass
    of their own] -> remove (panels and devices; an emptied rack last) -> install -> [lay
    trunks] -> plug -> relabel -> commission, then `learn` (new
-   hardware's GUIDs, once cabled), `deploy` per rack, `fabric` (OpenSM files, after every
-   learn), `validate` (the wave's hosts; the last wave: everything), `resume` / `return`.
+   hardware's GUIDs, once cabled), `deploy` (one per set of components over every host of the
+   wave, its --limit a hostlist: the deploy runs them in parallel), `fabric` (OpenSM files, after
+   every learn), `validate` (the wave's hosts; the last wave: everything), `resume` / `return`.
+   A change that drains nobody (NCCL, /etc/hosts, monitoring) is one wave.
+4. Parallel groups: a wave's drain hooks, its resume hooks and its deploys are marked to run at the
+   same time (`Step.group`; apply runs them together, the verifier proves them independent).
 
 The plan is then proven by day2/verify.py. Commands are argv lists, never shell strings.
 """
