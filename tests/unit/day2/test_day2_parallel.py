@@ -1,18 +1,29 @@
 """Parallel groups (issue #26, item 4): the planner marks a wave's drain and resume hooks, and its deploys,
 as steps that may run at the same time (`parallel_group`); the verifier's PARALLEL rule proves them
 independent; `apply` runs them together, journals each, reads the state once per group, and resumes after
-a crash mid-group with only the group's unfinished steps."""
+a crash mid-group (journaled, and a real kill -9 of `clusterforge apply`) with only the group's unfinished
+steps."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _day2_util import index_of, lab_data, plan_for
+from _day2_util import LAB, index_of, lab_data, plan_for
+from typer.testing import CliRunner
 
+from clusterforge.cli.main import app
 from clusterforge.day2 import ChangePlan
 from clusterforge.day2.apply import Effects, Options, State, apply_plan
 from clusterforge.day2.journal import Journal
@@ -205,3 +216,83 @@ def test_a_crash_mid_group_reruns_only_its_unfinished_steps(tmp_path: Path, cras
     # without the crash, the same change is somebody else's: stale
     fresh = Journal.open(tmp_path / "other.journal", plan.digest)
     assert apply_plan(plan, fresh, Options(), world.effects()).status == "stale"
+
+
+# -- a real SIGKILL mid-group -----------------------------------------------------------------------------
+
+SLOW_HOOK = """\
+import os, sys, time, pathlib
+log, flag, what, host = sys.argv[1:5]
+def w(line):
+    with open(log, "a") as fh:
+        fh.write(line + "\\n")
+w(f"start {what} {host} {os.getpid()}")
+time.sleep(120 if pathlib.Path(flag).exists() and host in ("gpu02", "gpu04") else 0)
+w(f"end {what} {host}")
+"""
+
+
+def test_sigkill_mid_group_then_apply_again_reruns_only_the_unfinished_hooks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`clusterforge apply` as a process, the four drain hooks of a rack whose cooling changes in one group:
+    two end, two hang; kill -9 the apply. The next apply runs only the two that never ended, then waits at
+    the first manual step."""
+    monkeypatch.setenv("CLUSTERFORGE_LAB_ROOT", str(tmp_path / "labroot"))
+    monkeypatch.setenv("CLUSTERFORGE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    log, flag, script = tmp_path / "hooks.log", tmp_path / "slow", tmp_path / "hook.py"
+    script.write_text(SLOW_HOOK)
+    old, new = tmp_path / "old", tmp_path / "lab"
+    for d in (old, new):
+        shutil.copytree(LAB, d)
+        (d / "monitoring.yaml").unlink()
+        services = d / "services.yaml"
+        head, _, _ = services.read_text().partition("deploy:\n")
+        hook = [sys.executable, str(script), str(log), str(flag)]
+        services.write_text(head + "deploy:\n  reboot:\n"
+                            f"    drain: {json.dumps([*hook, 'drain', '{host}'])}\n"
+                            f"    resume: {json.dumps([*hook, 'resume', '{host}'])}\n")
+    site = new / "site.yaml"  # the rack's cooling changes: its four nodes out together
+    text = site.read_text()
+    row = "{name: lab-su01-r01, row: row-a, position: 1, cooling: air}"
+    assert row in text
+    site.write_text(text.replace(row, row.replace("cooling: air", "cooling: cold-plate, leak_sensors: 2")))
+    plan = tmp_path / "plan.json"
+    result = CliRunner().invoke(app, ["diff", str(old), str(new), "--output", str(plan)])
+    assert result.exit_code == 0, result.output
+    steps = json.loads(plan.read_text())["steps"]
+    assert [(s["phase"], s["parallel_group"]) for s in steps[:4]] == [("drain", 1)] * 4
+    assert steps[4]["manual"]
+    flag.touch()
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from clusterforge.cli.entry import main; "
+                             "sys.exit(main())", "apply", str(plan), "--parallel", "4"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    hung: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            seen = log.read_text().splitlines() if log.exists() else []
+            if len([x for x in seen if x.startswith("start")]) == 4 and len(
+                    [x for x in seen if x.startswith("end")]) == 2:
+                break
+            time.sleep(0.1)
+        hung = [int(x.split()[3]) for x in seen if x.startswith("start") and x.split()[2] in ("gpu02", "gpu04")]
+        assert len(hung) == 2, seen
+        time.sleep(0.5)  # the two ended hooks' `done` lines are journaled
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in hung:  # the hooks the killed apply left behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    flag.unlink()
+    log.write_text("")
+    again = CliRunner().invoke(app, ["apply", str(plan)])
+    assert again.exit_code == 1 and "stopped before step 5" in again.output, again.output
+    assert "resuming: 2 of 13 steps done" in again.output  # the two hooks that ended before the kill
+    assert sorted(x for x in log.read_text().splitlines() if x.startswith("end")) == [
+        "end drain gpu02", "end drain gpu04"]
+    journal = Journal.open(plan.with_name("plan.json.journal"), json.loads(plan.read_text())["digest"])
+    assert sorted(journal.done()) == [1, 2, 3, 4] and journal.interrupted() is None
