@@ -34,6 +34,7 @@ _MODULES = {
     "lnetctl-net-show": "lnetctl_net_show", "lctl-list-nids": "lctl_list_nids", "nccl-tests": "nccl_tests",
     "ofed-info": "ofed_info", "dpkg-query": "dpkg_query", "lustre-state": "lustre_state",
     "mstlink": "mstlink", "perftest": "perftest", "dcgmi-diag": "dcgmi_diag", "dcgmi-diag-json": "dcgmi_diag",
+    "mlxfwmanager": "mlxfwmanager", "flint-q": "flint_q",
 }
 
 PARSERS: dict[str, Callable[[str], object]]
@@ -79,6 +80,8 @@ _RECORDS: dict[str, tuple[str, str | None]] = {
     "perftest": ("PerftestResult", None),
     "dcgmi-diag": ("DcgmDiag", None),
     "dcgmi-diag-json": ("DcgmDiag", None),
+    "mlxfwmanager": ("tuple", "FwDevice"),
+    "flint-q": ("FlintQuery", None),
 }
 _BUILTIN: dict[str, type] = {"tuple": tuple, "dict": dict, "str": str}
 

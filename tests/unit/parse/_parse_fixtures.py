@@ -34,6 +34,8 @@ DIR_TO_TOOL = {
     "perftest": "perftest",
     "dcgmi-diag": "dcgmi-diag",
     "dcgmi-diag-json": "dcgmi-diag-json",
+    "mlxfwmanager": "mlxfwmanager",
+    "flint-query": "flint-q",
 }
 
 

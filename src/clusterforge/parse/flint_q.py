@@ -1,0 +1,97 @@
+"""``flint -d <device> q`` / ``mstflint -d <device> q`` (and ``q full``): one device's firmware image.
+
+``Key: value`` rows (``FW Version``, ``FW Release Date``, ``Product Version``, ``PSID``, ``Part Number``,
+``Security Attributes``, ...); ``Rom Info`` continues on indented lines; the second ``Description`` row is
+the ``UID  GuidsNumber`` header of the ``Base GUID`` / ``Base MAC`` rows that follow it (a value and a
+count). OEM images carry their own PSID (``IBM...``, ``HP_...``) and a ``Product Version`` that is not the
+FW version; switch ASICs a four-part version and ``FW ISSU Version``. A line of only backticks or tildes
+(a markdown fence pasted with the output) is skipped. No ``FW Version``, a line that is not a row, and
+empty input are a :class:`ParseError`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from clusterforge.parse._common import empty_error, fail, norm_guid, split_lines
+
+TOOL = "flint-q"
+
+__all__ = ["FlintQuery", "parse", "to_json"]
+
+_ROW_RE = re.compile(r"^([A-Za-z][A-Za-z ]*?):\s+(.*)$")
+_FENCE_RE = re.compile(r"^(?:`{3,}|~{3,})\w*$")
+
+
+@dataclass(frozen=True, slots=True)
+class FlintQuery:
+    fw_version: str
+    psid: str | None
+    product_version: str | None
+    part_number: str | None
+    description: str | None
+    """The vendor's description (``q full``), not the UID table header."""
+    image_type: str | None
+    release_date: str | None
+    security: str | None
+    base_guid: str | None
+    guids: int | None
+    roms: tuple[str, ...]
+    fields: Mapping[str, str]
+    """Every row as printed (the first of a repeated key)."""
+
+
+def parse(text: str) -> FlintQuery:
+    if not text.strip():
+        raise empty_error(TOOL)
+    fields: dict[str, str] = {}
+    roms: list[str] = []
+    description: str | None = None
+    base_guid: str | None = None
+    guids: int | None = None
+    last: str | None = None
+    for line_no, raw in enumerate(split_lines(text), start=1):
+        s = raw.strip()
+        if not s or _FENCE_RE.match(s):
+            continue
+        if raw[:1].isspace() and last == "Rom Info":
+            roms.append(s)
+            continue
+        m = _ROW_RE.match(s)
+        if m is None:
+            raise fail(TOOL, line_no, raw, "expected 'Key:  value' (flint query output)")
+        key, value = m.group(1).strip(), m.group(2).strip()
+        last = key
+        if key == "Description" and value.split() == ["UID", "GuidsNumber"]:
+            continue
+        if key == "Description":
+            description = value
+        if key == "Rom Info":
+            roms.append(value)
+        if key == "Base GUID":
+            parts = value.split()
+            base_guid = norm_guid(parts[0]) if parts else None
+            if base_guid is None:
+                raise fail(TOOL, line_no, raw, f"'Base GUID' is not a GUID: {value!r}")
+            guids = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+        fields.setdefault(key, value)
+    if "FW Version" not in fields:
+        raise fail(TOOL, 1, split_lines(text)[0], "no 'FW Version' row")
+
+    def get(key: str) -> str | None:
+        value = fields.get(key)
+        return None if value in (None, "N/A") else value
+
+    return FlintQuery(fields["FW Version"], get("PSID"), get("Product Version"), get("Part Number"), description,
+                      get("Image type"), get("FW Release Date"), get("Security Attributes"), base_guid, guids,
+                      tuple(roms), fields)
+
+
+def to_json(q: FlintQuery) -> dict[str, Any]:
+    return {"fw_version": q.fw_version, "psid": q.psid, "product_version": q.product_version,
+            "part_number": q.part_number, "description": q.description, "image_type": q.image_type,
+            "release_date": q.release_date, "security": q.security, "base_guid": q.base_guid, "guids": q.guids,
+            "roms": list(q.roms), "fields": dict(q.fields)}

@@ -1,0 +1,70 @@
+"""mlxfwmanager --query and flint q: the firmware each card runs, its PSID and slot (real captures only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterforge.parse import ParseError, flint_q, mlxfwmanager
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def _text(tool: str, name: str) -> str:
+    (path,) = (FIXTURES / tool).glob(f"{name}*.txt")
+    return path.read_text(encoding="utf-8")
+
+
+def test_two_cards_needing_an_update() -> None:
+    devs = mlxfwmanager.parse(_text("mlxfwmanager", "aws-ec2"))
+    assert [(d.device_type, d.psid, d.fw, d.fw_available, d.status) for d in devs] == [
+        ("ConnectX7", "MT_0000000834", "28.40.1000", "28.43.1014", "Update required")] * 2
+    assert devs[0].pci == "/dev/mst/mt4129_pciconf1" and devs[0].base_guid is None  # Ethernet mode: no GUID
+
+
+def test_a_burned_image_waiting_for_a_reset_runs_the_old_one() -> None:
+    (d,) = mlxfwmanager.parse(_text("mlxfwmanager", "csegpu"))
+    assert (d.fw, d.fw_running, d.reset_pending, d.status) == ("28.47.1026", "28.46.3048", True, "Up to date")
+    assert d.base_guid == "0x9c63c00300abed5a" and d.pci == "0000:8e:00.0"
+
+
+def test_no_matching_image_is_unknown_not_a_fault() -> None:
+    (d,) = mlxfwmanager.parse(_text("mlxfwmanager", "homelab"))
+    assert d.fw_available is None and d.status == "No matching image found" and not d.reset_pending
+
+
+def test_older_layout_and_extra_image_rows() -> None:
+    (cx3,) = mlxfwmanager.parse(_text("mlxfwmanager", "notes-mlxup-cx3"))
+    assert cx3.fw == "2.40.7000" and "PXE" in cx3.versions and cx3.base_guid is None
+    (bf,) = mlxfwmanager.parse(_text("mlxfwmanager", "bluefield1"))
+    assert bf.versions["NVMe"] == ("20.1.0003", "20.1.0003")
+
+
+@pytest.mark.parametrize("text", ["garbage\n", "Device #1:\n----------\n  PSID: MT_1\n",
+                                  "Device #1:\n  Device Type: ConnectX7\n  Versions: Current Available\n  PXE  1  2\n"])
+def test_mlxfwmanager_garbage_is_a_parse_error(text: str) -> None:
+    with pytest.raises(ParseError):
+        mlxfwmanager.parse(text)
+
+
+@pytest.mark.parametrize(("name", "fw", "psid", "guid", "count"), [
+    ("schmaustech-flint-cx7", "28.42.1000", "MT_0000001244", "0xe09d730300126474", 16),  # a fence line after it
+    ("netdev-mstflint-ibm-oem", "14.26.0226", "IBM0000000034", "0x0894ef030080a89f", 8),
+    ("mlxsw-doc-mstflint-spectrum", "13.2010.3146", "MT_2860113033", "0x900a8403004c03c0", 128),
+])
+def test_flint_query(name: str, fw: str, psid: str, guid: str, count: int) -> None:
+    q = flint_q.parse(_text("flint-query", name))
+    assert (q.fw_version, q.psid, q.base_guid, q.guids) == (fw, psid, guid, count)
+
+
+def test_flint_q_full_keeps_the_vendor_description_not_the_uid_header() -> None:
+    q = flint_q.parse(_text("flint-query", "tester03"))
+    assert q.description == "HPE Ethernet 10/25Gb 2-port 640SFP28 Adapter" and q.part_number == "817753-B21_Ax"
+    assert q.roms == ("type=UEFI version=14.25.17 cpu=AMD64", "type=PXE version=3.6.502 cpu=AMD64")
+
+
+@pytest.mark.parametrize("text", ["hello\n", "PSID: MT_1\n", "FW Version 1.2.3\n"])
+def test_flint_garbage_is_a_parse_error(text: str) -> None:
+    with pytest.raises(ParseError):
+        flint_q.parse(text)
