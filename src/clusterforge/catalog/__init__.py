@@ -31,6 +31,9 @@ class SwitchModel(_Entry):
     ru: int
     device_id: int
     source: str
+    fw_tool: str | None = None
+    """How its firmware is queried and flashed: `switch-os` (a managed switch updates itself) or
+    `mlxfwmanager-inband` (an unmanaged one, from a host through the fabric: `-d lid-<LID>`)."""
 
 
 class HcaModel(_Entry):
@@ -40,6 +43,10 @@ class HcaModel(_Entry):
     ports: list[int]
     ca_type: str
     source: str
+    fw_device_type: str | None = None
+    """What `mlxfwmanager --query` prints as `Device Type` (ConnectX7, BlueField3)."""
+    fw_tool: str = "mlxfwmanager"
+    """The tool that queries and flashes it from its host."""
 
 
 class RateInfo(_Entry):

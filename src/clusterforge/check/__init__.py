@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..model.index import Index
 from ..util.errors import InventoryIssue
-from . import addressing, cabling, compat, ha, hardware, monitoring, placement, services, uniqueness
+from . import addressing, cabling, compat, firmware, ha, hardware, monitoring, placement, services, uniqueness
 
 Rule = Callable[[Index], list[InventoryIssue]]
 
@@ -23,6 +23,7 @@ RULES: tuple[Rule, ...] = (
     services.check,
     ha.check,
     compat.check,
+    firmware.check,
     monitoring.check,
 )
 

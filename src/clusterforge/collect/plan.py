@@ -22,6 +22,7 @@ HOST_TOOLS: dict[str, tuple[str, ...]] = {
     "lctl-list-nids": ("lctl", "list_nids"),
     "ofed-info": ("ofed_info", "-s"),
     "dpkg-query": ("dpkg-query", "-W", "-f=${Package} ${Version}\n", *VERSION_PACKAGES),
+    "mlxfwmanager": ("mlxfwmanager", "--query"),
 }
 FABRIC_TOOLS: dict[str, tuple[str, ...]] = {
     "ibnetdiscover": ("ibnetdiscover",),
@@ -85,6 +86,8 @@ def default_targets(index: Index, addresses: dict[str, str]) -> tuple[list[Targe
         cmds = {"ibstat": HOST_TOOLS["ibstat"]} if hw.hcas else {}
         if hw.hcas:
             cmds["ofed-info"] = HOST_TOOLS["ofed-info"]
+            if index.inv.firmware is not None and index.inv.firmware.hcas:
+                cmds["mlxfwmanager"] = HOST_TOOLS["mlxfwmanager"]
         cmds["dpkg-query"] = HOST_TOOLS["dpkg-query"]
         if hw.gpus is not None and hw.gpus.count:
             for stem in ("nvidia-smi-topo", "nvidia-smi-nvlink", "nvidia-smi-query-gpu"):

@@ -25,6 +25,7 @@ from .base import (
 )
 from .cabling import Cable, PatchPanel, Trunk
 from .fabric import FabricSpec
+from .firmware import Firmware
 from .hardware import Profile
 from .monitoring import Monitoring
 from .nodes import Node, Switch
@@ -124,5 +125,6 @@ class Inventory(Model):
     prices: PriceTable | None = Field(default=None, description="prices for the bill of materials")
     deploy: DeploySettings = Field(default_factory=DeploySettings, description="deploy settings")
     monitoring: Monitoring | None = Field(default=None, description="health monitoring (docs/monitoring.md)")
+    firmware: Firmware | None = Field(default=None, description="firmware pins (docs/firmware.md)")
     acceptance: Acceptance = Field(default_factory=Acceptance,
                                    description="what the acceptance run expects (docs/accept.md)")

@@ -41,6 +41,8 @@ RULES: dict[str, str] = {
     "SW-VERSION": "an installed version differs from the pinned one",
     "LNET-NID": "a Lustre client lacks a NID on a declared LNet network",
     "PARSE": "a collected output could not be parsed",
+    "FW-DRIFT": "a card runs another firmware version than its pin (or a flashed image waits for a reset)",
+    "FW-PSID": "a card's PSID (board identity) is not one its firmware pin allows",
     "ACC-NO-DATA": "acceptance: a planned test's output is missing (never counted as passed)",
     "ACC-PARSE": "acceptance: a test's output could not be parsed",
     "ACC-DCGM": "acceptance: dcgmi diag failed or warned on a node",

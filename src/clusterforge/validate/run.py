@@ -17,6 +17,7 @@ from ..parse import (
     ibnetdiscover,
     ibstat,
     lctl_list_nids,
+    mlxfwmanager,
     nvidia_smi_nvlink,
     nvidia_smi_query_gpu,
     nvidia_smi_topo,
@@ -29,6 +30,7 @@ from . import planes
 from .coverage import coverage_findings
 from .fabric import diff_fabric
 from .findings import Finding, sort_key
+from .firmware import check_firmware
 from .gpus import check_nvlink, check_topo
 from .hosts import check_host
 from .software import check_driver, check_nids, check_ofed, check_packages
@@ -206,6 +208,7 @@ HOST_CHECKS: tuple[tuple[str, Callable[[str], Any], Callable[[Index, str, Any], 
     ("ofed-info", ofed_info.parse, check_ofed),
     ("dpkg-query", dpkg_query.parse, check_packages),
     ("lctl-list-nids", lctl_list_nids.parse, check_nids),
+    ("mlxfwmanager", mlxfwmanager.parse, check_firmware),
 )
 
 

@@ -1,0 +1,99 @@
+"""Firmware pins: validate reads mlxfwmanager --query (real captures) against the pin of each card's model."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from clusterforge.api import Checked, load_checked
+from clusterforge.collect.store import Observations
+from clusterforge.parse import mlxfwmanager
+from clusterforge.validate.firmware import check_firmware
+from clusterforge.validate.run import validate
+
+ROOT = Path(__file__).resolve().parents[3]
+CAPTURES = ROOT / "tests" / "fixtures" / "mlxfwmanager"
+
+
+def _capture(name: str) -> str:
+    (path,) = CAPTURES.glob(f"{name}*.txt")
+    return path.read_text(encoding="utf-8")
+
+
+def _cx7_prod(tmp: Path, version: str, psids: str = "[]") -> Checked:
+    """prod with ConnectX-7 HCAs pinned at `version` (the captures are ConnectX-7 cards)."""
+    env = tmp / "prod"
+    shutil.copytree(ROOT / "inventories" / "prod", env)
+    hw = env / "hardware.yaml"
+    hw.write_text(hw.read_text().replace("model: ConnectX-6", "model: ConnectX-7"))
+    (env / "firmware.yaml").write_text(f"firmware:\n  hcas:\n    - {{model: ConnectX-7, version: {version}, "
+                                       f"psids: {psids}}}\n")
+    return load_checked(env)
+
+
+def test_two_cards_behind_their_pin_and_of_another_board(tmp_path: Path) -> None:
+    checked = _cx7_prod(tmp_path, "28.43.1014", "[MT_0000000838]")
+    found = check_firmware(checked.index, "gpu0001", mlxfwmanager.parse(_capture("aws-ec2")))
+    assert sorted(f.rule for f in found) == ["FW-DRIFT", "FW-DRIFT", "FW-PSID", "FW-PSID"]
+    drift = next(f for f in found if f.rule == "FW-DRIFT")
+    assert (drift.expected, drift.observed) == ("28.43.1014", "28.40.1000")
+    assert "gpu0001 mlx5_0/mlx5_1 (ConnectX-7, /dev/mst/mt4129_pciconf1)" in drift.message
+    assert "day-2 plan" in drift.action
+    psid = next(f for f in found if f.rule == "FW-PSID")
+    assert psid.observed == "MT_0000000834" and "do not cross-flash" in psid.action
+
+
+def test_a_flashed_image_not_yet_running_asks_for_a_reset(tmp_path: Path) -> None:
+    checked = _cx7_prod(tmp_path, "28.47.1026")
+    (found,) = check_firmware(checked.index, "gpu0002", mlxfwmanager.parse(_capture("csegpu")))
+    assert found.rule == "FW-DRIFT" and found.observed == "28.46.3048"
+    assert "has not been reset" in found.message and "mlxfwreset -d 0000:8e:00.0 reset" in found.action
+
+
+def test_cards_at_their_pin_are_quiet(tmp_path: Path) -> None:
+    checked = _cx7_prod(tmp_path, "28.40.1000", "[MT_0000000834]")
+    assert check_firmware(checked.index, "gpu0001", mlxfwmanager.parse(_capture("aws-ec2"))) == []
+
+
+def test_a_card_of_an_undeclared_model_is_not_pinned(tmp_path: Path) -> None:
+    checked = _cx7_prod(tmp_path, "28.40.1000")
+    assert check_firmware(checked.index, "gpu0001", mlxfwmanager.parse(_capture("empovit"))) == []  # CX-6 Lx NIC
+
+
+def test_validate_reads_the_saved_output(tmp_path: Path) -> None:
+    checked = _cx7_prod(tmp_path, "28.43.1014")
+    obs = Observations(hosts={"gpu0003": {"mlxfwmanager": _capture("aws-ec2")}})
+    report = validate(checked.index, obs)
+    drift = [f for f in report.findings if f.rule == "FW-DRIFT"]
+    assert {f.subject for f in drift} == {"gpu0003"}
+    assert drift[0].where is None and drift[0].inventory == ("firmware", "hcas", 0)
+
+
+def test_collect_asks_for_mlxfwmanager_only_where_firmware_is_pinned() -> None:
+    from clusterforge.collect.plan import default_targets
+
+    prod = load_checked(ROOT / "inventories" / "prod").index
+    lab = load_checked(ROOT / "inventories" / "lab").index
+    prod_hosts, _ = default_targets(prod, dict.fromkeys(prod.addresses.mgmt, "x"))
+    lab_hosts, _ = default_targets(lab, dict.fromkeys(lab.addresses.mgmt, "x"))
+    assert all("mlxfwmanager" in t.commands for t in prod_hosts if prod.hardware[t.host].hcas)
+    assert not any("mlxfwmanager" in t.commands for t in lab_hosts)
+
+
+@pytest.mark.parametrize(("yaml_text", "message"), [
+    ("firmware:\n  hcas:\n    - {model: ConnectX-9, version: 1.2.3}\n", "unknown HCA/DPU model 'ConnectX-9'"),
+    ("firmware:\n  hcas:\n    - {model: ConnectX-7, version: 1.2.3}\n", "'ConnectX-7' is pinned but no HCA/DPU"),
+    ("firmware:\n  switches:\n    - {model: QM8700, version: 27.2010.1000}\n"
+     "    - {model: QM8700, version: 27.2010.1000}\n", "'QM8700' is pinned twice"),
+])
+def test_check_refuses_a_pin_that_names_nothing_real(tmp_path: Path, yaml_text: str, message: str) -> None:
+    from clusterforge.util.errors import InventoryInvalid
+
+    env = tmp_path / "prod"
+    shutil.copytree(ROOT / "inventories" / "prod", env)
+    (env / "firmware.yaml").write_text(yaml_text)
+    with pytest.raises(InventoryInvalid) as exc:
+        load_checked(env)
+    assert any(message in str(i) and str(i).startswith(f"{env / 'firmware.yaml'}:") for i in exc.value.issues)
