@@ -6,10 +6,10 @@ plane for rail planes — Slurm topology, ibsim net file, diagram source)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from timing import best_of
 
 if TYPE_CHECKING:
     from clusterforge.model import Inventory
@@ -20,13 +20,6 @@ if TYPE_CHECKING:
 NODES = 1024
 
 
-def _best(fn: Callable[[], object], runs: int) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def bench_planes(tmp: Path) -> list[dict[str, object]]:
@@ -75,8 +68,8 @@ def bench_planes(tmp: Path) -> list[dict[str, object]]:
         def plan_only(inv: Inventory = inv) -> Plan:
             return plan_fabric(inv)
 
-        plan_s = _best(plan_only, 3)
-        total_s = _best(exports, 2)
+        plan_s = best_of(plan_only, 3)
+        total_s = best_of(exports, 2)
         plan, index, bom, files, size = exports()
         report = check_plan(index)
         rows.append({

@@ -16,7 +16,6 @@ import platform
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -27,17 +26,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 from clusterforge.api import load_checked, summary  # noqa: E402
 from gen_inventory import bench_spec, generate  # noqa: E402
 from planes_bench import bench_planes  # noqa: E402
+from timing import best_of  # noqa: E402
 
 SIZES = (256, 512, 1024, 2048)
 
 
-def best_of(fn: Callable[[], object], runs: int = 3) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 @cache

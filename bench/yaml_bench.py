@@ -4,7 +4,6 @@ generated inventory files in the same run; each checked to read the same data as
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,19 +11,13 @@ from typing import Any
 import yaml
 
 from clusterforge.inventory.yaml_engine import _yaml_rs, loads_pyyaml
+from timing import best_of
 
 
 class BenchFailed(Exception):
     pass
 
 
-def _best(fn: Callable[[], object], runs: int) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def bench_yaml(envs: dict[int, Path]) -> list[dict[str, object]]:
@@ -47,7 +40,7 @@ def bench_yaml(envs: dict[int, Path]) -> list[dict[str, object]]:
             if [parse(t) for t in texts] != reference:
                 raise BenchFailed(f"{name} reads the {nodes}-node files differently from yaml-rs")
             runs = 1 if name.startswith("ruamel") else 3
-            seconds = _best(lambda parse=parse, texts=texts: [parse(t) for t in texts], runs)
+            seconds = best_of(lambda parse=parse, texts=texts: [parse(t) for t in texts], runs)
             base = base or seconds
             rows.append({"bench": "yaml parse", "nodes": nodes, "parser": name,
                          "mb": round(sum(map(len, texts)) / 1e6, 2), "seconds": round(seconds, 3),

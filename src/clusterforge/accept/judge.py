@@ -16,8 +16,10 @@ all_reduce gets a bisection plan (accept/bisect.py) instead of a guess.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from ..collect.store import OutputTooLarge, read_output
 from ..model.index import Index
@@ -27,6 +29,8 @@ from ..validate.findings import Finding
 from .bisect import halves_plan
 from .expect import Expect, expect
 from .plan import AcceptPlan, HostPort, LinkTest, accept_plan
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -54,17 +58,11 @@ def judge(index: Index, directory: Path, plan: AcceptPlan | None = None) -> Judg
         _node(index, exp, directory / "nodes" / test.node, test.node, out)
     _links(exp, plan, directory / "links", out)
     for ft in plan.fabric:
-        text = _read(directory / "nccl" / ft.name)
-        if text is None:
-            out.findings.append(Finding("ACC-NO-DATA", "error", f"nccl {ft.name}",
-                                        f"no all_reduce_perf output for {ft.name} ({len(ft.nodes)} nodes)",
-                                        action=f"run it: {' '.join(ft.argv())}; save its output as nccl/{ft.name}"))
-            continue
-        out.tests_run += 1
-        try:
-            res = nccl_tests.parse(text)
-        except ParseError as exc:
-            out.findings.append(_parse_finding(f"nccl/{ft.name}", exc))
+        missing = Finding("ACC-NO-DATA", "error", f"nccl {ft.name}",
+                          f"no all_reduce_perf output for {ft.name} ({len(ft.nodes)} nodes)",
+                          action=f"run it: {' '.join(ft.argv())}; save its output as nccl/{ft.name}")
+        res = _parsed(directory, f"nccl/{ft.name}", nccl_tests.parse, missing, out)
+        if res is None:
             continue
         least = exp.fabric_busbw_gbs(ft.nodes, index.inv.acceptance.nccl_efficiency)
         if res.status != "ok" or res.avg_busbw is None or res.avg_busbw < least:
@@ -80,6 +78,20 @@ def judge(index: Index, directory: Path, plan: AcceptPlan | None = None) -> Judg
                 details=tuple(f"round 1 half {j + 1}: {','.join(h)}" for j, h in enumerate(rounds[0]))
                 if rounds else ()))
     return out
+
+
+def _parsed(directory: Path, rel: str, parser: Callable[[str], T], missing: Finding, out: Judged) -> T | None:
+    """One planned output: its records, or None with the finding that says why (missing, or not parsed)."""
+    text = _read(directory / rel)
+    if text is None:
+        out.findings.append(missing)
+        return None
+    out.tests_run += 1
+    try:
+        return parser(text)
+    except ParseError as exc:
+        out.findings.append(_parse_finding(rel, exc))
+        return None
 
 
 def _parse_finding(where: str, exc: ParseError) -> Finding:
@@ -179,19 +191,12 @@ def _single(node: str, exp: Expect, res: nccl_tests.NcclResult, out: Judged) -> 
 def _links(exp: Expect, plan: AcceptPlan, d: Path, out: Judged) -> None:
     results: dict[LinkTest, float | None] = {}
     for t in plan.links:
-        text = _read(d / t.name)
-        if text is None:
-            out.findings.append(Finding("ACC-NO-DATA", "error", f"{t.client.label} -> {t.server.label}",
-                                        f"no ib_write_bw output for round {t.round}",
-                                        action=f"save the client's output as links/{t.name}"))
-            continue
-        out.tests_run += 1
-        try:
-            r = perftest.parse(text)
-        except ParseError as exc:
-            out.findings.append(_parse_finding(f"links/{t.name}", exc))
-            continue
-        results[t] = r.bw_avg_gbps if r.status == "ok" else None
+        missing = Finding("ACC-NO-DATA", "error", f"{t.client.label} -> {t.server.label}",
+                          f"no ib_write_bw output for round {t.round}",
+                          action=f"save the client's output as links/{t.name}")
+        r = _parsed(d.parent, f"links/{t.name}", perftest.parse, missing, out)
+        if r is not None:
+            results[t] = r.bw_avg_gbps if r.status == "ok" else None
     slow_in: dict[HostPort, list[LinkTest]] = defaultdict(list)
     tests_of: dict[HostPort, list[LinkTest]] = defaultdict(list)
     for t, gbps in results.items():
