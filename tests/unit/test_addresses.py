@@ -210,7 +210,7 @@ def test_the_first_real_deploy_freezes_the_addresses_and_a_dry_run_does_not(tmp_
     frozen.unlink()
     hosts: list[int] = []
 
-    def fake_run(plans: list[Any], ssh: Any) -> DeployOutcome:
+    def fake_run(plans: list[Any], ssh: Any, parallel: int) -> DeployOutcome:
         hosts.append(len(plans))  # nothing is contacted: the engine is replaced
         return DeployOutcome([])
 
@@ -230,6 +230,6 @@ def test_allocations_kept_in_another_file_are_not_written_twice(tmp_path: Path) 
     assert result.exit_code == 2
     assert f"{env / 'frozen.yaml'}: allocations is written by `plan --write` into" in result.output
     assert not (env / addresses_file.GENERATED).exists()
-    real = run_engine(env, DeployRequest(), "pyinfra", lambda plans, ssh: DeployOutcome([]))
+    real = run_engine(env, DeployRequest(), "pyinfra", lambda plans, ssh, parallel: DeployOutcome([]))
     assert real.notes == [] and not (env / addresses_file.GENERATED).exists()
     assert runner.invoke(app, ["check", str(env)]).exit_code == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ class SshConfig:
     connect_timeout_s: int = 5
     command_timeout_s: int = 60
     parallel: int = 16
+    host_timeout_s: float = 180.0
+    """All of one host's commands together: past it the host is unreachable (a finding), the others go on."""
 
     def argv(self, address: str, command: tuple[str, ...]) -> list[str]:
         argv = [
@@ -64,17 +67,22 @@ class Outcome:
 
 def _run_target(cfg: SshConfig, target: Target) -> Outcome:
     outputs: dict[str, str] = {}
+    deadline = time.monotonic() + cfg.host_timeout_s
     for stem, command in target.commands.items():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return Outcome(target.host, outputs, f"{stem}: the host's {cfg.host_timeout_s:g} s were spent")
+        timeout = min(cfg.command_timeout_s, left)
         try:
             proc = subprocess.run(
                 cfg.argv(target.address, command),
                 capture_output=True,
                 text=True,
-                timeout=cfg.command_timeout_s,
+                timeout=timeout,
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            return Outcome(target.host, outputs, f"{stem}: timed out after {cfg.command_timeout_s} s")
+            return Outcome(target.host, outputs, f"{stem}: timed out after {timeout:g} s")
         if proc.returncode == 255:  # ssh itself failed: connection, auth or host key
             reason = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "ssh failed"
             return Outcome(target.host, outputs, reason)

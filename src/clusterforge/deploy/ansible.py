@@ -32,6 +32,28 @@ from .runner import HostResult, SshSettings
 PLAYBOOK = data_dir("deploy") / "site.yml"
 ROLES = data_dir("roles")
 PLAYBOOK_TIMEOUT_S = 3600
+
+#: Controller memory of one Ansible fork, measured on the deploy bench's SSH hosts (issue #26: 43 MB per fork at
+#: 16 hosts, 64 MB at 64; docs/scale.md): the forks are sized from it, never one per host.
+FORK_MB = 65
+#: What a run leaves free on the controller, at least.
+FREE_FLOOR_MB = 6 * 1024
+
+
+def mem_available_mb(meminfo: Path = Path("/proc/meminfo")) -> int:
+    """MemAvailable in MiB (0 when the kernel does not say)."""
+    for line in meminfo.read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+def bounded_forks(wanted: int, hosts: int, available_mb: int | None = None) -> int:
+    """Ansible's forks: `wanted` (deploy.parallel), at most one per host, and at most as many as fit in what
+    leaves FREE_FLOOR_MB free at FORK_MB each (at least 1: a machine that tight runs one at a time)."""
+    avail = mem_available_mb() if available_mb is None else available_mb
+    room = (avail - FREE_FLOOR_MB) // FORK_MB
+    return max(1, min(wanted, hosts, room))
 CALLBACKS = data_dir("deploy") / "callback_plugins"
 EVENTS_CALLBACK = "clusterforge_events"
 EVENTS_ENV = "CLUSTERFORGE_ANSIBLE_EVENTS"
@@ -182,7 +204,7 @@ def playbook_argv(inventory_path: Path, *, dry_run: bool, forks: int, batch: int
     return argv
 
 
-def ansible_env(events: Path | None = None) -> dict[str, str]:
+def ansible_env(events: Path | None = None, strategy: str = "linear") -> dict[str, str]:
     """ansible-playbook's environment: our roles, SSH settings, and (with `events`) the callback that
     writes each task result and the final stats there as JSON lines."""
     env = dict(os.environ)
@@ -191,21 +213,24 @@ def ansible_env(events: Path | None = None) -> dict[str, str]:
                 EVENTS_ENV: str(events)}
     env |= {"ANSIBLE_ROLES_PATH": str(ROLES), "ANSIBLE_PIPELINING": "1", "ANSIBLE_HOST_KEY_CHECKING": "True",
             "ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=60s", "ANSIBLE_NOCOLOR": "1",
-            "ANSIBLE_RETRY_FILES_ENABLED": "0", "ANSIBLE_DEPRECATION_WARNINGS": "0"}
+            "ANSIBLE_RETRY_FILES_ENABLED": "0", "ANSIBLE_DEPRECATION_WARNINGS": "0", "ANSIBLE_STRATEGY": strategy}
     return env
 
 
 def run_playbook(plans: Sequence[HostPlan], ssh: SshSettings, *, dry_run: bool, forks: int = 32,
-                 batch: int = 0, max_fail_percent: int = 100,
+                 batch: int = 0, max_fail_percent: int = 100, strategy: str = "linear",
                  timeout_s: int = PLAYBOOK_TIMEOUT_S) -> tuple[list[HostResult], str]:
-    """Run deploy/site.yml against `plans`; per-host results from the callback's events, plus the output."""
+    """Run deploy/site.yml against `plans`; per-host results from the callback's events, plus the output.
+    `forks` is bounded by bounded_forks (memory, hosts); `strategy` is Ansible's (linear or free)."""
+    forks = bounded_forks(forks, len(plans))
     with tempfile.TemporaryDirectory(prefix="cf-ansible-") as tmp:
         inv_path = Path(tmp) / "inventory.json"
         static = _static_inventory(inventory(plans, ssh))
         inv_path.write_text(json.dumps(static))
         argv = playbook_argv(inv_path, dry_run=dry_run, forks=forks, batch=batch, max_fail_percent=max_fail_percent)
         events = Path(tmp) / "events.jsonl"
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=ansible_env(events),
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
+                              env=ansible_env(events, strategy),
                               check=False)
         output = proc.stdout + proc.stderr
         return results_from_events(plans, read_events(events), output), output

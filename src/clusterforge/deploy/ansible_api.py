@@ -15,8 +15,8 @@ def deploy_ansible(env: Path, req: DeployRequest, progress: Callable[[HostResult
                    started: Callable[[int], None] | None = None) -> DeployOutcome:
     """The Ansible run; its results come from the play's final stats, so `progress` hears every host at the
     end (`started` the number of hosts first)."""
-    def run(plans: list[HostPlan], ssh: SshSettings) -> DeployOutcome:
-        results = run_playbook(plans, ssh, dry_run=req.dry_run, batch=req.batch,
+    def run(plans: list[HostPlan], ssh: SshSettings, parallel: int) -> DeployOutcome:
+        results = run_playbook(plans, ssh, dry_run=req.dry_run, batch=req.batch, forks=parallel,
                                max_fail_percent=req.max_fail_percent)[0]
         if progress is not None:
             for r in results:

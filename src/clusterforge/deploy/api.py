@@ -49,7 +49,8 @@ class DeployRequest:
     limit: tuple[str, ...] = ()
     batch: int = 0
     max_fail_percent: int = 100
-    parallel: int = 64
+    parallel: int | None = None
+    """Hosts at once; None: the inventory's `deploy.parallel`."""
     components: tuple[str, ...] | None = None
     lab_state: Path | None = None
     ssh: SshSettings | None = None
@@ -204,7 +205,7 @@ def _only_changed(plans: list[HostPlan], req: DeployRequest, ids: dict[str, str]
 
 
 def run_engine(env: Path, req: DeployRequest, engine: str,
-               run: Callable[[list[HostPlan], SshSettings], DeployOutcome],
+               run: Callable[[list[HostPlan], SshSettings, int], DeployOutcome],
                started: Callable[[int], None] | None = None) -> DeployOutcome:
     """Either engine's run: load, resolve the targets, run (when there is anything to do), and keep the
     record of what each finished host got (a dry run changes nothing, so records nothing). `started` hears
@@ -220,7 +221,8 @@ def run_engine(env: Path, req: DeployRequest, engine: str,
             raise DeployError(f"cannot freeze the addresses: {exc}") from None
         if started is not None:
             started(len(t.plans))
-        outcome = run(t.plans, t.ssh) if t.plans else DeployOutcome([])
+        parallel = req.parallel or index.inv.deploy.parallel
+        outcome = run(t.plans, t.ssh, parallel) if t.plans else DeployOutcome([])
     outcome.notes[:0] = t.notes
     if frozen is not None:
         outcome.notes.append(f"addresses frozen in {frozen} (first deploy): commit it with the inventory")
@@ -234,13 +236,14 @@ def run_engine(env: Path, req: DeployRequest, engine: str,
 def deploy(env: Path, req: DeployRequest, progress: Callable[[HostResult], None] | None = None,
            started: Callable[[int], None] | None = None) -> DeployOutcome:
     """The pyinfra run; `progress` hears each host as it finishes, `started` the number of hosts first."""
-    return run_engine(env, req, "pyinfra", lambda plans, ssh: _run(plans, ssh, req, progress), started)
+    return run_engine(env, req, "pyinfra",
+                      lambda plans, ssh, parallel: _run(plans, ssh, req, parallel, progress), started)
 
 
-def _run(plans: list[HostPlan], ssh: SshSettings, req: DeployRequest,
+def _run(plans: list[HostPlan], ssh: SshSettings, req: DeployRequest, parallel: int,
          progress: Callable[[HostResult], None] | None) -> DeployOutcome:
     results = run_deploy(plans, ssh, dry_run=req.dry_run, batch=req.batch,
-                         max_fail_percent=req.max_fail_percent, parallel=req.parallel, progress=progress)
+                         max_fail_percent=req.max_fail_percent, parallel=parallel, progress=progress)
     need = [p for p, r in zip(plans, results, strict=True) if r.reboot]
     reboots: list[RebootOutcome] = []
     if need and not req.dry_run:

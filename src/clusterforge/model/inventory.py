@@ -95,6 +95,11 @@ class DeploySettings(Model):
                                             "goes alone in its wave)")
     ssh_user: UserName = Field(default="root", description="SSH user of the deploy and the collectors")
     ssh_port: int = Field(default=22, ge=1, le=65535, description="SSH port")
+    parallel: int = Field(
+        default=64, ge=1, le=4096,
+        description="hosts worked on at once by the deploy and the collectors: pyinfra's parallel connections "
+                    "(about 2 MB of controller memory each), Ansible's forks (40-65 MB each, so Ansible's are "
+                    "further capped to what leaves 6 GiB of the controller's memory free; docs/scale.md)")
     known_hosts: FilePath | None = Field(default=None, description="path, relative to the environment")
     package_mirror: PackageMirror | None = Field(
         default=None, description="`URL [SUITE [COMPONENT...]]`; the URL http://, https:// or file://")

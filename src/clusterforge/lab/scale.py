@@ -1,0 +1,485 @@
+"""The scale lab: N plain SSH targets on this machine, as many as its memory holds (docs/scale.md).
+
+    with ScaleLab(512) as lab:          # refuses (ScaleRefused, nothing started) a size that would leave < 6 GiB
+        lab.targets                     # [Target("t0000", "198.19.224.10", root=/var/tmp/cf-scale/root/t0000), ...]
+        lab.key, lab.known_hosts, lab.user
+
+Each target is a network namespace `cfsc<i>` with one veth on a bridge and one sshd started with a minimal
+configuration (listening on the namespace's port 22, one host key, key-only logins of a uid-0 alias with
+/bin/sh as shell). The namespaces share this machine's file system, processes and packages: a target is an
+SSH endpoint with an address and a directory of its own (`root`), not a GPU node (no HCA, no GPU, no systemd,
+no apt of its own). What a deploy writes there goes under the target's root.
+
+Address plan: 198.19.224.0/20 by default (inside the benchmark range 198.18.0.0/15, no inventory's range;
+refused while an interface of this machine overlaps it) as four /22
+segments of at most 1,000 targets each, one bridge per segment (a Linux bridge holds at most 1,024 ports),
+gateway .1 of each segment on its bridge, targets from .10: up to 4,000 targets.
+
+Before anything starts, the cost of a target is measured (a few targets started, and one SSH session opened to
+each, MemAvailable read before and after, then stopped again), and a size that would leave less than 6 GiB free
+(with what the caller says its controller will use) is refused with ScaleRefused. Everything started is
+recorded in a state file as it starts (namespaces, bridges, sshd pids with their start times) and stopped on
+exit, on an exception, on SIGTERM / SIGHUP / SIGINT; what a killed run left is stopped by the next start.
+Standard library only (the lab's floor), and root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from clusterforge.lab.errors import LabError
+from clusterforge.lab.proc import ProcessRecord, is_alive, start_time_of, stop_process
+
+SUBNET = "198.19.224.0/20"
+SEGMENT_PREFIX = 22
+SEGMENT_TARGETS = 1000
+FIRST_HOST = 10
+NS_PREFIX = "cfsc"
+BRIDGE_PREFIX = "cfscbr"
+VETH_PREFIX = "cfscv"
+WORK = Path("/var/tmp/cf-scale")
+USER = "cfbench"
+FREE_FLOOR_MB = 6 * 1024
+PROBE_TARGETS = 32
+MIN_TARGET_MB = 1.0
+TIMEOUT_S = 120
+
+_NS_RE = re.compile(rf"^{NS_PREFIX}\d+$")
+_BRIDGE_RE = re.compile(rf"^{BRIDGE_PREFIX}\d+$")
+_VETH_RE = re.compile(rf"^{VETH_PREFIX}\d+$")
+
+
+class ScaleError(LabError):
+    """The scale lab could not do what was asked."""
+
+
+class ScaleRefused(ScaleError):
+    """The size asked for does not fit this machine's memory; nothing was started."""
+
+
+# -- the address plan (pure) --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Segment:
+    bridge: str
+    network: ipaddress.IPv4Network
+    gateway: str
+
+
+@dataclass(frozen=True)
+class AddressPlan:
+    segments: tuple[Segment, ...]
+    addresses: tuple[str, ...]
+    """Target i's address; target i is on segment i // SEGMENT_TARGETS."""
+
+    def segment_of(self, i: int) -> Segment:
+        return self.segments[i // SEGMENT_TARGETS]
+
+
+def capacity(subnet: str = SUBNET) -> int:
+    net = ipaddress.IPv4Network(subnet)
+    if net.prefixlen > SEGMENT_PREFIX:
+        raise ScaleError(f"scale lab: {subnet} is narrower than a /{SEGMENT_PREFIX} segment")
+    return len(list(net.subnets(new_prefix=SEGMENT_PREFIX))) * SEGMENT_TARGETS
+
+
+def address_plan(n: int, subnet: str = SUBNET) -> AddressPlan:
+    """N targets on `subnet`'s /22 segments, 1,000 a segment, from .10 of each (its gateway .1)."""
+    net = ipaddress.IPv4Network(subnet)
+    if not net.subnet_of(ipaddress.IPv4Network("198.18.0.0/15")):
+        raise ScaleError(f"scale lab: {subnet} is outside the benchmark range 198.18.0.0/15")
+    if not 1 <= n <= capacity(subnet):
+        raise ScaleError(f"scale lab: {n} targets: {subnet} holds 1 to {capacity(subnet):,}")
+    count = -(-n // SEGMENT_TARGETS)
+    segs = tuple(Segment(f"{BRIDGE_PREFIX}{k}", s, str(s.network_address + 1))
+                 for k, s in zip(range(count), net.subnets(new_prefix=SEGMENT_PREFIX), strict=False))
+    addrs = tuple(str(segs[i // SEGMENT_TARGETS].network.network_address + FIRST_HOST + i % SEGMENT_TARGETS)
+                  for i in range(n))
+    return AddressPlan(segs, addrs)
+
+
+def target_name(i: int) -> str:
+    return f"t{i:04d}"
+
+
+# -- the memory arithmetic (pure) ---------------------------------------------------------------------
+
+
+def need_mb(n: int, target_mb: float, controller_mb_per_host: float = 0.0, controller_mb: float = 0.0) -> float:
+    """What N targets and the controller working on them take, in MiB."""
+    return n * (target_mb + controller_mb_per_host) + controller_mb
+
+
+def largest_fitting(available_mb: float, target_mb: float, controller_mb_per_host: float = 0.0,
+                    controller_mb: float = 0.0, floor_mb: float = FREE_FLOOR_MB) -> int:
+    per = target_mb + controller_mb_per_host
+    room = available_mb - floor_mb - controller_mb
+    return max(0, int(room // per)) if per > 0 else 0
+
+
+def check_room(n: int, available_mb: float, target_mb: float, controller_mb_per_host: float = 0.0,
+               controller_mb: float = 0.0, floor_mb: float = FREE_FLOOR_MB) -> None:
+    """ScaleRefused unless N targets (and the controller) leave at least `floor_mb` of MemAvailable."""
+    need = need_mb(n, target_mb, controller_mb_per_host, controller_mb)
+    left = available_mb - need
+    if left >= floor_mb:
+        return
+    fits = largest_fitting(available_mb, target_mb, controller_mb_per_host, controller_mb, floor_mb)
+    ctl = ""
+    if controller_mb_per_host or controller_mb:
+        ctl = f" and the controller {n * controller_mb_per_host + controller_mb:,.0f} MiB"
+    raise ScaleRefused(
+        f"scale lab: {n:,} targets would leave {left:,.0f} MiB free, under the floor of {floor_mb:,.0f} MiB: "
+        f"they need about {need:,.0f} MiB (the targets {n:,} x {target_mb:.1f} MiB{ctl}) and MemAvailable is "
+        f"{available_mb:,.0f} MiB; the largest size that fits is {fits:,} targets. Nothing was started.")
+
+
+def overlapping(subnet: str, used: list[str]) -> list[str]:
+    """The networks of `used` (CIDR text, as `ip -o -4 addr` prints them) that overlap `subnet`."""
+    net = ipaddress.IPv4Network(subnet)
+    return [u for u in used if ipaddress.IPv4Network(u, strict=False).overlaps(net)]
+
+
+def networks_in_use() -> list[str]:
+    out = _sh(["ip", "-o", "-4", "addr", "show"], check=False).stdout
+    return [f.split()[3] for f in out.splitlines() if len(f.split()) > 3]
+
+
+def mem_available_mb(meminfo: Path = Path("/proc/meminfo")) -> float:
+    for line in meminfo.read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    raise ScaleError("scale lab: /proc/meminfo has no MemAvailable")
+
+
+# -- the lab ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    address: str
+    root: Path
+
+
+REQUIRED = {"/usr/sbin/sshd": "openssh-server", "ssh": "openssh-client", "ssh-keygen": "openssh-client",
+            "ip": "iproute2", "nsenter": "util-linux"}
+
+
+def missing() -> list[str]:
+    """What the scale lab needs and this machine lacks: root, and the Debian packages of REQUIRED."""
+    gaps = [] if os.geteuid() == 0 else ["root (network namespaces)"]
+    gaps += sorted({pkg for tool, pkg in REQUIRED.items() if shutil.which(tool) is None})
+    return gaps
+
+
+def _sh(argv: list[str], *, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+    if check and proc.returncode != 0:
+        raise ScaleError(f"scale lab: {' '.join(argv[:6])} failed ({proc.returncode}): {proc.stderr.strip()[:500]}")
+    return proc
+
+
+def _ip_batch(lines: list[str], *, check: bool = True) -> None:
+    if lines:
+        # -force: go on past a failed line (cleanup), the exit status still says
+        _sh(["ip", "-force", "-batch", "-"], check=check, stdin="\n".join(lines) + "\n")
+
+
+def our_namespaces() -> list[str]:
+    out = _sh(["ip", "netns", "list"], check=False).stdout
+    return [line.split()[0] for line in out.splitlines() if line.split() and _NS_RE.match(line.split()[0])]
+
+
+def _links(kind: str, pattern: re.Pattern[str]) -> list[str]:
+    out = _sh(["ip", "-o", "link", "show", "type", kind], check=False).stdout
+    names = [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if line.count(":") >= 2]
+    return [n for n in names if pattern.match(n)]
+
+
+def our_bridges() -> list[str]:
+    return _links("bridge", _BRIDGE_RE)
+
+
+def our_veths() -> list[str]:
+    return _links("veth", _VETH_RE)
+
+
+def cleanup(work: Path = WORK) -> dict[str, int]:
+    """Stop whatever a scale lab left: its recorded sshds (by pid and start time), every process inside its
+    namespaces, the namespaces, the bridges, the per-host roots. Idempotent; returns what it removed."""
+    state = work / "state.json"
+    procs = 0
+    if state.exists():
+        with contextlib.suppress(ValueError, OSError):
+            for rec in json.loads(state.read_text()).get("procs", []):
+                r = ProcessRecord.from_json(rec)
+                if is_alive(r):
+                    stop_process(r, timeout=2.0)
+                    procs += 1
+    spaces = our_namespaces()
+    for ns in spaces:
+        # sessions outlive their sshd (ControlPersist masters, a deploy's shells): every process in our namespaces
+        for pid in _sh(["ip", "netns", "pids", ns], check=False).stdout.split():
+            with contextlib.suppress(ProcessLookupError, ValueError, PermissionError):
+                os.kill(int(pid), signal.SIGKILL)
+                procs += 1
+    # the root side of each veth first: deleting it takes its peer at once (a namespace's links go later)
+    _ip_batch([f"link del {v}" for v in our_veths()], check=False)
+    _ip_batch([f"netns del {ns}" for ns in spaces], check=False)
+    bridges = our_bridges()
+    _ip_batch([f"link del {b}" for b in bridges], check=False)
+    deadline = time.monotonic() + 30
+    while (our_veths() or our_namespaces()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    shutil.rmtree(work / "root", ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        state.unlink()
+    return {"processes": procs, "namespaces": len(spaces), "bridges": len(bridges)}
+
+
+@dataclass
+class ScaleLab:
+    """N SSH targets; a context manager (start on enter, everything stopped on exit or a signal)."""
+
+    n: int
+    work: Path = WORK
+    user: str = USER
+    subnet: str = SUBNET
+    controller_mb_per_host: float = 0.0
+    controller_mb: float = 0.0
+    floor_mb: float = FREE_FLOOR_MB
+    target_mb: float | None = None
+    """The measured cost of one target (idle sshd + one session), MiB; measured at start unless given."""
+    targets: list[Target] = field(default_factory=list)
+    started_s: float = 0.0
+    available_mb: float = 0.0
+    _procs: list[ProcessRecord] = field(default_factory=list)
+    _popens: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    _old_handlers: dict[int, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> Path:
+        return self.work / "keys" / "client"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.work / "keys" / "known_hosts"
+
+    # -- lifecycle
+
+    def __enter__(self) -> ScaleLab:
+        self._trap_signals()
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            self._restore_signals()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.stop()
+        finally:
+            self._restore_signals()
+
+    def _trap_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def bye(signum: int, frame: FrameType | None) -> None:
+            raise SystemExit(128 + signum)  # unwinds through stop()
+
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            self._old_handlers[sig] = signal.signal(sig, bye)
+
+    def _restore_signals(self) -> None:
+        for sig, old in self._old_handlers.items():
+            signal.signal(sig, old)
+        self._old_handlers.clear()
+
+    def start(self) -> None:
+        if gaps := missing():
+            raise ScaleError(f"scale lab: missing {', '.join(gaps)} (run `sh scripts/lab-deps.sh --netns` as root)")
+        plan = address_plan(self.n, self.subnet)  # refuses a size the address plan cannot hold, first
+        cleanup(self.work)  # a killed run's leftovers
+        if clash := overlapping(self.subnet, networks_in_use()):
+            raise ScaleError(f"scale lab: {self.subnet} overlaps {', '.join(clash)} on this machine; nothing was "
+                             "started (another subnet: ScaleLab(subnet=...))")
+        self.available_mb = mem_available_mb()
+        if self.available_mb < self.floor_mb:
+            check_room(self.n, self.available_mb, MIN_TARGET_MB, self.controller_mb_per_host, self.controller_mb,
+                       self.floor_mb)
+        self._prepare()
+        if self.target_mb is None:
+            self.target_mb = self.measure_target_mb()
+            self.available_mb = mem_available_mb()
+        check_room(self.n, self.available_mb, self.target_mb, self.controller_mb_per_host, self.controller_mb,
+                   self.floor_mb)
+        t0 = time.monotonic()
+        self.targets = self._bring_up(plan, self.n)
+        self.started_s = time.monotonic() - t0
+
+    def stop(self) -> None:
+        for p in self._popens:
+            with contextlib.suppress(ProcessLookupError):
+                p.kill()
+        for p in self._popens:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=5)
+        self._popens.clear()
+        for rec in self._procs:
+            with contextlib.suppress(LabError):
+                stop_process(rec, timeout=2.0)
+        self._procs.clear()
+        cleanup(self.work)
+        self.targets = []
+
+    # -- the cost of a target
+
+    def measure_target_mb(self, k: int = PROBE_TARGETS) -> float:
+        """Start k targets, open an SSH session to each, read MemAvailable before and after; stop them.
+        The session's client counts too (an overestimate: a deploy's paramiko has no client process)."""
+        k = max(1, min(k, self.n))
+        plan = address_plan(k, self.subnet)
+        before = _settled_available()
+        try:
+            targets = self._bring_up(plan, k)
+            sessions = [subprocess.Popen([*self.ssh_argv(t.address), "sleep 60"], stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for t in targets]
+            self._popens += sessions
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not all(_has_session(f"{NS_PREFIX}{i}") for i in range(k)):
+                time.sleep(0.2)
+            after = _settled_available()
+        finally:
+            self.stop()
+        return max(MIN_TARGET_MB, (before - after) / k)
+
+    def ssh_argv(self, address: str) -> list[str]:
+        return ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o",
+                f"UserKnownHostsFile={self.known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
+                "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR", "-i", str(self.key), "-o", "IdentitiesOnly=yes",
+                f"{self.user}@{address}", "--"]
+
+    # -- bringing targets up
+
+    def _prepare(self) -> None:
+        """Keys, the login user, the shared sshd configuration, the known_hosts of every address of the plan."""
+        keys = self.work / "keys"
+        keys.mkdir(parents=True, exist_ok=True)
+        for k in ("client", "host"):
+            if not (keys / k).exists():
+                _sh(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / k)])
+        auth = self.work / "authorized_keys"
+        shutil.copyfile(keys / "client.pub", auth)
+        os.chmod(auth, 0o600)
+        if _sh(["id", self.user], check=False).returncode != 0:
+            (self.work / "home").mkdir(exist_ok=True)
+            _sh(["useradd", "-o", "-u", "0", "-g", "0", "-M", "-d", str(self.work / "home"), "-s", "/bin/sh",
+                 self.user])
+        _sh(["usermod", "-p", "*", self.user])  # key-only, but not locked (sshd refuses locked accounts)
+        (self.work / "sshd_config").write_text(
+            f"HostKey {keys / 'host'}\nPidFile none\nAllowUsers {self.user}\nAuthorizedKeysFile {auth}\n"
+            "PermitRootLogin yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
+            "UseDNS no\nStrictModes no\nPrintMotd no\nPrintLastLog no\nMaxSessions 100\nMaxStartups 200\n"
+            "ClientAliveInterval 30\n")
+        host_pub = (keys / "host.pub").read_text().split()[:2]
+        plan = address_plan(self.n, self.subnet)
+        self.known_hosts.write_text("".join(f"{a} {host_pub[0]} {host_pub[1]}\n" for a in plan.addresses))
+
+    def _record(self) -> None:
+        state = {"procs": [r.to_json() for r in self._procs]}
+        tmp = self.work / "state.json.tmp"
+        tmp.write_text(json.dumps(state))
+        tmp.replace(self.work / "state.json")
+
+    def _bring_up(self, plan: AddressPlan, n: int) -> list[Target]:
+        self._record()
+        segs = plan.segments[: -(-n // SEGMENT_TARGETS)]
+        lines = []
+        for s in segs:
+            lines += [f"link add {s.bridge} type bridge", f"addr add {s.gateway}/{s.network.prefixlen} dev {s.bridge}",
+                      f"link set {s.bridge} up"]
+        for i in range(n):
+            ns = f"{NS_PREFIX}{i}"
+            lines += [f"netns add {ns}", f"link add {VETH_PREFIX}{i} type veth peer name eth0 netns {ns}",
+                      f"link set {VETH_PREFIX}{i} master {plan.segment_of(i).bridge} up"]
+        _ip_batch(lines)
+        for i in range(n):
+            seg = plan.segment_of(i)
+            _sh(["ip", "-n", f"{NS_PREFIX}{i}", "-batch", "-"],
+                stdin=f"addr add {plan.addresses[i]}/{seg.network.prefixlen} dev eth0\nlink set eth0 up\n"
+                      f"link set lo up\nroute add default via {seg.gateway}\n")
+        conf = self.work / "sshd_config"
+        for i in range(n):
+            proc = subprocess.Popen(["nsenter", f"--net=/run/netns/{NS_PREFIX}{i}", "/usr/sbin/sshd", "-D", "-f",
+                                     str(conf)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+            start = None
+            for _ in range(100):
+                if (start := start_time_of(proc.pid)) is not None:
+                    break
+                time.sleep(0.01)
+            self._procs.append(ProcessRecord(proc.pid, start or 0, f"sshd {NS_PREFIX}{i}"))
+            if i % 64 == 63:
+                self._record()
+        self._record()
+        targets = [Target(target_name(i), plan.addresses[i], self.work / "root" / target_name(i)) for i in range(n)]
+        self._wait_listening(targets)
+        return targets
+
+    def _wait_listening(self, targets: list[Target], timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        waiting = list(targets)
+        while waiting:
+            still = []
+            for t in waiting:
+                try:
+                    with socket.create_connection((t.address, 22), timeout=2):
+                        pass
+                except OSError:
+                    still.append(t)
+            waiting = still
+            if waiting and time.monotonic() > deadline:
+                first = waiting[0]
+                raise ScaleError(f"scale lab: {len(waiting)} target(s) not listening after {timeout_s:g} s "
+                                 f"(first {first.name} {first.address}; `sshd -t -f {self.work}/sshd_config`)")
+            if waiting:
+                time.sleep(0.2)
+
+
+def _has_session(ns: str) -> bool:
+    """More than the listening sshd in the namespace: a session's processes."""
+    return len(_sh(["ip", "netns", "pids", ns], check=False).stdout.split()) > 1
+
+
+def _settled_available(samples: int = 3) -> float:
+    vals = []
+    for _ in range(samples):
+        time.sleep(0.3)
+        vals.append(mem_available_mb())
+    return sorted(vals)[len(vals) // 2]
+
+
+@contextlib.contextmanager
+def scale_lab(n: int, **kw: Any) -> Iterator[ScaleLab]:
+    with ScaleLab(n, **kw) as lab:
+        yield lab
