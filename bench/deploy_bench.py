@@ -204,7 +204,7 @@ def stop_hosts(n: int, sshds: list[subprocess.Popen[bytes]] | None = None) -> No
 def _scale_fn(engine: str, plans: list[HostPlan], ssh: SshSettings, dry: bool) -> Callable[[], object]:
     if engine == "pyinfra":
         return lambda: run_deploy(plans, ssh, dry_run=dry, parallel=len(plans))
-    return lambda: run_playbook(plans, ssh, dry_run=dry, forks=len(plans))
+    return lambda: run_playbook(plans, ssh, dry_run=dry, forks=32)  # bounded (never one per host)
 
 
 def scale_rows(counts: tuple[int, ...] = (32, 64), ansible: bool = True) -> list[dict[str, Any]]:

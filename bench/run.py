@@ -252,6 +252,15 @@ def bench_deploy(tmp: Path) -> list[dict[str, object]]:
     return deploy_bench.run()
 
 
+def bench_scale(tmp: Path) -> list[dict[str, object]]:
+    """The scale lab (clusterforge.lab.scale): pyinfra and Ansible (first, converged; wall, CPU, controller memory
+    per host) and host collection on 128 .. 2,048 SSH targets, each beside its peer in the same run, stopping at
+    the largest N this machine's memory holds with 6 GiB left free (bench/scale_bench.py)."""
+    import scale_bench
+
+    return scale_bench.run()
+
+
 def bench_pyinfra_ops(tmp: Path) -> list[dict[str, object]]:
     """clusterforge's named operations vs pyinfra's own operations, same work, fresh lab containers each
     (bench/pyinfra_native_bench.py; every run checked converged); under the lab lock."""
@@ -307,13 +316,17 @@ def preflight(names: list[str]) -> list[str]:
         import deploy_bench
 
         gaps += [f"{gap} for the deploy bench (sh scripts/lab-deps.sh --netns)" for gap in deploy_bench.missing()]
+    if "scale" in names:
+        from clusterforge.lab.scale import missing as scale_missing
+
+        gaps += [f"{gap} for the scale bench (sh scripts/lab-deps.sh --netns)" for gap in scale_missing()]
     return gaps
 
 
 BENCHES = {"cli": bench_cli, "load": bench_load, "yaml": bench_yaml, "validate": bench_validate, "plan": bench_plan,
            "planes": bench_planes,
            "day2": bench_day2, "hostile": bench_hostile, "monitoring": bench_monitoring, "lab": bench_lab,
-           "pyinfra-ops": bench_pyinfra_ops, "deploy": bench_deploy}
+           "pyinfra-ops": bench_pyinfra_ops, "deploy": bench_deploy, "scale": bench_scale}
 
 
 def main() -> None:
@@ -334,15 +347,16 @@ def main() -> None:
     if gaps:  # a bench that cannot run what it times would print nonsense: refuse up front
         sys.exit("make bench: this machine lacks " + "; ".join(gaps) + ". Nothing was measured.")
     from cli_bench import BenchFailed as CliFailed
+    from clusterforge.lab.scale import ScaleError
     from deploy_bench import BenchFailed as DeployFailed
     from monitoring_bench import BenchFailed as MonitoringFailed
     from yaml_bench import BenchFailed as YamlFailed
 
     with tempfile.TemporaryDirectory(prefix="cf-bench-") as tmp:
-        for name in names:  # deploy last: its 64 Ansible forks load the machine for minutes
+        for name in names:  # deploy and scale last: they load the machine for minutes
             try:
                 rows = BENCHES[name](Path(tmp))
-            except (CliFailed, DeployFailed, MonitoringFailed, YamlFailed) as exc:
+            except (CliFailed, DeployFailed, MonitoringFailed, YamlFailed, ScaleError) as exc:
                 sys.exit(f"bench {name} FAILED, no figure: {exc}")
             print(f"\n== {name}")
             print_table(rows)

@@ -7,8 +7,11 @@ hanging. Commands are argv lists quoted with shlex for the remote shell.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import shlex
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +33,12 @@ class SshConfig:
     parallel: int = 16
     host_timeout_s: float = 180.0
     """All of one host's commands together: past it the host is unreachable (a finding), the others go on."""
+    multiplex: bool = True
+    """One SSH connection per host (a ControlMaster under a private directory, closed when the host is done):
+    one key exchange per host instead of one per command (docs/scale.md: the CPU of a collection is its
+    handshakes)."""
+    control_dir: Path | None = None
+    """Where the masters' sockets go (collect() sets a private temporary directory)."""
 
     def argv(self, address: str, command: tuple[str, ...]) -> list[str]:
         argv = [
@@ -55,7 +64,14 @@ class SshConfig:
         ]
         if self.identity is not None:
             argv += ["-i", str(self.identity), "-o", "IdentitiesOnly=yes"]
+        if self.control_dir is not None:
+            argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={self.control_dir}/%C", "-o", "ControlPersist=60"]
         return [*argv, f"{self.user}@{address}", "--", shlex.join(command)]
+
+    def close_argv(self, address: str) -> list[str]:
+        """Ends the host's master connection (multiplexed runs)."""
+        return ["ssh", "-o", f"ControlPath={self.control_dir}/%C", "-p", str(self.port), "-O", "exit",
+                f"{self.user}@{address}"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +82,15 @@ class Outcome:
 
 
 def _run_target(cfg: SshConfig, target: Target) -> Outcome:
+    try:
+        return _run_commands(cfg, target)
+    finally:
+        if cfg.control_dir is not None:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                subprocess.run(cfg.close_argv(target.address), capture_output=True, timeout=10, check=False)
+
+
+def _run_commands(cfg: SshConfig, target: Target) -> Outcome:
     outputs: dict[str, str] = {}
     deadline = time.monotonic() + cfg.host_timeout_s
     for stem, command in target.commands.items():
@@ -105,7 +130,11 @@ def collect(cfg: SshConfig, hosts: list[Target], fabric: Target | None,
             on_done(t.host)
         return outcome
 
-    with ThreadPoolExecutor(max_workers=max(1, cfg.parallel)) as pool:
+    with contextlib.ExitStack() as stack:
+        if cfg.multiplex and cfg.control_dir is None:
+            cp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cf-ssh-")))
+            cfg = dataclasses.replace(cfg, control_dir=cp)
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=max(1, cfg.parallel)))
         outcomes = list(pool.map(run, jobs))
     for target, outcome in zip(jobs, outcomes, strict=True):
         if target is fabric:

@@ -54,6 +54,8 @@ def bounded_forks(wanted: int, hosts: int, available_mb: int | None = None) -> i
     avail = mem_available_mb() if available_mb is None else available_mb
     room = (avail - FREE_FLOOR_MB) // FORK_MB
     return max(1, min(wanted, hosts, room))
+
+
 CALLBACKS = data_dir("deploy") / "callback_plugins"
 EVENTS_CALLBACK = "clusterforge_events"
 EVENTS_ENV = "CLUSTERFORGE_ANSIBLE_EVENTS"
