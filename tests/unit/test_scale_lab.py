@@ -93,3 +93,10 @@ def test_ansible_forks_are_bounded_by_memory_never_one_per_host() -> None:
     assert bounded_forks(1024, 1024, available_mb=22_000) == (22_000 - FREE_FLOOR_MB) // FORK_MB
     assert bounded_forks(64, 8, available_mb=22_000) == 8
     assert bounded_forks(64, 1024, available_mb=6_000) == 1  # that tight: one at a time
+
+
+def test_target_macs_are_distinct_and_locally_administered() -> None:
+    from clusterforge.lab.scale import target_mac
+
+    macs = [target_mac(i) for i in range(4000)]
+    assert len(set(macs)) == 4000 and target_mac(0) == "02:cf:5c:00:00:00" and target_mac(1023) == "02:cf:5c:00:03:ff"

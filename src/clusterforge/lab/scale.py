@@ -114,6 +114,11 @@ def address_plan(n: int, subnet: str = SUBNET) -> AddressPlan:
     return AddressPlan(segs, addrs)
 
 
+def target_mac(i: int) -> str:
+    """Target i's MAC: locally administered, 02:cf:5c and i in the last three bytes."""
+    return "02:cf:5c:" + ":".join(f"{(i >> s) & 0xFF:02x}" for s in (16, 8, 0))
+
+
 def target_name(i: int) -> str:
     return f"t{i:04d}"
 
@@ -420,8 +425,13 @@ class ScaleLab:
                       f"link set {s.bridge} up"]
         for i in range(n):
             ns = f"{NS_PREFIX}{i}"
-            lines += [f"netns add {ns}", f"link add {VETH_PREFIX}{i} type veth peer name eth0 netns {ns}",
-                      f"link set {VETH_PREFIX}{i} master {plan.segment_of(i).bridge} up"]
+            # a fixed MAC and a permanent neighbour entry for each target: the controller's neighbour table
+            # holds 1,024 learned entries by default (gc_thresh3), and permanent ones do not count
+            lines += [f"netns add {ns}",
+                      f"link add {VETH_PREFIX}{i} type veth peer name eth0 address {target_mac(i)} netns {ns}",
+                      f"link set {VETH_PREFIX}{i} master {plan.segment_of(i).bridge} up",
+                      f"neigh replace {plan.addresses[i]} lladdr {target_mac(i)} dev {plan.segment_of(i).bridge} "
+                      "nud permanent"]
         _ip_batch(lines)
         for i in range(n):
             seg = plan.segment_of(i)
