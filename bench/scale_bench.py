@@ -8,7 +8,8 @@
 For each N that fits (clusterforge.lab.scale refuses, before starting anything, a size that would leave under
 6 GiB free; the bench then says so and stops at the largest that fitted), on the same targets in the same run:
 
-- pyinfra (clusterforge.deploy.runner.run_deploy, parallel = N) and Ansible (run_playbook, forks bounded by
+- pyinfra (clusterforge.deploy.runner.run_deploy, parallel: deploy.parallel's default, 64) and Ansible
+  (run_playbook, forks bounded by
   memory, pipelining, ControlPersist; each forks / strategy asked for), each a first deploy onto empty
   per-target roots and a converged re-run that must change nothing. Every run is checked (every host reached,
   the first changed each one, the re-run none) or the bench fails: no figure for a run that did not work.
@@ -51,6 +52,7 @@ from clusterforge.deploy.desired import host_plans  # noqa: E402
 from clusterforge.deploy.options import DeployOptions  # noqa: E402
 from clusterforge.deploy.runner import SshSettings, run_deploy  # noqa: E402
 from clusterforge.lab.scale import ScaleLab, ScaleRefused, address_plan, mem_available_mb  # noqa: E402
+from clusterforge.model.inventory import DeploySettings  # noqa: E402
 from deploy_bench import ENV, BenchFailed, _files_only, verify  # noqa: E402
 
 COUNTS = (128, 256, 512, 1024, 2048)
@@ -59,6 +61,10 @@ PLACEHOLDER = "@@cf-scale-host@@"
 #: Ansible runs up to this many hosts: measured at 1.5 controller CPU-seconds a host a run (32 hosts: 68 s), so
 #: 1,024 hosts would take about 40 minutes a run on a 2-core controller (docs/scale.md).
 ANSIBLE_MAX = 256
+#: Hosts at once: the model's deploy.parallel default, for pyinfra and collection alike. Unbounded (parallel = N)
+#: pyinfra ran 1,024 paramiko transport threads at once and spent minutes in GIL contention (futex) before a
+#: first host finished.
+PARALLEL = DeploySettings().parallel
 
 
 # -- measuring ----------------------------------------------------------------------------------------
@@ -233,9 +239,10 @@ def _one_size(lab: ScaleLab, forks: tuple[int, ...], strategies: tuple[str, ...]
     plans = scale_plans(lab)
     rows = []
     shutil.rmtree(lab.work / "root", ignore_errors=True)
+    par = min(n, PARALLEL)
     for phase in ("first", "second"):
         rows.append(measure("deploy-scale", "pyinfra", phase, n,
-                            lambda: run_deploy(plans, ssh, parallel=n), marker, parallel=n))
+                            lambda: run_deploy(plans, ssh, parallel=par), marker, parallel=par))
     for f in forks if ansible else ():
         for strategy in strategies:
             shutil.rmtree(lab.work / "root", ignore_errors=True)
@@ -248,7 +255,7 @@ def _one_size(lab: ScaleLab, forks: tuple[int, ...], strategies: tuple[str, ...]
                                     marker, parallel=used, strategy=strategy))
             _kill_ssh_masters(marker)
     targets, dead = collect_targets(lab)
-    for par in (64,):  # the model's deploy.parallel default
+    for par in (PARALLEL,):
         cfg = SshConfig(known_hosts=lab.known_hosts, user=lab.user, identity=lab.key, connect_timeout_s=5,
                         command_timeout_s=60, host_timeout_s=120, parallel=par)
         out: dict[str, Any] = {}

@@ -43,7 +43,7 @@ from types import FrameType
 from typing import Any
 
 from clusterforge.lab.errors import LabError
-from clusterforge.lab.proc import ProcessRecord, is_alive, start_time_of, stop_process
+from clusterforge.lab.proc import ProcessRecord, is_alive, start_time_of
 
 SUBNET = "198.19.224.0/20"
 SEGMENT_PREFIX = 22
@@ -226,6 +226,24 @@ def our_veths() -> list[str]:
     return _links("veth", _VETH_RE)
 
 
+def stop_all(records: list[ProcessRecord], timeout_s: float = 5.0) -> int:
+    """SIGTERM to every recorded process still alive (pid and start time checked), a wait, SIGKILL to the rest;
+    all at once, not one after another. Returns how many were alive."""
+    alive = [r for r in records if is_alive(r)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for r in alive:
+            if is_alive(r):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(r.pid, sig)
+        deadline = time.monotonic() + timeout_s
+        while any(is_alive(r) for r in alive) and time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                    pass
+            time.sleep(0.05)
+    return len(alive)
+
+
 def cleanup(work: Path = WORK) -> dict[str, int]:
     """Stop whatever a scale lab left: its recorded sshds (by pid and start time), every process inside its
     namespaces, the namespaces, the bridges, the per-host roots. Idempotent; returns what it removed."""
@@ -233,11 +251,7 @@ def cleanup(work: Path = WORK) -> dict[str, int]:
     procs = 0
     if state.exists():
         with contextlib.suppress(ValueError, OSError):
-            for rec in json.loads(state.read_text()).get("procs", []):
-                r = ProcessRecord.from_json(rec)
-                if is_alive(r):
-                    stop_process(r, timeout=2.0)
-                    procs += 1
+            procs += stop_all([ProcessRecord.from_json(rec) for rec in json.loads(state.read_text()).get("procs", [])])
     spaces = our_namespaces()
     for ns in spaces:
         # sessions outlive their sshd (ControlPersist masters, a deploy's shells): every process in our namespaces
@@ -350,9 +364,7 @@ class ScaleLab:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=5)
         self._popens.clear()
-        for rec in self._procs:
-            with contextlib.suppress(LabError):
-                stop_process(rec, timeout=2.0)
+        stop_all(self._procs)
         self._procs.clear()
         cleanup(self.work)
         self.targets = []
