@@ -3,7 +3,7 @@
     from scale_bench import run
     rows = run((128, 256))          # each N: the lab up, pyinfra then Ansible (first, converged), collection
     .venv/bin/python bench/scale_bench.py 128 256 [--forks 16,32] [--strategy linear,free] [--ansible-max N]
-                                        [--no-ansible]
+                                        [--no-ansible] [--no-collect]
 
 For each N that fits (clusterforge.lab.scale refuses, before starting anything, a size that would leave under
 6 GiB free; the bench then says so and stops at the largest that fitted), on the same targets in the same run:
@@ -65,6 +65,9 @@ ANSIBLE_MAX = 256
 #: pyinfra ran 1,024 paramiko transport threads at once and spent minutes in GIL contention (futex) before a
 #: first host finished.
 PARALLEL = DeploySettings().parallel
+#: pyinfra's hosts per State (`deploy --batch`): one State of 1,024 hosts ran its fact probes past their 120 s
+#: timeout (the run's per-operation work grows with the State's hosts); 512 a State ran clean.
+BATCH = 512
 
 
 # -- measuring ----------------------------------------------------------------------------------------
@@ -203,7 +206,7 @@ def collect_targets(lab: ScaleLab, dead: int = 2) -> tuple[list[CollectTarget], 
 
 def scale_rows(counts: tuple[int, ...] = COUNTS, forks: tuple[int, ...] = (32,),
                strategies: tuple[str, ...] = ("linear",), ansible: bool = True,
-               ansible_max: int = ANSIBLE_MAX) -> list[dict[str, Any]]:
+               ansible_max: int = ANSIBLE_MAX, collect_too: bool = True) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for n in counts:
         with_ansible = ansible and n <= ansible_max
@@ -223,14 +226,14 @@ def scale_rows(counts: tuple[int, ...] = COUNTS, forks: tuple[int, ...] = (32,),
                          "wall_s": round(lab.started_s, 2), "target_mb": round(lab.target_mb or 0, 2),
                          "min_free_mb": round(mem_available_mb())})
             print(rows[-1], file=sys.stderr, flush=True)
-            rows += _one_size(lab, forks, strategies, with_ansible)
+            rows += _one_size(lab, forks, strategies, with_ansible, collect_too)
         finally:
             lab.__exit__(None, None, None)
     return rows + ratios(rows)
 
 
 def _one_size(lab: ScaleLab, forks: tuple[int, ...], strategies: tuple[str, ...],
-              ansible: bool) -> list[dict[str, Any]]:
+              ansible: bool, collect_too: bool = True) -> list[dict[str, Any]]:
     n, marker = lab.n, str(lab.work)
     # Ansible's ControlPersist masters under the lab's directory: their titles ('ssh: DIR/cp/... [mux]') name it
     os.environ["ANSIBLE_SSH_CONTROL_PATH_DIR"] = str(lab.work / "cp")
@@ -242,7 +245,8 @@ def _one_size(lab: ScaleLab, forks: tuple[int, ...], strategies: tuple[str, ...]
     par = min(n, PARALLEL)
     for phase in ("first", "second"):
         rows.append(measure("deploy-scale", "pyinfra", phase, n,
-                            lambda: run_deploy(plans, ssh, parallel=par), marker, parallel=par))
+                            lambda: run_deploy(plans, ssh, parallel=par, batch=BATCH), marker, parallel=par,
+                            batch=min(n, BATCH)))
     for f in forks if ansible else ():
         for strategy in strategies:
             shutil.rmtree(lab.work / "root", ignore_errors=True)
@@ -255,7 +259,7 @@ def _one_size(lab: ScaleLab, forks: tuple[int, ...], strategies: tuple[str, ...]
                                     marker, parallel=used, strategy=strategy))
             _kill_ssh_masters(marker)
     targets, dead = collect_targets(lab)
-    for par in (PARALLEL,):
+    for par in (PARALLEL,) if collect_too else ():
         cfg = SshConfig(known_hosts=lab.known_hosts, user=lab.user, identity=lab.key, connect_timeout_s=5,
                         command_timeout_s=60, host_timeout_s=120, parallel=par)
         out: dict[str, Any] = {}
@@ -317,10 +321,11 @@ if __name__ == "__main__":
             opts[key] = argv[i + 1]
             del argv[i:i + 2]
     ansible = "--no-ansible" not in argv
-    argv = [a for a in argv if a != "--no-ansible"]
+    collect_too = "--no-collect" not in argv
+    argv = [a for a in argv if a not in ("--no-ansible", "--no-collect")]
     counts = tuple(int(a) for a in argv) or COUNTS
     forks = tuple(int(x) for x in opts.get("--forks", "32").split(","))
     strategies = tuple(opts.get("--strategy", "linear").split(","))
     amax = int(opts.get("--ansible-max", ANSIBLE_MAX))
-    for row in scale_rows(counts, forks, strategies, ansible=ansible, ansible_max=amax):
+    for row in scale_rows(counts, forks, strategies, ansible=ansible, ansible_max=amax, collect_too=collect_too):
         print(json.dumps(row))
