@@ -55,7 +55,9 @@ from clusterforge.lab.scale import ScaleLab, ScaleRefused, address_plan, mem_ava
 from clusterforge.model.inventory import DeploySettings  # noqa: E402
 from deploy_bench import ENV, BenchFailed, _files_only, verify  # noqa: E402
 
-COUNTS = (128, 256, 512, 1024, 2048)
+COUNTS = (128, 256, 512)
+"""make bench's sizes: the in-process pyinfra runner stalls past ~830 hosts (docs/scale.md, "Not reached"), so
+1,024 and 2,048 are asked for by hand (`scale_bench.run(counts=(1024,))`) until that is fixed."""
 PYINFRA_MB_PER_HOST = 2.5  # the controller's share per host the lab reserves for pyinfra (measured: 1.9-2.4)
 PLACEHOLDER = "@@cf-scale-host@@"
 #: Ansible runs up to this many hosts: measured at 1.5 controller CPU-seconds a host a run (32 hosts: 68 s), so
