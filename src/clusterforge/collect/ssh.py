@@ -124,8 +124,16 @@ def collect(cfg: SshConfig, hosts: list[Target], fabric: Target | None,
     obs = Observations()
     jobs = list(hosts) + ([fabric] if fabric else [])
 
-    def run(t: Target) -> Outcome:
-        outcome = _run_target(cfg, t)
+    def run(job: tuple[int, Target]) -> Outcome:
+        i, t = job
+        job_cfg = cfg
+        if cfg.control_dir is not None:
+            # a master of its own per job: the fabric's target is often a host's address too, and two jobs
+            # sharing one master would each end it under the other (the other's next command: ssh failed)
+            own = cfg.control_dir / str(i)
+            own.mkdir(mode=0o700, exist_ok=True)
+            job_cfg = dataclasses.replace(cfg, control_dir=own)
+        outcome = _run_target(job_cfg, t)
         if on_done is not None:
             on_done(t.host)
         return outcome
@@ -135,7 +143,7 @@ def collect(cfg: SshConfig, hosts: list[Target], fabric: Target | None,
             cp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cf-ssh-")))
             cfg = dataclasses.replace(cfg, control_dir=cp)
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=max(1, cfg.parallel)))
-        outcomes = list(pool.map(run, jobs))
+        outcomes = list(pool.map(run, enumerate(jobs)))
     for target, outcome in zip(jobs, outcomes, strict=True):
         if target is fabric:
             obs.fabric.update(outcome.outputs)

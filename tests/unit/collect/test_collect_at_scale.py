@@ -60,3 +60,25 @@ def test_a_slow_host_runs_out_of_its_time_and_the_others_are_collected(tmp_path:
     assert most[0] <= 4  # bounded
     assert sum(1 for a in seen if "-O" in a) == 10  # every host's master closed
     assert all(any(x.startswith("ControlPath=") for x in a) for a in seen)
+
+
+def test_the_fabric_target_on_a_hosts_address_has_a_master_of_its_own(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fabric is read from an SM node, which is a host too: two jobs on one address once shared a master,
+    and the first to finish ended it under the other (CI: 'sm01 could not be reached: ssh failed')."""
+    paths: dict[str, set[str]] = {}
+    lock = threading.Lock()
+
+    def fake_run(argv: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+        cp = next(a.split("=", 1)[1] for a in argv if a.startswith("ControlPath="))
+        with lock:
+            paths.setdefault(argv[-1] if "-O" in argv else argv[-3], set()).add(str(Path(cp).parent))
+        return subprocess.CompletedProcess(argv, 0, "out\n", "")
+
+    monkeypatch.setattr(ssh_mod.subprocess, "run", fake_run)
+    sm = Target("sm01", "10.0.0.1", {"ibstat": ("ibstat",)})
+    fabric = Target("sm01", "10.0.0.1", {"ibnetdiscover": ("ibnetdiscover",)})
+    obs = collect(SshConfig(known_hosts=tmp_path / "kh", parallel=2), [sm], fabric)
+    assert obs.hosts["sm01"] == {"ibstat": "out\n"} and obs.fabric == {"ibnetdiscover": "out\n"}
+    assert not obs.unreachable
+    assert len(paths["root@10.0.0.1"]) == 2  # two masters' directories, each closed by its own job
