@@ -17,6 +17,7 @@ from clusterforge.lab.ibsim import ibsim_running
 from clusterforge.lab.netns import link_exists, netns_exists
 from clusterforge.lab.observe import parse_ibstat
 from clusterforge.lab.proc import is_alive, run
+from clusterforge.util.ticks import Ticks
 
 pytestmark = [
     pytest.mark.lab,
@@ -43,9 +44,14 @@ def test_netns_mode_up_ssh_ibstat_down(
         sm_sweep_interval=1,
     )
     my_hostname = socket.gethostname()
-    state = up(spec, mode="netns")
+    told: list[tuple[str, int, int]] = []
+    state = up(spec, mode="netns", ticks=Ticks(lambda note, done, total: told.append((note, done, total))))
     try:
         assert state.mode == "netns" and status(spec.state_dir).healthy
+        # lab up's progress: each host, the simulator, the fabric, ssh; the last tick is the whole
+        assert [note for note, _, _ in told] == ["gpu01 running", "sm01 running", "simulator started",
+                                                 "fabric active", "ssh up"]
+        assert [done for _, done, _ in told] == [1, 2, 3, 4, 5] and {total for _, _, total in told} == {5}
         for host in ("gpu01", "sm01"):
             res = run(ssh_command(state, host, ["hostname"]), timeout=30, check=False)
             assert (res.returncode, res.stdout.strip()) == (0, host), res.stderr

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 import typer
 
 from ..util.errors import ExitCode, InventoryInvalid
-from .common import Format, err, out, print_json
+from .common import Format, StepBar, err, out, print_json, step_progress
 
 if TYPE_CHECKING:
     from ..day2.apply import State
@@ -69,18 +69,19 @@ def apply(
     def echo(line: str) -> None:
         shown.print(line, markup=False)
 
-    fx = Effects(
-        run=lambda step: _run(step.argv, cwd, echo, tag=str(step.n) if step.group is not None else ""),
-        ask=_ask,
-        state=lambda prev: _state(plan.env, plan.record, prev),
-        echo=echo,
-        technician=tech,
-    )
     opts = Options(dry_run=dry_run, confirm_through=confirm_through,
                    interactive=sys.stdin.isatty() if interactive is None else interactive,
                    lab_technician=lab_technician, parallel=parallel)
     try:
-        with _exclusive(plan_file, dry_run):
+        with _exclusive(plan_file, dry_run), step_progress(f"apply {plan_file.name}", show=not dry_run) as bar:
+            fx = Effects(
+                run=lambda step: _run(step.argv, cwd, echo, tag=str(step.n) if step.group is not None else ""),
+                ask=lambda step: _ask(step, bar),
+                state=lambda prev: _state(plan.env, plan.record, prev),
+                echo=echo,
+                technician=tech,
+                progress=bar.show,
+            )
             outcome = apply_plan(plan, journal, opts, fx)
     except KeyboardInterrupt:
         err.print(f"interrupted; run `clusterforge apply {plan_file}` again to resume (journal "
@@ -160,8 +161,9 @@ def _run(argv: tuple[str, ...], cwd: Path, echo: Callable[[str], None], tag: str
     return proc.returncode, "".join(tail)
 
 
-def _ask(step: Step) -> bool:
-    return typer.confirm("  done?", default=False)
+def _ask(step: Step, bar: StepBar) -> bool:
+    with bar.paused():  # the bar off the terminal while the operator answers
+        return typer.confirm("  done?", default=False)
 
 
 def _state(env: Path, record: Path, prev: State | None) -> State:

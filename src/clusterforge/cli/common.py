@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..check.checked import Checked
     from ..inventory.load import Source
     from ..model import Inventory
+    from ..util.ticks import Ticks
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -221,3 +222,76 @@ def host_progress(description: str, *, quiet: bool = False, lines: bool = True) 
             bar.update(task, total=p.total, completed=p.finished, tally=p.tally)
 
         yield HostProgress(description, show)
+
+
+class StepBar:
+    """`step_progress`'s handle: `show(done, failed, total)` as steps end; `paused()` around a prompt (the bar
+    is taken off the terminal while the operator answers)."""
+
+    def __init__(self, description: str, bar: Any = None) -> None:
+        self.description = description
+        self._bar = bar
+        self._task = None if bar is None else bar.add_task(description, total=None, tally="")
+
+    def show(self, done: int, failed: int, total: int) -> None:
+        if self._bar is None:
+            return
+        tally = f"{done:,}/{total:,} step(s) done" + (f", {failed:,} failed" if failed else "")
+        self._bar.update(self._task, total=total, completed=done + failed, tally=tally)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        if self._bar is None:
+            yield
+            return
+        self._bar.stop()
+        try:
+            yield
+        finally:
+            self._bar.start()
+
+
+@contextmanager
+def step_progress(description: str, *, show: bool = True) -> Iterator[StepBar]:
+    """Progress of a run of many steps (apply), on stderr: on a terminal a bar with steps done / failed / total,
+    the time left and elapsed, gone when the run ends (the steps' own lines scroll above it). Piped, nothing:
+    the step lines already say where the run is."""
+    if not show or not err.is_terminal:
+        yield StepBar(description)
+        return
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[tally]}"),
+                  TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn(), console=err, transient=True) as bar:
+        yield StepBar(description, bar)
+
+
+@contextmanager
+def ticked(description: str) -> Iterator[Ticks]:
+    """A `Ticks` for work whose size is learned as it goes (lab up: the image, each host, the simulator,
+    OpenSM), shown on a terminal as a bar with done / total, the stage just done, ETA and elapsed; piped,
+    nothing (the command's own lines say what it did)."""
+    from ..util.ticks import Ticks
+
+    if not err.is_terminal:
+        yield Ticks()
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[note]}"), TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as bar:
+        task = bar.add_task(description, total=None, note="")
+
+        def tell(note: str, done: int, total: int) -> None:
+            bar.update(task, total=total, completed=done, note=note)
+
+        yield Ticks(tell)

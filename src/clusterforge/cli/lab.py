@@ -16,7 +16,7 @@ from ..lab.rehearsal import env as labenv
 from ..lab.rehearsal import services as labservices
 from ..lab.technician import Technician, set_drained
 from ..util.errors import ExitCode
-from .common import Format, err, load_or_fail, out, print_json, print_table, progress
+from .common import Format, err, load_or_fail, out, print_json, print_table, ticked
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -107,9 +107,9 @@ def lab_up(
     the lab network and never contacted; the whole fabric is simulated, the unselected nodes' HCAs too."""
     checked = load_or_fail(env)
     try:
-        with progress(f"lab up {env}"):  # a bar on a terminal only (image build, containers, fabric, OpenSM)
+        with ticked(f"lab up {env.name}") as ticks:  # a bar on a terminal only (image, hosts, fabric, OpenSM)
             res = labenv.bring_up(checked, env, limit=split_tokens(limit), cidr=cidr, mode=mode, start_sm=start_sm,
-                                  systemd=systemd, replace=replace)
+                                  systemd=systemd, replace=replace, ticks=ticks)
     except (LabError, OSError, ValueError) as exc:
         _fail(exc)
     state = res.state

@@ -25,6 +25,7 @@ The effects (running argv, asking, the lab, reading the state) are passed in; th
 from __future__ import annotations
 
 import shlex
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -73,13 +74,15 @@ class Options:
 class Effects:
     """What apply does to the world. `run(step) -> (exit code, output)`; `ask(step) -> confirmed?`;
     `technician(step) -> what it did`, or None where there is no lab technician;
-    `state(previous)` the current State (reusing `previous.model` when the files are unchanged)."""
+    `state(previous)` the current State (reusing `previous.model` when the files are unchanged);
+    `progress(done, failed, total)` after each step ends (a progress bar; from a group's worker threads too)."""
 
     run: Callable[[Step], tuple[int, str]]
     ask: Callable[[Step], bool]
     state: Callable[[State | None], State]
     echo: Callable[[str], None]
     technician: Callable[[Step], str] | None = None
+    progress: Callable[[int, int, int], None] | None = None
 
 
 Status = Literal["done", "failed", "waiting", "stale", "dry-run"]
@@ -129,6 +132,8 @@ def apply_plan(plan: PlanFile, journal: Journal, opts: Options, fx: Effects) -> 
         return Outcome("stale", "the plan is stale: " + "; ".join(reasons)
                        + ". Make a new plan with `clusterforge diff ... --output` and review it.")
     todo = [s for s in plan.steps if s.n not in done]
+    tally = _Tally(len(plan.steps) - len(todo), len(plan.steps), fx.progress)
+    tally.show()
     if done:
         fx.echo(f"resuming: {len(done)} of {len(plan.steps)} steps done (journal {journal.path})")
     if opts.dry_run:
@@ -149,7 +154,7 @@ def apply_plan(plan: PlanFile, journal: Journal, opts: Options, fx: Effects) -> 
         if reasons:
             return Outcome("stale", f"stopped before step {step.n}: " + "; ".join(reasons), step.n, tuple(ran))
         if len(batch) > 1:
-            failed, after = _run_group(batch, journal, opts, fx, expected)
+            failed, after = _run_group(batch, journal, opts, fx, expected, tally)
             ran += [s.n for s in batch if s not in failed]
             if failed:
                 first, (rc, output) = min(failed.items(), key=lambda kv: kv[0].n)
@@ -167,11 +172,13 @@ def apply_plan(plan: PlanFile, journal: Journal, opts: Options, fx: Effects) -> 
                 how = _confirmation(step, opts, fx)
             except StepFailed as exc:
                 journal.record(step.n, "failed", rc=1, output=str(exc), state=expected.as_dict())
+                tally.end(failed=True)
                 return Outcome("failed", f"step {step.n} failed: {exc}\nfix the cause and run apply again: it "
                                f"retries step {step.n}", step.n, tuple(ran))
             if how is None:
                 return Outcome("waiting", _waiting(step, len(plan.steps)), step.n, tuple(ran))
             journal.record(step.n, "done", how=how, state=expected.as_dict())
+            tally.end()
             fx.echo(f"  done ({how})")
         else:
             fx.echo(f"  $ {shlex.join(step.argv)}")
@@ -180,17 +187,38 @@ def apply_plan(plan: PlanFile, journal: Journal, opts: Options, fx: Effects) -> 
             after = fx.state(expected)
             if rc != 0:
                 journal.record(step.n, "failed", rc=rc, output=output[-4000:], state=after.as_dict())
+                tally.end(failed=True)
                 return Outcome("failed", f"step {step.n} failed (exit {rc}): {shlex.join(step.argv)}\n"
                                + _indent(output[-4000:]) + "\nfix the cause and run apply again: it retries "
                                f"step {step.n}", step.n, tuple(ran))
             journal.record(step.n, "done", how="ran", state=after.as_dict())
+            tally.end()
             expected = fresh = after
         ran.append(step.n)
     return Outcome("done", f"all {len(plan.steps)} steps done", None, tuple(ran))
 
 
+class _Tally:
+    """Steps done and failed of the plan, told to `Effects.progress` as each ends (under a lock: a group's
+    steps end in their worker threads)."""
+
+    def __init__(self, done: int, total: int, tell: Callable[[int, int, int], None] | None) -> None:
+        self.done, self.failed, self.total, self._tell = done, 0, total, tell
+        self._lock = threading.Lock()
+
+    def show(self) -> None:
+        if self._tell is not None:
+            self._tell(self.done, self.failed, self.total)
+
+    def end(self, failed: bool = False) -> None:
+        with self._lock:
+            self.failed += failed
+            self.done += not failed
+            self.show()
+
+
 def _run_group(batch: list[Step], journal: Journal, opts: Options, fx: Effects,
-               prev: State) -> tuple[dict[Step, tuple[int, str]], State]:
+               prev: State, tally: _Tally | None = None) -> tuple[dict[Step, tuple[int, str]], State]:
     """Run a parallel group's steps at the same time (at most `opts.parallel`), each journaled as it starts
     and ends; then read the state once and journal it (`joined`). Returns the failed steps and that state."""
     from concurrent.futures import ThreadPoolExecutor
@@ -212,6 +240,8 @@ def _run_group(batch: list[Step], journal: Journal, opts: Options, fx: Effects,
             journal.record(step.n, "failed", rc=rc, output=output[-4000:])
         else:
             journal.record(step.n, "done", how="ran")
+        if tally is not None:
+            tally.end(failed=rc != 0)
 
     with ThreadPoolExecutor(max_workers=max(1, min(opts.parallel, len(batch)))) as pool:
         list(pool.map(one, batch))

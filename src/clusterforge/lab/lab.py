@@ -58,6 +58,7 @@ from clusterforge.lab.state import (
 )
 from clusterforge.lab.technician import DRAINED, Technician, cabled_peers, read_journal
 from clusterforge.lab.technician import JOURNAL as TECHNICIAN_JOURNAL
+from clusterforge.util.ticks import Ticks
 
 GUEST_INIT = GUEST_SBIN + "/cf-lab-init"
 
@@ -97,14 +98,16 @@ def up(
     mode: str = "auto",
     packages: Sequence[str] = DEFAULT_PACKAGES,
     timeout: float = 300.0,
+    ticks: Ticks | None = None,
 ) -> LabState:
     """Bring the lab up (idempotent); return its state.
 
     ``mode``: "podman" (one container per host), "netns" (one network
     namespace + sshd per host, sharing this machine's file system) or "auto"
     (podman when it can run here, else netns).  The mode in use is recorded
-    in ``LabState.mode``.
+    in ``LabState.mode``.  ``ticks`` is told each host started and each stage (a progress bar).
     """
+    ticks = ticks if ticks is not None else Ticks()
     validate_spec(spec)
     state_dir = spec.state_dir.resolve()
     net = parse_netfile(spec.netfile.resolve())
@@ -122,6 +125,7 @@ def up(
         down(state_dir)
 
     chosen = _choose_mode(mode)
+    ticks.expect(len(spec.hosts) + 2 + (chosen == "podman") + (spec.start_sm or spec.sm_sim_host is not None))
     deadline = time.monotonic() + timeout
     state = LabState(
         lab=spec.name, mode=chosen, state_dir=state_dir, spec_digest=digest,
@@ -139,9 +143,9 @@ def up(
                 h.name, h.address, h.role, [(x.device, net.resolve(x.sim_host)) for x in h.hcas]
             )
         if chosen == "podman":
-            _up_podman_hosts(spec, state, packages)
+            _up_podman_hosts(spec, state, packages, ticks)
         else:
-            _up_netns_hosts(spec, state)
+            _up_netns_hosts(spec, state, ticks)
 
         state.netns = f"cf-lab-{spec.name}-ibsim"
         state.veth = netns.short_ifname(spec.name, "s")
@@ -153,6 +157,7 @@ def up(
         endpoint = RemoteEndpoint(spec.ibsim_address, DEFAULT_REMOTE_PORT, state.netns)
         state.ibsim = start_ibsim(net.path, state_dir / "ibsim", endpoint)
         write_state(state)
+        ticks.tick("simulator started")
 
         sm = spec.sm_hosts[0] if spec.sm_hosts else None
         if sm is not None and spec.start_sm:
@@ -161,6 +166,7 @@ def up(
             _start_opensm(spec, state, sm.name)
             write_state(state)
             _wait_fabric_active(state, deadline)
+            ticks.tick("fabric active")
         elif sm is None and spec.sm_sim_host is not None:
             # OpenSM beside the simulator, as the (container-less) SM node's HCA
             sim_host = net.resolve(spec.sm_sim_host)
@@ -170,7 +176,9 @@ def up(
                                         timeout=max(30.0, deadline - time.monotonic()))
             write_state(state)
             _wait_fabric_active(state, deadline)
+            ticks.tick("fabric active")
         _wait_ssh(state, deadline)
+        ticks.tick("ssh up")
         state.complete = True
         write_state(state)
         return state
@@ -340,11 +348,12 @@ def _choose_mode(mode: str) -> str:
     raise LabError("no lab mode can run here: " + "; ".join(reasons))
 
 
-def _up_podman_hosts(spec: LabSpec, state: LabState, packages: Sequence[str]) -> None:
+def _up_podman_hosts(spec: LabSpec, state: LabState, packages: Sequence[str], ticks: Ticks) -> None:
     if spec.systemd:
         check_systemd_room(len(spec.hosts))
     state.image = build_image(packages, systemd=spec.systemd)
     write_state(state)
+    ticks.tick("image ready")
     state.network = containers.network_name(spec.name)
     write_state(state)
     info = containers.create_network(state.network, spec.network_cidr, spec.gateway, spec.name)
@@ -359,9 +368,10 @@ def _up_podman_hosts(spec: LabSpec, state: LabState, packages: Sequence[str]) ->
         write_state(state)
     for rec in state.hosts.values():
         containers.wait_running(rec.container)
+        ticks.tick(f"{rec.name} running")
 
 
-def _up_netns_hosts(spec: LabSpec, state: LabState) -> None:
+def _up_netns_hosts(spec: LabSpec, state: LabState, ticks: Ticks) -> None:
     if any(c.isspace() for c in str(state.state_dir)):
         raise LabError("netns mode needs a state_dir path without whitespace")
     state.bridge = netns.short_ifname(spec.name, "b")
@@ -380,6 +390,7 @@ def _up_netns_hosts(spec: LabSpec, state: LabState) -> None:
         rec.sshd = hostns.start_sshd(rec.netns, rec.name, state.state_dir / "guest" / "sbin",
                                      hd / "sshd_config", state.state_dir / "run" / rec.name)
         write_state(state)
+        ticks.tick(f"{rec.name} running")
 
 
 def _start_container(spec: LabSpec, state: LabState, rec: HostRecord) -> str:

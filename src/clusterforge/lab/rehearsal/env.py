@@ -29,6 +29,7 @@ from ...render import render, write_tree
 from ...render.context_opensm import install_path, plane_services
 from ...sim import nvidia_smi
 from ...util.fsutil import write_atomic
+from ...util.ticks import Ticks
 from ...validate.planes import switch_plane
 from .. import SM_ROLE, LabHca, LabHost, LabSpec, LabState, PortRef, down, read_state, ssh_command, up
 from ..errors import LabError
@@ -305,12 +306,14 @@ class LabUp:
 
 def bring_up(checked: Checked, env: Path, *, limit: tuple[str, ...] = (), cidr: str | None = None,
              mode: str = "auto", start_sm: bool = True, root: Path | None = None, systemd: bool = False,
-             replace: bool = False, sm_timeout_s: float = 120.0) -> LabUp:
+             replace: bool = False, sm_timeout_s: float = 120.0, ticks: Ticks | None = None) -> LabUp:
     """`clusterforge lab up`: prepare, start the containers and the whole simulated fabric, OpenSM on every
     selected SM node (master first: an HA pair elects by priority) or beside the simulator, the GPU
     stand-ins; record the address mapping. Idempotent (a healthy lab of the same spec is kept); a lab of this
-    environment started otherwise is refused, or with `replace` brought down first."""
+    environment started otherwise is refused, or with `replace` brought down first. `ticks` is told each
+    host and stage as it is done (a progress bar)."""
     t0 = time.monotonic()
+    ticks = ticks if ticks is not None else Ticks()
     spec, p = prepare(checked, env, root, limit=limit, cidr=cidr, systemd=systemd)
     if not start_sm:  # the SM nodes' OpenSM is left to the deploy (beside the simulator it still runs)
         spec = dataclasses.replace(spec, start_sm=False)
@@ -323,20 +326,24 @@ def bring_up(checked: Checked, env: Path, *, limit: tuple[str, ...] = (), cidr: 
         raise LabError(f"a lab of {env} is already up with another selection, network or kind (systemd) "
                        f"({len(existing.hosts)} node(s): {names}): `clusterforge lab down {env}` first, "
                        "or `lab up --replace`")
-    state = up(spec, mode=mode)
+    ticks.expect(1)  # the stand-ins
+    state = up(spec, mode=mode, ticks=ticks)
     write_mapping(p, checked, env, state)
     started: list[str] = []
     if start_sm:
+        ticks.expect(sum(1 for sm in sm_nodes_by_priority(checked.index) if sm in state.hosts))
         for sm in sm_nodes_by_priority(checked.index):
             if sm in state.hosts:
                 start_subnet_manager(state, p, sm)
                 started.append(sm)
+                ticks.tick(f"OpenSM on {sm}")
         if started:
             ports = plane_ports(checked.index, started[0])
             for hca, _ in ports.values() or [(None, 0)]:  # rail planes: a master in every plane
                 wait_sm_master(state, started[0], sm_timeout_s, hca)
     standins = install_gpu_standins(state, checked)
     write_monitoring_standins(state, checked)
+    ticks.tick("stand-ins installed")
     return LabUp(state, p, spec, tuple(started), standins, time.monotonic() - t0)
 
 
