@@ -15,12 +15,16 @@ from clusterforge.lab.scale import (
     ScaleError,
     ScaleRefused,
     address_plan,
+    bridge_mac,
+    bring_up_lines,
     capacity,
     check_room,
     largest_fitting,
     mem_available_mb,
+    missing_neighbours,
     need_mb,
     overlapping,
+    target_mac,
 )
 
 
@@ -100,3 +104,24 @@ def test_target_macs_are_distinct_and_locally_administered() -> None:
 
     macs = [target_mac(i) for i in range(4000)]
     assert len(set(macs)) == 4000 and target_mac(0) == "02:cf:5c:00:00:00" and target_mac(1023) == "02:cf:5c:00:03:ff"
+
+
+def test_bridges_have_a_fixed_mac_and_the_neighbour_entries_come_after_every_port() -> None:
+    plan = address_plan(1500)
+    lines = bring_up_lines(plan, 1500)
+    bridges = [line for line in lines if line.endswith("type bridge")]
+    assert bridges == [f"link add {s.bridge} address {bridge_mac(k)} type bridge"
+                       for k, s in enumerate(plan.segments[:2])]
+    last_port = max(i for i, line in enumerate(lines) if " master " in line)
+    neigh = [i for i, line in enumerate(lines) if line.startswith("neigh ")]
+    assert len(neigh) == 1500 and min(neigh) > last_port
+    assert lines[neigh[1001]] == (f"neigh replace {plan.addresses[1001]} lladdr {target_mac(1001)} "
+                                  f"dev {plan.segments[1].bridge} nud permanent")
+
+
+def test_missing_neighbours_reads_ip_json() -> None:
+    out = ('[{"dst":"198.19.224.10","dev":"cfscbr0","lladdr":"02:cf:5c:00:00:00","state":["PERMANENT"]},'
+           '{"dst":"198.19.224.12","dev":"cfscbr0","lladdr":"02:cf:5c:00:00:02","state":["STALE"]}]')
+    assert missing_neighbours(["198.19.224.10", "198.19.224.11", "198.19.224.12"], out) == [
+        "198.19.224.11", "198.19.224.12"]
+    assert missing_neighbours(["198.19.224.10"], "") == ["198.19.224.10"]

@@ -36,7 +36,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -117,6 +117,40 @@ def address_plan(n: int, subnet: str = SUBNET) -> AddressPlan:
 def target_mac(i: int) -> str:
     """Target i's MAC: locally administered, 02:cf:5c and i in the last three bytes."""
     return "02:cf:5c:" + ":".join(f"{(i >> s) & 0xFF:02x}" for s in (16, 8, 0))
+
+
+def bridge_mac(k: int) -> str:
+    """Segment k's bridge MAC, set at creation: a bridge without one takes its lowest port's MAC and changes it
+    as ports join, and each change flushes the neighbour entries on it, permanent ones too."""
+    return f"02:cf:5d:00:00:{k:02x}"
+
+
+def bring_up_lines(plan: AddressPlan, n: int) -> list[str]:
+    """`ip -batch` lines that make the segments' bridges, N namespaces with their veths and the controller's
+    permanent neighbour entries (pure). Each target has a fixed MAC and a permanent entry: the controller's
+    table holds 1,024 learned entries by default (gc_thresh3) and permanent ones do not count. The bridges
+    get a fixed MAC and the entries come last, after every port has joined: with a bridge's MAC following
+    its ports, 179 to 258 of 1,024 entries were flushed as later veths joined, those targets then needed
+    learned entries past gc_thresh3, and a deploy found them unreachable."""
+    segs = plan.segments[: -(-n // SEGMENT_TARGETS)]
+    lines: list[str] = []
+    for k, s in enumerate(segs):
+        lines += [f"link add {s.bridge} address {bridge_mac(k)} type bridge",
+                  f"addr add {s.gateway}/{s.network.prefixlen} dev {s.bridge}", f"link set {s.bridge} up"]
+    for i in range(n):
+        ns = f"{NS_PREFIX}{i}"
+        lines += [f"netns add {ns}",
+                  f"link add {VETH_PREFIX}{i} type veth peer name eth0 address {target_mac(i)} netns {ns}",
+                  f"link set {VETH_PREFIX}{i} master {plan.segment_of(i).bridge} up"]
+    lines += [f"neigh replace {plan.addresses[i]} lladdr {target_mac(i)} dev {plan.segment_of(i).bridge} "
+              "nud permanent" for i in range(n)]
+    return lines
+
+
+def missing_neighbours(addresses: Sequence[str], neigh_json: str) -> list[str]:
+    """The addresses without a permanent entry in `ip -j neigh show nud permanent`'s output (pure)."""
+    have = {e.get("dst") for e in json.loads(neigh_json or "[]") if "PERMANENT" in (e.get("state") or [])}
+    return [a for a in addresses if a not in have]
 
 
 def target_name(i: int) -> str:
@@ -430,20 +464,7 @@ class ScaleLab:
 
     def _bring_up(self, plan: AddressPlan, n: int) -> list[Target]:
         self._record()
-        segs = plan.segments[: -(-n // SEGMENT_TARGETS)]
-        lines = []
-        for s in segs:
-            lines += [f"link add {s.bridge} type bridge", f"addr add {s.gateway}/{s.network.prefixlen} dev {s.bridge}",
-                      f"link set {s.bridge} up"]
-        for i in range(n):
-            ns = f"{NS_PREFIX}{i}"
-            # a fixed MAC and a permanent neighbour entry for each target: the controller's neighbour table
-            # holds 1,024 learned entries by default (gc_thresh3), and permanent ones do not count
-            lines += [f"netns add {ns}",
-                      f"link add {VETH_PREFIX}{i} type veth peer name eth0 address {target_mac(i)} netns {ns}",
-                      f"link set {VETH_PREFIX}{i} master {plan.segment_of(i).bridge} up",
-                      f"neigh replace {plan.addresses[i]} lladdr {target_mac(i)} dev {plan.segment_of(i).bridge} "
-                      "nud permanent"]
+        lines = bring_up_lines(plan, n)
         _ip_batch(lines)
         for i in range(n):
             seg = plan.segment_of(i)
@@ -465,6 +486,10 @@ class ScaleLab:
                 self._record()
         self._record()
         targets = [Target(target_name(i), plan.addresses[i], self.work / "root" / target_name(i)) for i in range(n)]
+        lost = missing_neighbours(plan.addresses[:n], _sh(["ip", "-j", "neigh", "show", "nud", "permanent"]).stdout)
+        if lost:
+            raise ScaleError(f"scale lab: {len(lost)} of {n} permanent neighbour entries are gone after the bring-up "
+                             f"(first {lost[0]}): past gc_thresh3 those targets would be unreachable")
         self._wait_listening(targets)
         return targets
 
