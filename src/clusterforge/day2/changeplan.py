@@ -42,6 +42,7 @@ from .firmware import (
     flash_argv,
     new_pins,
     refuse_downgrades,
+    staged_path,
 )
 from .ha import Groups, changed_trunks, groups, moved_racks, relaid_trunks, replaced_switches
 from .host_diff import LEAVES, HostChange, diff_hosts
@@ -157,6 +158,10 @@ class _Planner:
         for b in self.fw_hca:
             for host in b.targets:
                 self._interrupt(host, f"firmware {b}")
+        for b in self.fw_hca:
+            if b.image is None:
+                self.warnings.append(f"firmware pin {b.model} names no image: `clusterforge firmware flash` refuses "
+                                     f"to flash until firmware.hcas[{b.at}].image does")
         for model in new_pins(self.old, self.new):
             self.warnings.append(f"firmware pin {model} is new: nothing is flashed (what runs now is not in the old "
                                  "inventory); `validate` reports the cards that differ (FW-DRIFT)")
@@ -519,7 +524,8 @@ class _Planner:
             self.fw_done.update((h, b.model) for h in hosts)
             how = activation(self.new, b.model)
             emit("flash", self._one_rack(hosts), _hosts_text(hosts),
-                 f"flash firmware {b} from {b.image or 'the image staged on each host'} (then {how})",
+                 f"flash firmware {b} from {staged_path(b.image) if b.image else 'the pin image (none named)'}, "
+                 f"staged on each host (then {how})",
                  flash_argv(self.env, b, hosts=hostlist(hosts)))
             for h in hosts:
                 flashed.setdefault(h, []).append(b)

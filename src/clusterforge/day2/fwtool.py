@@ -23,14 +23,15 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 from ..collect.ssh import SshConfig
 from ..parse.errors import ParseError
 from ..parse.mlxfwmanager import FwDevice, parse
-from .firmware import version_key
+from .firmware import DEFAULT_IMAGE_DIR, staged_path, version_key
 
-DEFAULT_IMAGE_DIR = "/var/lib/clusterforge/firmware"
+__all__ = ["DEFAULT_IMAGE_DIR", "FlashJob", "HostReport", "Ran", "Runner", "each", "flash_host", "reboot_host",
+           "reset_host", "ssh_runner", "staged_path"]
+
 QUERY = ("mlxfwmanager", "--query")
 
 
@@ -74,12 +75,6 @@ class FlashJob:
     def commands(self, card: str, older: bool) -> tuple[str, ...]:
         force = ("--force",) if older or self.reflash else ()
         return ("mlxfwmanager", "-d", card, "-u", "-i", self.image, "-y", *force)
-
-
-def staged_path(image: str, image_dir: str = DEFAULT_IMAGE_DIR) -> str:
-    """Where the pin's image must be on the host: its file name under `image_dir`."""
-    name = PurePosixPath(image.split("?", 1)[0].rstrip("/")).name
-    return str(PurePosixPath(image_dir) / name)
 
 
 def _query(host: str, run: Runner, report: HostReport) -> tuple[FwDevice, ...] | None:

@@ -104,6 +104,7 @@ def test_a_downgrade_is_refused_unless_the_new_inventory_allows_it() -> None:
     plan = _plan(old, allowed)
     assert _check(plan, old, allowed) == []
     assert all("--allow-downgrade" in s.argv for s in plan.steps if s.phase == "flash")
+    assert any("firmware pin ConnectX-6 names no image" in w for w in plan.warnings)  # the flash would refuse
 
 
 def test_an_image_change_at_the_same_version_reflashes() -> None:
@@ -112,7 +113,7 @@ def test_an_image_change_at_the_same_version_reflashes() -> None:
     assert _check(plan, old, new) == []
     flashes = [s for s in plan.steps if s.phase == "flash"]
     assert flashes and all("--reflash" in s.argv for s in flashes)
-    assert "firmware/b.bin" in flashes[0].action
+    assert "/var/lib/clusterforge/firmware/b.bin, staged on each host" in flashes[0].action
 
 
 def test_a_pin_only_the_new_inventory_has_flashes_nothing_and_warns() -> None:
