@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict
@@ -47,6 +47,10 @@ class HcaModel(_Entry):
     """What `mlxfwmanager --query` prints as `Device Type` (ConnectX7, BlueField3)."""
     fw_tool: str = "mlxfwmanager"
     """The tool that queries and flashes it from its host."""
+    fw_activation: Literal["mlxfwreset", "reboot"] = "mlxfwreset"
+    """How a flashed image starts running (a day-2 firmware bump plans it after the flash, before the
+    validation): `mlxfwreset` (`mlxfwreset -d <card> -y reset`: the card reloads its firmware, the host stays
+    up) or `reboot` (the host is rebooted)."""
 
 
 class RateInfo(_Entry):

@@ -13,6 +13,7 @@ def check(index: Index) -> list[InventoryIssue]:
         return []
     cat = index.cat
     used_hcas = {h.model for hw in index.hardware.values() for h in hw.hcas}
+    used_hcas |= {d.model for hw in index.hardware.values() for d in hw.dpus}  # DPUs are pinned there too
     used_switches = {sw.model for sw in index.inv.switches}
     out: list[InventoryIssue] = []
     for section, pins, known, used, kind in (("hcas", fw.hcas, cat.hcas, used_hcas, "HCA/DPU"),

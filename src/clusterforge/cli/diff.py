@@ -46,16 +46,26 @@ def diff(
             err.print(f"diff: {old} at {rev}: {exc}", markup=False)
             raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
         indexes = []
+        checked = []
         for label, path in (("old", old_dir), ("new", new)):
             heading = f"the {label} inventory{f' (at {rev})' if label == 'old' and rev else ''} is invalid:"
-            indexes.append(load_or_fail(path, heading=heading).index)
+            checked.append(load_or_fail(path, heading=heading))
+            indexes.append(checked[-1].index)
         if deployed_digest is not None:
             from ..deploy.record import inventory_digest
 
             if inventory_digest(old_dir) != deployed_digest:
                 err.print(f"note: the last deploy ran with uncommitted inventory changes; comparing with {rev}",
                           markup=False)
-        plan = change_plan(indexes[0], indexes[1], str(new), new.resolve().name)
+        from ..day2.firmware import FirmwareRefused
+
+        try:
+            plan = change_plan(indexes[0], indexes[1], str(new), new.resolve().name)
+        except FirmwareRefused as exc:  # a downgrade the new inventory does not allow: the pin, where it is
+            file, line, _ = checked[1].source.locate(exc.path)
+            where = f"{file}:{line}: " if file and line else f"{file}: " if file else ""
+            err.print(f"diff: {where}{exc}", markup=False)
+            raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
         _verified(plan, indexes[0], indexes[1])
     data = plan.to_dict()
     if output is not None:  # the plan file `clusterforge apply` carries out (day2/planfile.py)

@@ -32,6 +32,18 @@ from collections.abc import Callable
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
 from ..util.hostlist import compress as hostlist
+from .firmware import (
+    Bump,
+    activate_argv,
+    activation,
+    bumps,
+    by_hand,
+    cabled_nodes,
+    flash_argv,
+    new_pins,
+    refuse_downgrades,
+    staged_path,
+)
 from .ha import Groups, changed_trunks, groups, moved_racks, relaid_trunks, replaced_switches
 from .host_diff import LEAVES, HostChange, diff_hosts
 from .inventory_diff import (
@@ -86,6 +98,12 @@ class _Planner:
         self.placed = {d.name for d in diff.devices if d.kind in ("node", "switch", "patch_panel")
                        and (d.change != "changed" or d.name in self.swapped)} | set(self.inside)
         self._heights: dict[int, dict[str, int]] = {}
+        self.fw = bumps(old, new)  # firmware pins that change (day2/firmware.py)
+        refuse_downgrades(new, self.fw)
+        self.fw_hca = [b for b in self.fw if b.kind == "hcas"]
+        self.fw_switch: dict[str, Bump] = {t: b for b in self.fw if b.kind == "switches" for t in b.targets}
+        self.fw_done: set[tuple[str, str]] = set()  # (host, model) flashed by an earlier wave
+        self.wave_hosts: set[str] = set()  # hosts interrupted by the work packed into waves (not a switch's flash)
 
     # -- where things are ---------------------------------------------------------------
     def _rack_of(self, device: str, index: Index) -> str:
@@ -137,9 +155,24 @@ class _Planner:
         for h in self.hosts:
             for why in h.disruptive:
                 self._interrupt(h.host, why)
+        for b in self.fw_hca:
+            for host in b.targets:
+                self._interrupt(host, f"firmware {b}")
+        for b in self.fw_hca:
+            if b.image is None:
+                self.warnings.append(f"firmware pin {b.model} names no image: `clusterforge firmware flash` refuses "
+                                     f"to flash until firmware.hcas[{b.at}].image does")
+        for model in new_pins(self.old, self.new):
+            self.warnings.append(f"firmware pin {model} is new: nothing is flashed (what runs now is not in the old "
+                                 "inventory); `validate` reports the cards that differ (FW-DRIFT)")
         waves = self._waves()
+        self.wave_hosts = set(self.reasons)
+        waves += self._switch_waves()
         steps = _parallel(self._ordered(waves), set(self.g.compute_rack))
-        return ChangePlan(self.env, self.diff, self.hosts, tuple(steps), tuple(self.reasons), tuple(self.warnings))
+        firmware = tuple(f"{b} ({len(b.targets)} {'host' if b.kind == 'hcas' else 'switch'}"
+                         f"{'' if len(b.targets) == 1 else ('s' if b.kind == 'hcas' else 'es')})" for b in self.fw)
+        return ChangePlan(self.env, self.diff, self.hosts, tuple(steps), tuple(self.reasons), tuple(self.warnings),
+                          firmware)
 
     def _cables(self) -> None:
         old, new = self.old, self.new
@@ -336,6 +369,29 @@ class _Planner:
         return pack_waves(units(self.tasks, self.reasons, self._rack_order(), host_rack), self.g, self.reasons,
                           self.warnings)
 
+    def _switch_waves(self) -> list[Wave]:
+        """One wave per switch whose firmware is bumped, after every other wave, in floor order: the nodes
+        cabled to it (as built) out of service first (a spine: none), never two switches at once."""
+        if not self.fw_switch:
+            return []
+        order = {r: i for i, r in enumerate(self._rack_order())}
+        cabled = cabled_nodes(self.old, set(self.fw_switch))
+        out: list[Wave] = []
+        for sw in sorted(self.fw_switch, key=lambda s: order.get(self._rack_of(s, self.old), 1 << 30)):
+            nodes = [n for n in cabled.get(sw, []) if n in self.new.nodes]
+            for n in nodes:
+                self.reasons.setdefault(n, [])  # drained (its reason is the wave's: not the other waves')
+            problem = self.g.within_caps({n for n in nodes if n in self.g.compute_rack}, forced_ok=False)
+            if problem is not None:
+                self.warnings.append(f"{problem}: switch {sw}'s firmware takes them out together")
+            sms = [n for n in nodes if n in self.g.sms]
+            if len(sms) > 1:
+                self.warnings.append(f"subnet managers {', '.join(sms)} are out together: switch {sw}'s firmware "
+                                     "takes them all out (the fabric has no standby meanwhile)")
+            out.append(Wave(hosts=list(nodes), held=set(nodes), switches=[sw],
+                            why=f"switch {sw}'s firmware is bumped ({self.fw_switch[sw]})"))
+        return out
+
     # -- steps ------------------------------------------------------------------------------
     def _ordered(self, waves: list[Wave]) -> list[Step]:
         steps: list[Step] = []
@@ -362,13 +418,13 @@ class _Planner:
             for h in out_hosts:
                 hosts_by_rack.setdefault(self._rack_of(h, self.old if h in self.old.nodes else self.new), []).append(h)
 
-            def take_out(rack: str, hosts_by_rack: dict[str, list[str]] = hosts_by_rack) -> None:
+            def take_out(rack: str, hosts_by_rack: dict[str, list[str]] = hosts_by_rack, wave: Wave = wave) -> None:
                 nonlocal master
                 for h in hosts_by_rack.get(rack, []):
                     node = self.old.nodes.get(h) or self.new.nodes.get(h)
                     if node is None or h not in self.old.nodes:
                         continue  # a new host: never in service yet
-                    why = "; ".join(self.reasons[h])
+                    why = wave.why or "; ".join(self.reasons[h])
                     if h == master and len(self.g.sms) > 1:
                         standby = next((s for s in self.g.sms if s != h and s in in_service), None)
                         if standby is not None:
@@ -417,10 +473,11 @@ class _Planner:
             # deploys: the wave's hosts; the first wave also every host deployed in place
             members = set(wave.hosts) | {t.subject for t in wave.tasks if t.phase == "install"}
             todo = [h for h in self.hosts if h.change != "removed" and h.host not in deployed
-                    and (h.host in members or (wi == 0 and h.host not in self.reasons
+                    and (h.host in members or (wi == 0 and h.host not in self.wave_hosts
                                                and h.host not in installed))]
             self._deploy_steps(todo, detail, emit, rack_order)
             deployed.update(h.host for h in todo)
+            self._firmware_steps(wave, out_hosts, emit)
             if opensm and wi == last_physical and not any(
                     s.phase == "fabric" for s in steps):
                 hosts = [h.host for h in opensm]
@@ -438,6 +495,9 @@ class _Planner:
                 emit("validate", None, _hosts_text(back), f"validate wave {wi + 1}'s hosts against the new "
                      "inventory; resume them only when clean",
                      ("clusterforge", "validate", self.env, "--limit", hostlist(back)))
+            elif wave.switches:  # a spine: no host of its own, its links are the fabric's
+                emit("validate", None, "fabric", f"validate the fabric after {', '.join(wave.switches)}'s firmware",
+                     ("clusterforge", "validate", self.env, "--fabric-only"))
             for h in back:
                 node = self.new.nodes[h]
                 if h not in self.old.nodes:
@@ -449,6 +509,57 @@ class _Planner:
                 if h in self.g.sms:
                     in_service.add(h)
         return steps
+
+    def _firmware_steps(self, wave: Wave, out_hosts: list[str], emit: _Emit) -> None:
+        """The wave's firmware work (day2/firmware.py), after its deploys and before its validation: per bumped
+        HCA/DPU model one flash over the wave's hosts that carry it, then its activation (`mlxfwreset` per card,
+        or one reboot per host that needs one, which activates every card it holds); a flashed switch from its
+        OS by hand (`upgrade`), or through the fabric (`flash` and `activate`)."""
+        flashed: dict[str, list[Bump]] = {}
+        for b in self.fw_hca:
+            hosts = [h for h in out_hosts if h in b.target_set and h in self.new.nodes
+                     and (h, b.model) not in self.fw_done]
+            if not hosts:
+                continue
+            self.fw_done.update((h, b.model) for h in hosts)
+            how = activation(self.new, b.model)
+            emit("flash", self._one_rack(hosts), _hosts_text(hosts),
+                 f"flash firmware {b} from {staged_path(b.image) if b.image else 'the pin image (none named)'}, "
+                 f"staged on each host (then {how})",
+                 flash_argv(self.env, b, hosts=hostlist(hosts)))
+            for h in hosts:
+                flashed.setdefault(h, []).append(b)
+        reboot = [h for h in flashed if any(activation(self.new, b.model) == "reboot" for b in flashed[h])]
+        rebooted = set(reboot)
+        for b in self.fw_hca:
+            hosts = [h for h in flashed if b in flashed[h] and h not in rebooted]
+            if hosts and activation(self.new, b.model) == "mlxfwreset":
+                emit("activate", self._one_rack(hosts), _hosts_text(hosts),
+                     f"activate {b.model} firmware {b.new}: mlxfwreset each flashed card (the host stays up)",
+                     activate_argv(self.env, "mlxfwreset", hosts=hostlist(hosts), model=b.model))
+        if reboot:
+            emit("activate", self._one_rack(reboot), _hosts_text(reboot),
+                 "activate the new firmware: reboot (" + ", ".join(sorted({b.model for h in reboot for b in flashed[h]
+                                                                             if activation(self.new, b.model)
+                                                                             == "reboot"})) + " needs it)",
+                 activate_argv(self.env, "reboot", hosts=hostlist(reboot)))
+        for sw in wave.switches:
+            b = self.fw_switch[sw]
+            rack = self._rack_of(sw, self.new)
+            if by_hand(self.new, b.model):
+                image = (f"image {b.image}" if b.image
+                         else f"the vendor's {b.model} image of that version (the pin names none)")
+                emit("upgrade", rack, sw, f"update {sw}'s firmware ({b}) from its switch OS, {image}; it reboots: "
+                     "confirm once it is back with its links up")
+            else:
+                emit("flash", rack, sw, f"flash {sw}'s firmware ({b}) through the fabric (mlxfwmanager -d lid-<LID>)",
+                     flash_argv(self.env, b, switch=sw))
+                emit("activate", rack, sw, f"activate {sw}'s firmware {b.new}: mlxfwreset through the fabric",
+                     activate_argv(self.env, "mlxfwreset", switch=sw))
+
+    def _one_rack(self, hosts: list[str]) -> str | None:
+        racks = {self._rack_of(h, self.new) for h in hosts}
+        return racks.pop() if len(racks) == 1 else None
 
     def _deploy_steps(self, todo: list[HostChange], detail: dict[str, HostChange], emit: _Emit,
                       rack_order: list[str]) -> None:

@@ -13,7 +13,8 @@ Shared by the planner (which packs the work into waves that respect them) and th
   cooling changes, that moves or that is retired, every compute node cabled to a switch that is
   removed, moved (alone or with its rack) or replaced, the nodes on cables over the trunks of a
   patch panel that moves, nodes that exchange slots or ports, and any of these that overlap
-  (`forced_groups`).
+  (`forced_groups`); and, in a wave of its own, every compute node cabled to a switch whose
+  firmware is bumped (`Groups.flashed`, day2/firmware.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 from ..model.index import Index
 from ..util.unionfind import DisjointSets
+from .firmware import bumps, cabled_nodes
 from .inventory_diff import InventoryDiff
 
 
@@ -35,6 +37,7 @@ class Groups:
     rack_cap: dict[str, int]
     cluster_cap: int
     forced: tuple[frozenset[str], ...]  # compute nodes that must be drained together
+    flashed: tuple[frozenset[str], ...] = ()  # the compute nodes of each switch whose firmware is bumped
 
     def cap_of(self, rack: str) -> int:
         return self.rack_cap.get(rack, 1)
@@ -55,7 +58,7 @@ class Groups:
                 problem = f"{n} compute nodes of rack {rack} drained at once (rack cap {self.cap_of(rack)})"
         if problem is not None and forced_ok:
             counted = {h for h in drained if h in self.compute_rack}
-            if any(counted <= g for g in self.forced):
+            if any(counted <= g for g in (*self.forced, *self.flashed)):
                 return None
         return problem
 
@@ -90,8 +93,13 @@ def groups(old: Index, new: Index, diff: InventoryDiff) -> Groups:
     cap = new.inv.deploy.max_drain
     rack_cap = {r: max(1, n * cap.rack_percent // 100) for r, n in count.items()}
     cluster_cap = max(1, sum(count.values()) * cap.cluster_percent // 100)
+    flashed = {t for b in bumps(old, new) if b.kind == "switches" for t in b.targets}
+    # a switch whose firmware is bumped takes every node cabled to it out while it reboots: in a wave of its
+    # own (the planner packs no other work with it, so these groups never widen another wave)
+    by_switch = tuple(frozenset(n for n in nodes if n in compute_rack)
+                      for _, nodes in sorted(cabled_nodes(old, flashed).items())) if flashed else ()
     return Groups(sms, master, partner, unpaired, compute_rack, rack_cap, cluster_cap,
-                  forced_groups(old, new, diff))
+                  forced_groups(old, new, diff), by_switch)
 
 
 def replaced_switches(diff: InventoryDiff) -> set[str]:

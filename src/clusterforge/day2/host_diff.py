@@ -106,7 +106,7 @@ def diff_hosts(old: Index, new: Index, env_name: str, diff: InventoryDiff | None
 # Inventory sections the host-file builders (render HOST_BUILDERS: OpenSM, hosts/NCCL/IPoIB, Lustre) never
 # read: a change confined to them leaves every rendered host file as it was. Every other section is compared.
 _NOT_IN_HOST_FILES = frozenset({"site", "racks", "software", "patch_panels", "trunks", "prices", "deploy",
-                                "monitoring"})
+                                "monitoring", "firmware"})
 _NODE_PLACE = frozenset({"rack", "u"})  # where a node stands: no host file names it
 _ENDS_CHANGE = frozenset({"added", "removed", "moved"})  # cable changes that change which ports are cabled
 

@@ -11,7 +11,8 @@ from .host_diff import HostChange
 from .inventory_diff import InventoryDiff
 
 Phase = Literal["drain", "takeout", "handover", "unplug", "remove", "install", "trunks", "plug", "relabel",
-                "commission", "learn", "deploy", "fabric", "validate", "resume", "return"]
+                "commission", "learn", "deploy", "flash", "activate", "upgrade", "fabric", "validate", "resume",
+                "return"]
 PHASES: tuple[Phase, ...] = get_args(Phase)
 # Phases whose steps a person does (or confirms): `apply` waits for the operator. Every other phase is a
 # machine step with the exact argv to run. A phase is always one or the other:
@@ -20,8 +21,10 @@ PHASES: tuple[Phase, ...] = get_args(Phase)
 #   handover  a standby subnet manager becomes master before the master goes out
 #   return    such a host is returned to service (no resume hook)
 #   commission  rack or device commissioning checks (cold-plate leak test, sensors verified)
+#   upgrade   a managed switch's firmware updated from its own OS (`fw_tool: switch-os`); it reboots
+# (`flash` and `activate` are machine steps: `clusterforge firmware flash|activate`, day2/firmware.py)
 MANUAL_PHASES: frozenset[Phase] = frozenset({"takeout", "handover", "unplug", "remove", "install", "trunks",
-                                             "plug", "relabel", "commission", "return"})
+                                             "plug", "relabel", "commission", "upgrade", "return"})
 # Machine steps that may run at the same time when the plan marks them so (`Step.group`): a run of drain or
 # resume hooks of compute nodes, or a wave's deploys over disjoint hosts (day2/changeplan.py marks them,
 # day2/verify.py's PARALLEL rule checks them, day2/apply.py runs them together).
@@ -90,6 +93,7 @@ class ChangePlan:
     steps: tuple[Step, ...]
     drained: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = field(default=())
+    firmware: tuple[str, ...] = field(default=())  # the pins bumped, as text (day2/firmware.py)
 
     @property
     def empty(self) -> bool:
@@ -115,6 +119,7 @@ class ChangePlan:
     def to_dict(self) -> dict[str, Any]:
         return {
             "env": self.env, "changes": not self.empty, "summary": self.summary(), "warnings": list(self.warnings),
+            "firmware": list(self.firmware),
             "devices": [{"kind": d.kind, "name": d.name, "change": d.change, "old_place": _place(d.kind, d.old_place),
                          "new_place": _place(d.kind, d.new_place), "fields": list(d.fields)}
                         for d in self.diff.devices],
@@ -136,7 +141,7 @@ class ChangePlan:
                         for kind, v in sorted(s["devices"].items())) or "none"
         out = [f"{self.env}: devices {dev}; cables {cab}; {s['hosts_to_deploy']} host(s) to deploy, "
                f"{s['hosts_to_drain']} to drain, {s['reboots']} reboot(s); {s['steps']} steps in "
-               f"{len(s['racks'])} rack(s)"]
+               f"{len(s['racks'])} rack(s)" + (f"; firmware {', '.join(self.firmware)}" if self.firmware else "")]
         out += [f"warning: {w}" for w in self.warnings]
         heading = None
         for step in self.steps:

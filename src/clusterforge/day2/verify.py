@@ -23,6 +23,12 @@ subnet manager (highest priority), the trunks laid. Each step acts on it, and mu
   (which names them) is pushed.
 * RESUME: a host is resumed (or returned) only after a validation that covers it, run after
   its last change, and after its rack's commissioning when its cooling changed.
+* FIRMWARE: a firmware bump (day2/firmware.py) flashes only hosts drained or out, at the pin's new version,
+  a downgrade only where the new inventory allows it (`firmware.allow_downgrade`, and the flash says
+  `--allow-downgrade`); each flashed card's firmware is activated as the catalog says (`mlxfwreset`, or a
+  reboot) before a validation covers its host; switches one at a time (a second is flashed only once the
+  first is validated), each with every node cabled to it out of service, by hand (`upgrade`) when its OS
+  flashes it; at the end every host and switch of the bump is flashed and activated.
 * PARALLEL: a parallel group (steps that run at the same time) is one run of consecutive machine steps
   of one phase: drain or resume hooks of distinct compute nodes, or deploys of disjoint hosts.
 * END: the state at the end is the new inventory: racks and their settings, every device in its
@@ -39,6 +45,7 @@ from ..inventory.selection import SelectionError, select_nodes, split_tokens
 from ..model.cabling import Cable
 from ..model.index import Index
 from ..util.hostlist import HostlistError, expand
+from .firmware import ACTIVATE, FLASH, Bump, activation, bumps, by_hand, cabled_nodes, card_models, version_key
 from .floor import floor_of
 from .ha import Groups, groups, replaced_switches
 from .inventory_diff import LEARN_FIELDS, cable_ends, device_places, hardware_fields, unit_heights
@@ -102,6 +109,13 @@ class _Replay:
         self.n = 0
         self.out_compute: set[str] = set()  # compute drained or out now
         self.out_per_rack: dict[str, int] = {}
+        # FIRMWARE: the bumps, what each host and switch still needs, what is flashed and not yet activated
+        self.fw: dict[str, Bump] = {b.model: b for b in bumps(old, new)}
+        self.fw_need: set[tuple[str, str]] = {(t, b.model) for b in self.fw.values() for t in b.targets}
+        self.fw_pending: dict[str, set[str]] = {}  # host or switch -> models flashed, not activated
+        self.fw_open: str | None = None  # the switch flashed and not yet validated
+        switches = {t for b in self.fw.values() if b.kind == "switches" for t in b.targets}
+        self.fw_cabled = cabled_nodes(old, switches) if switches else {}
 
     def bad(self, rule: str, message: str) -> None:
         self.violations.append(Violation(self.n, rule, message))
@@ -177,6 +191,8 @@ class _Replay:
 
     def _take(self, host: str, how: str) -> None:
         s = self.s
+        if self.fw_pending.get(host):
+            self.bad("FIRMWARE", f"{host} is taken out again with firmware flashed and not activated")
         if s.host.get(host) != "in":
             self.bad("DRAIN", f"{host} is not in service ({s.host.get(host, 'absent')}): it cannot be {how}")
             return
@@ -489,7 +505,119 @@ class _Replay:
         if step.argv[:2] != ("clusterforge", "validate"):
             self.bad("PHASE", "a validate step must run `clusterforge validate`")
         hosts = self._limit(step, nodes_only=True)
-        self.s.validated |= set(hosts) if hosts is not None else set(self.s.host)
+        covered = set() if "--fabric-only" in step.argv else set(hosts) if hosts is not None else set(self.s.host)
+        pending = sorted(h for h in self.fw_pending if self.fw_pending[h] and (h in covered or h == self.fw_open))
+        if pending:
+            self.bad("FIRMWARE", f"{', '.join(pending[:5])} validated before the new firmware "
+                                 f"({', '.join(sorted(self.fw_pending[pending[0]]))}) is activated")
+        self.s.validated |= covered
+        self.fw_open = None  # the switch flashed last is proven (its nodes' ports, or the fabric)
+
+    # -- firmware (day2/firmware.py) ------------------------------------------------------------
+    def _bump_of(self, step: Step) -> Bump | None:
+        model = _arg(step.argv, "--model")
+        if model is None and step.subject in self.fw_cabled:
+            model = self.new.switches[step.subject].model if step.subject in self.new.switches else None
+        switch = _arg(step.argv, "--switch")
+        if model is None and switch is not None and switch in self.new.switches:
+            model = self.new.switches[switch].model
+        b = self.fw.get(model or "")
+        if b is None:
+            self.bad("FIRMWARE", f"{step.phase} of {model or step.subject}, whose firmware pin does not change")
+        return b
+
+    def _switch_out(self, switch: str) -> None:
+        """A switch is flashed: the only one since the last validation, every node cabled to it out."""
+        if self.fw_open is not None and self.fw_open != switch:
+            self.bad("FIRMWARE", f"switch {switch} is flashed while {self.fw_open} is not validated yet: one "
+                                 "switch at a time")
+        live = [n for n in self.fw_cabled.get(switch, []) if self.s.host.get(n) == "in"]
+        if live:
+            self.bad("FIRMWARE", f"switch {switch} is flashed while {', '.join(live[:5])} (cabled to it) "
+                                 f"{'is' if len(live) == 1 else 'are'} in service")
+        self.fw_open = switch
+        for n in self.fw_cabled.get(switch, []):
+            self.s.validated.discard(n)
+
+    def _flash(self, step: Step) -> None:
+        if step.argv[:3] != FLASH:
+            self.bad("PHASE", "a flash step must run `clusterforge firmware flash`")
+            return
+        b = self._bump_of(step)
+        if b is None:
+            return
+        version = _arg(step.argv, "--version")
+        if version != b.new:
+            self.bad("FIRMWARE", f"{b.model} is flashed to {version}, pinned {b.new}")
+        elif b.downgrade or (version is not None and version_key(version) < version_key(b.old)):
+            fw = self.new.inv.firmware
+            if fw is None or not fw.allow_downgrade:
+                self.bad("FIRMWARE", f"{b.model} {b.old} -> {version} is a downgrade and the new inventory does not "
+                                     "allow one (firmware.allow_downgrade)")
+            if "--allow-downgrade" not in step.argv:
+                self.bad("FIRMWARE", f"{b.model} {b.old} -> {version} is a downgrade: the flash must say "
+                                     "--allow-downgrade")
+        switch = _arg(step.argv, "--switch")
+        if b.kind == "switches":
+            if switch is None or switch not in b.target_set:
+                self.bad("FIRMWARE", f"a flash of switch model {b.model} must name one of its switches (--switch)")
+                return
+            if by_hand(self.new, b.model):
+                self.bad("FIRMWARE", f"{switch} ({b.model}) is flashed from its switch OS: a manual upgrade step")
+            self._switch_out(switch)
+            self.fw_pending.setdefault(switch, set()).add(b.model)
+            return
+        hosts = self._limit(step, nodes_only=True)
+        if hosts is None:
+            self.bad("FIRMWARE", f"a flash of {b.model} must name its hosts (--limit)")
+            return
+        for h in hosts:
+            if b.model not in card_models(self.new, h):
+                self.bad("FIRMWARE", f"{h} is flashed with {b.model} firmware but has no such card")
+                continue
+            if not self._is_out(h):
+                self.bad("FIRMWARE", f"{h} is flashed while in service (not drained)")
+            self.fw_pending.setdefault(h, set()).add(b.model)
+            self.s.validated.discard(h)
+
+    def _upgrade(self, step: Step) -> None:
+        switch = step.subject
+        b = self.fw.get(self.new.switches[switch].model) if switch in self.new.switches else None
+        if b is None or switch not in b.target_set:
+            self.bad("FIRMWARE", f"{switch} is upgraded but its firmware pin does not change")
+            return
+        if not by_hand(self.new, b.model):
+            self.bad("FIRMWARE", f"{switch} ({b.model}) is flashed through the fabric: a machine flash step")
+        self._switch_out(switch)
+        self.fw_need.discard((switch, b.model))  # its OS flashes and reboots it: activated
+
+    def _activate(self, step: Step) -> None:
+        if step.argv[:3] != ACTIVATE:
+            self.bad("PHASE", "an activate step must run `clusterforge firmware activate`")
+            return
+        how = _arg(step.argv, "--how")
+        switch = _arg(step.argv, "--switch")
+        targets = [switch] if switch is not None else self._limit(step, nodes_only=True) or []
+        model = _arg(step.argv, "--model")
+        for t in targets:
+            pending = self.fw_pending.get(t, set())
+            if not pending:
+                self.bad("FIRMWARE", f"{t}'s firmware is activated but nothing was flashed on it")
+                continue
+            if switch is None and not self._is_out(t):
+                self.bad("FIRMWARE", f"{t}'s firmware is activated while it is in service")
+            if how == "reboot":
+                done = set(pending)
+            else:
+                done = {model} & pending if model is not None else set(pending) if switch is not None else set()
+                wrong = sorted(m for m in done if switch is None and activation(self.new, m) != how)
+                if wrong:
+                    self.bad("FIRMWARE", f"{t}'s {', '.join(wrong)} firmware is activated by {how}, which it does "
+                                         f"not support ({activation(self.new, wrong[0])})")
+            for m in done:
+                self.fw_need.discard((t, m))
+            pending -= done
+            self.s.validated.discard(t)
 
     # -- the end ------------------------------------------------------------------------------
     def _end(self) -> None:
@@ -530,6 +658,11 @@ class _Replay:
             self.bad("END", f"changed hosts never deployed: {', '.join(undeployed[:8])}")
         for rack in sorted(self.cooling - s.commissioned):
             self.bad("END", f"rack {rack}'s new cooling is never commissioned")
+        if self.fw_need:
+            left = sorted(self.fw_need)
+            self.bad("FIRMWARE", f"firmware never flashed and activated: "
+                                 f"{', '.join(f'{t} ({m})' for t, m in left[:8])}"
+                                 + (f" and {len(left) - 8} more" if len(left) > 8 else ""))
 
 
 def _arg(argv: tuple[str, ...], flag: str) -> str | None:

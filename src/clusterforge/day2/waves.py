@@ -35,6 +35,8 @@ class Wave:
     held: set[str] = field(default_factory=set)  # the same, as a set
     per_rack: dict[str, int] = field(default_factory=dict)  # compute drained, by rack
     compute: int = 0
+    switches: list[str] = field(default_factory=list)  # switches flashed in this wave (one: day2/firmware.py)
+    why: str | None = None  # why its hosts go out, when the wave says it for all (a switch's flash)
 
 
 Unit = tuple[list[Task], list[str]]

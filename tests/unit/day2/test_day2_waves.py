@@ -171,3 +171,29 @@ def test_the_verifier_reads_a_wave_limit_as_the_deploy_does(nccl: tuple[Index, I
     by_rack = list(deploy.argv)
     by_rack[by_rack.index("--limit") + 1] = ",".join(racks)
     assert verify(_with(plan, [dataclasses.replace(deploy, argv=tuple(by_rack)), validate]), old, new) == []
+
+
+def _pinned(data: dict[str, Any], version: str) -> Index:
+    return Index(Inventory.model_validate({**data, "firmware": {"hcas": [{"model": "ConnectX-7", "version": version,
+                                                                           "image": "fw-cx7.bin"}]}}))
+
+
+def test_a_fleet_wide_hca_firmware_bump_on_2048_nodes_goes_in_waves(big: tuple[Index, dict[str, Any]]) -> None:
+    """Issue #24 item 3 at scale: every node with a ConnectX-7 flashed once, in the waves of an OFED bump (within
+    the caps, the SMs apart), one flash, one activation and one validation per wave; the verifier proves it."""
+    _, data = big
+    old, new = _pinned(data, "28.43.1014"), _pinned(data, "28.44.1000")
+    plan = change_plan(old, new, "bench", "bench")
+    assert verify(plan, old, new) == []
+    flashes = [s for s in plan.steps if s.phase == "flash"]
+    flashed = Counter(h for s in flashes for h in expand(_limit(s)))
+    with_cx7 = {n for n, hw in new.hardware.items() if any(h.model == "ConnectX-7" for h in hw.hcas)}
+    assert set(flashed) == with_cx7 and set(flashed.values()) == {1}
+    compute = sum(1 for n in new.inv.nodes if n.role == "compute")
+    cap = compute * new.inv.deploy.max_drain.cluster_percent // 100
+    assert len(flashes) >= -(-compute // cap)  # at least as many waves as the cap needs
+    for s in flashes:
+        assert sum(1 for h in expand(_limit(s)) if new.nodes[h].role == "compute") <= cap
+        assert sum(1 for h in expand(_limit(s)) if h in {"sm01", "sm02"}) <= 1
+    phases = Counter(s.phase for s in plan.steps)
+    assert phases["activate"] == phases["validate"] == len(flashes)

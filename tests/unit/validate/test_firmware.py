@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from clusterforge.api import Checked, load_checked
 from clusterforge.collect.store import Observations
@@ -97,3 +98,17 @@ def test_check_refuses_a_pin_that_names_nothing_real(tmp_path: Path, yaml_text: 
     with pytest.raises(InventoryInvalid) as exc:
         load_checked(env)
     assert any(message in str(i) and str(i).startswith(f"{env / 'firmware.yaml'}:") for i in exc.value.issues)
+
+
+def test_a_dpu_model_in_use_may_be_pinned(tmp_path: Path) -> None:
+    """A BlueField pin is a pin of a model the inventory uses when a node has one as a DPU (a day-2 bump flashes it
+    and reboots the host to activate it, docs/firmware.md)."""
+    env = tmp_path / "lab"
+    shutil.copytree(ROOT / "inventories" / "lab", env)
+    hw = env / "hardware.yaml"
+    data = yaml.safe_load(hw.read_text())
+    profile = next(p for p in data["profiles"] if p["name"] == "gpu-node")
+    profile["dpus"] = [{"name": "mlx5_8", "model": "BlueField-3", "ports": [{"port": 1, "rate": "NDR"}]}]
+    hw.write_text(yaml.safe_dump(data, sort_keys=False))
+    (env / "firmware.yaml").write_text("firmware:\n  hcas:\n    - {model: BlueField-3, version: 32.43.1014}\n")
+    assert load_checked(env).inv.firmware is not None

@@ -1,0 +1,186 @@
+"""`clusterforge firmware flash|activate ENV --limit HOSTS ...`: the machine steps of a day-2 firmware bump
+(day2/fwtool.py; `diff` plans them between a drain and a validation; a deploy never flashes)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+
+from ..check.checked import Checked
+from ..day2.fwtool import DEFAULT_IMAGE_DIR, QUERY, FlashJob, HostReport, Runner, staged_path
+from ..util.errors import ExitCode
+from ..util.hostlist import HostlistError, expand
+from .common import err, load_or_fail, out
+
+app = typer.Typer(no_args_is_help=True, help="Flash and activate HCA/DPU firmware on drained hosts: the machine "
+                  "steps of a day-2 firmware bump (`diff` plans them; a deploy never flashes).")
+
+
+class How(StrEnum):
+    mlxfwreset = "mlxfwreset"
+    reboot = "reboot"
+
+
+def _usage(message: str) -> NoReturn:
+    err.print(f"firmware: {message}", markup=False)
+    raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+
+
+def make_runner(env: Path, checked: Checked) -> Runner:
+    """SSH to the inventory's hosts (their management addresses; the deploy's SSH user, port, known_hosts)."""
+    from ..collect.live import ssh_config
+    from ..day2.fwtool import ssh_runner
+
+    addrs = checked.index.addresses
+    return ssh_runner(ssh_config(env, checked.index), {n: addrs.text(ip) for n, ip in addrs.mgmt.items()})
+
+
+def _hosts(checked: Checked, limit: str | None, model: str | None) -> list[str]:
+    if limit is None:
+        _usage("--limit HOSTS is required (names or ranges: gpu[0001-0008])")
+    index = checked.index
+    try:
+        hosts = expand(limit, limit=len(index.nodes))
+    except HostlistError as exc:
+        _usage(f"--limit: {exc}")
+    unknown = [h for h in hosts if h not in index.nodes]
+    if unknown:
+        _usage(f"--limit: not a node of the inventory: {', '.join(unknown[:8])}")
+    if model is not None:
+        from ..day2.firmware import card_models
+
+        without = [h for h in hosts if model not in card_models(index, h)]
+        if without:
+            _usage(f"--limit: {', '.join(without[:8])} {'has' if len(without) == 1 else 'have'} no {model} card")
+    missing = [h for h in hosts if h not in index.addresses.mgmt]
+    if missing:
+        _usage(f"--limit: {', '.join(missing[:8])} {'has' if len(missing) == 1 else 'have'} no management address")
+    return hosts
+
+
+def _device_type(checked: Checked, model: str) -> str:
+    info = checked.index.cat.hcas.get(model)
+    if info is None or info.fw_device_type is None:
+        _usage(f"--model {model}: not an HCA/DPU model whose firmware mlxfwmanager reports (catalog hcas.yaml)")
+    return info.fw_device_type
+
+
+def _report(reports: list[HostReport], verb: str) -> None:
+    for r in reports:
+        for line in r.lines:
+            (out if r.ok else err).print(line, markup=False)
+    failed = [r.host for r in reports if not r.ok]
+    out.print(f"{len(reports) - len(failed)} host(s) {verb}, {len(failed)} failed"
+              + (f": {', '.join(failed[:16])}" if failed else ""), markup=False)
+    if failed:
+        raise typer.Exit(int(ExitCode.FAILURE))
+
+
+def _no_switch(switch: str | None, what: str) -> None:
+    if switch is not None:
+        _usage(f"--switch {switch}: {what} of an unmanaged switch through the fabric is not built yet; from a host "
+               "on the fabric run `mlxfwmanager -d lid-<its LID> ...` (the LID from `ibswitches`), then confirm "
+               "the plan's step with `apply --confirm-through`")
+
+
+@app.command("flash")
+def flash(
+    env: Path = typer.Argument(..., help="environment directory, e.g. inventories/prod"),
+    limit: str | None = typer.Option(None, "--limit", help="the (drained) hosts: names or ranges, gpu[0001-0008]"),
+    model: str = typer.Option(..., "--model", help="the pinned HCA/DPU model (firmware.hcas[].model), e.g. ConnectX-7"),
+    version: str = typer.Option(..., "--version", help="the pin's version (refused when the pin says another)"),
+    allow_downgrade: bool = typer.Option(False, "--allow-downgrade",
+                                         help="flash an older version (the inventory must allow it too: "
+                                              "firmware.allow_downgrade)"),
+    reflash: bool = typer.Option(False, "--reflash", help="flash cards already at the version (another image)"),
+    image_dir: str = typer.Option(DEFAULT_IMAGE_DIR, "--image-dir",
+                                  help="where the image is staged on each host (the pin image's file name in it)"),
+    switch: str | None = typer.Option(None, "--switch", help="an unmanaged switch (not built yet)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print what would run; connect to nothing"),
+) -> None:
+    """Flash the pinned firmware onto each host's cards of MODEL (exit 1 when a host failed; the others go on).
+
+    Per host: `mlxfwmanager --query`; a card whose PSID the pin does not list is refused (never cross-flashed),
+    one at the version skipped, an older version refused without --allow-downgrade; then `mlxfwmanager -d
+    <card> -u -i <image> -y` from the image staged on the host. Activate it after (`firmware activate`).
+    """
+    _no_switch(switch, "a flash")
+    checked = load_or_fail(env)
+    fw = checked.inv.firmware
+    pins = fw.hcas if fw is not None else []
+    at = next((i for i, p in enumerate(pins) if p.model == model), None)
+    if fw is None or at is None:
+        _usage(f"--model {model}: not pinned in {env}'s firmware.hcas")
+    pin = pins[at]
+    if version != pin.version:
+        _usage(f"--version {version}: firmware.hcas[{at}] ({model}) pins {pin.version}")
+    if allow_downgrade and not fw.allow_downgrade:
+        _usage(f"--allow-downgrade: {env}'s firmware.allow_downgrade is false")
+    if pin.image is None:
+        _usage(f"firmware.hcas[{at}] ({model}) names no image: add `image:` (its file is staged on each host)")
+    device_type = _device_type(checked, model)
+    hosts = _hosts(checked, limit, model)
+    job = FlashJob(model, device_type, version, staged_path(str(pin.image), image_dir), tuple(pin.psids),
+                   allow_downgrade, reflash)
+    if dry_run:
+        import shlex
+
+        force = " --force" if allow_downgrade or reflash else ""
+        allowed = f" ({', '.join(pin.psids)})" if pin.psids else ""
+        for h in hosts:
+            out.print(f"{h}: would run {shlex.join(QUERY)}; then, for each {device_type} card "
+                      f"{'' if reflash else f'not at {version} '}whose PSID the pin allows"
+                      f"{allowed}: "
+                      f"mlxfwmanager -d <card> -u -i {shlex.quote(job.image)} -y{force}", markup=False)
+        out.print(f"dry run: {len(hosts)} host(s), nothing connected to", markup=False)
+        return
+    from ..day2.fwtool import each, flash_host
+
+    run = make_runner(env, checked)
+    _report(each(hosts, lambda h: flash_host(h, job, run), checked.inv.deploy.parallel), "flashed or at the version")
+
+
+@app.command("activate")
+def activate(
+    env: Path = typer.Argument(..., help="environment directory, e.g. inventories/prod"),
+    limit: str | None = typer.Option(None, "--limit", help="the (drained, flashed) hosts"),
+    how: How = typer.Option(..., "--how", help="mlxfwreset (each card of --model) or reboot (the catalog's "
+                                               "fw_activation)"),
+    model: str | None = typer.Option(None, "--model", help="the model whose cards are reset (--how mlxfwreset)"),
+    switch: str | None = typer.Option(None, "--switch", help="an unmanaged switch (not built yet)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print what would run; connect to nothing"),
+) -> None:
+    """Make the flashed firmware run: `mlxfwreset -d <card> -y reset` for each card of MODEL with a reset pending,
+    or a reboot (waited for up to deploy.reboot.timeout_s); a query then proves the flash runs (exit 1 when a
+    host failed)."""
+    _no_switch(switch, "an activation")
+    checked = load_or_fail(env)
+    device_type = ""
+    if how is How.mlxfwreset:
+        if model is None:
+            _usage("--how mlxfwreset needs --model (whose cards are reset)")
+        device_type = _device_type(checked, model)
+        wants = checked.index.cat.hcas[model].fw_activation
+        if wants != "mlxfwreset":
+            _usage(f"--model {model}: its firmware is activated by {wants} (catalog fw_activation), not mlxfwreset")
+    hosts = _hosts(checked, limit, model)
+    timeout = checked.inv.deploy.reboot.timeout_s
+    if dry_run:
+        for h in hosts:
+            what = (f"mlxfwreset -d <card> -y reset for each {device_type} card with a reset pending, then "
+                    "mlxfwmanager --query" if how is How.mlxfwreset else
+                    f"systemctl reboot, wait up to {timeout} s for SSH, then mlxfwmanager --query")
+            out.print(f"{h}: would run {what}", markup=False)
+        out.print(f"dry run: {len(hosts)} host(s), nothing connected to", markup=False)
+        return
+    from ..day2.fwtool import each, reboot_host, reset_host
+
+    run = make_runner(env, checked)
+    if how is How.mlxfwreset:
+        reports = each(hosts, lambda h: reset_host(h, device_type, run), checked.inv.deploy.parallel)
+    else:
+        reports = each(hosts, lambda h: reboot_host(h, run, timeout), checked.inv.deploy.parallel)
+    _report(reports, "activated")
