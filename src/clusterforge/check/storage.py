@@ -14,36 +14,14 @@ from netaddr import AddrFormatError, IPAddress
 
 from ..model.hardware import LocalDevice
 from ..model.index import Index
-from ..model.services import LustreFs
+from ..model.services import ROLE_OF_KIND, LustreFs, failover_of, partners, target_name
 from ..model.storage import LAYOUT_MIN_DEVICES, LustreTarget, data_devices
 from ..util.errors import InventoryIssue
 from ..util.hostlist import compress
 
-ROLE_OF_KIND = {"ost": "lustre-ost", "mdt": "lustre-mdt", "mgt": "lustre-mdt"}
-"""The local-device role (`storage[].role`) each target kind is built on."""
 CACHE_KINDS = ("nvme", "optane-pmem")
 PCC_MIN = (2, 13)  # RW-PCC landed in Lustre 2.13
 RO_PCC_MIN = (2, 16)  # RO-PCC in 2.16
-
-
-def target_name(fs: LustreFs, t: LustreTarget) -> str:
-    """`lfs01-OST0007`, `lfs01-MDT0000`, `lfs01-MGT`: the name Lustre gives the target."""
-    return f"{fs.name}-MGT" if t.kind == "mgt" else f"{fs.name}-{t.kind.upper()}{t.index:04x}"
-
-
-def partners(fs: LustreFs) -> dict[str, str]:
-    """Server -> its failover partner (the first pair naming it; a second is a check error elsewhere)."""
-    out: dict[str, str] = {}
-    for a, b in fs.failover_pairs:
-        if a != b:
-            out.setdefault(a, b)
-            out.setdefault(b, a)
-    return out
-
-
-def failover_of(fs: LustreFs, t: LustreTarget) -> str | None:
-    """The server that takes `t` over: declared, else the server's partner, else none."""
-    return t.failover if t.failover is not None else partners(fs).get(t.server)
 
 
 def check(index: Index) -> list[InventoryIssue]:

@@ -58,6 +58,30 @@ class LustreFs(Model):
         description="the archive tier: HSM copytool to an S3 object store (docs/storage.md)")
 
 
+ROLE_OF_KIND = {"ost": "lustre-ost", "mdt": "lustre-mdt", "mgt": "lustre-mdt"}
+"""The local-device role (`storage[].role`) each target kind is built on."""
+
+
+def target_name(fs: LustreFs, t: LustreTarget) -> str:
+    """`lfs01-OST0007`, `lfs01-MDT0000`, `lfs01-MGT`: the name Lustre gives the target."""
+    return f"{fs.name}-MGT" if t.kind == "mgt" else f"{fs.name}-{t.kind.upper()}{t.index:04x}"
+
+
+def partners(fs: LustreFs) -> dict[str, str]:
+    """Server -> its failover partner (the first pair naming it; a second is a check error elsewhere)."""
+    out: dict[str, str] = {}
+    for a, b in fs.failover_pairs:
+        if a != b:
+            out.setdefault(a, b)
+            out.setdefault(b, a)
+    return out
+
+
+def failover_of(fs: LustreFs, t: LustreTarget) -> str | None:
+    """The server that takes `t` over: declared, else the server's partner, else none."""
+    return t.failover if t.failover is not None else partners(fs).get(t.server)
+
+
 class SmNode(Model):
     node: Name = Field(description="node running OpenSM")
     priority: int = Field(ge=0, le=15, description="SM priority; the master has the strictly highest")

@@ -9,8 +9,8 @@ import pytest
 from _storage_util import data
 from pydantic import ValidationError
 
-from clusterforge.check.storage import failover_of, target_name
 from clusterforge.model import Inventory
+from clusterforge.model.services import failover_of, target_name
 from clusterforge.model.storage import CredentialsRef, data_devices, looks_like_secret
 
 
