@@ -170,7 +170,11 @@ def generate(spec: Spec) -> dict[str, str]:
         rack = racks[-core_racks + (slot // 8)]
         u = 20 + (slot % 8) * 2
         placed.append((name, role, rack.name, u, prof))
-        lines_nodes.append(f"  - {{name: {name}, rack: {rack.name}, u: {u}, role: {role}, profile: {prof}}}")
+        own = ""
+        if role == "storage" and name in ("lus01", "lus02"):  # the MDT pair: 2 of the 12 SSDs hold metadata
+            own = (", storage: [{kind: ssd, count: 10, size_tb: 7.68, role: lustre-ost}, "
+                   "{kind: ssd, count: 2, size_tb: 7.68, role: lustre-mdt}]")
+        lines_nodes.append(f"  - {{name: {name}, rack: {rack.name}, u: {u}, role: {role}, profile: {prof}{own}}}")
 
     switches = []
     leaves: list[tuple[str, Rack, int]] = []
@@ -345,6 +349,7 @@ def _services_yaml(spec: Spec, placed: list[tuple[str, str, str, int, str]]) -> 
             f"lustre:\n  - name: lfs01\n    mgs_nids: ['{mgs_ip}@o2ib0']\n    mount: /lustre/lfs01\n"
             f"    lnet: o2ib0\n    interfaces: [ib0]\n    servers: [{', '.join(lus)}]\n"
         )
+        out.append(_storage_tiers(lus))
     out.append("opensm:\n  routing_engine: ftree\n  sm_nodes:\n")
     for i, sm in enumerate(sms):
         out.append(f"    - {{node: {sm}, priority: {15 - i}}}\n")
@@ -355,13 +360,39 @@ def _services_yaml(spec: Spec, placed: list[tuple[str, str, str, int, str]]) -> 
     return "".join(out)
 
 
+def _storage_tiers(lus: list[str]) -> str:
+    """The design brief's three tiers (docs/storage.md) on the storage servers: failover pairs in server order,
+    MGS/MDT0 and MDT1 on the first pair's 2 metadata SSDs (raid1), OSTs of 6 SSDs (raid6) on the rest of the
+    drives, PCC of 2 TB on the GPU nodes' NVMe, an HSM archive to an S3 endpoint in TEST-NET-1."""
+    pairs = [(lus[i], lus[i + 1]) for i in range(0, len(lus) - 1, 2)]
+    out = ["    failover_pairs:\n"] + [f"      - [{a}, {b}]\n" for a, b in pairs]
+    out.append("    targets:\n")
+    if len(lus) >= 2:
+        out.append(f"      - {{kind: mdt, index: 0, server: {lus[0]}, devices: 2, layout: raid1, mgs: true}}\n")
+        out.append(f"      - {{kind: mdt, index: 1, server: {lus[1]}, devices: 2, layout: raid1}}\n")
+    ost = 0
+    for k, server in enumerate(lus):
+        for _ in range(1 if k < 2 else 2):  # the MDT pair has 10 drives left for OSTs: one OST of 6
+            out.append(f"      - {{kind: ost, index: {ost}, server: {server}, devices: 6}}\n")
+            ost += 1
+    out.append("    pcc: {size_tb: 2, rule: 'projid={1000}'}\n")
+    out.append(f"    hsm: {{agents: [{lus[-1]}], endpoint: 'https://192.0.2.10:7480', bucket: lfs01-archive, "
+               "archive_id: 2, credentials: {file: /etc/lustre/hsm-s3.cred}, raw_tb: 2000}\n")
+    return "".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("env", choices=["bench"], help="bench (the only kind left)")
     ap.add_argument("out", type=Path)
     ap.add_argument("--nodes", type=int, default=256)
+    ap.add_argument("--storage", type=int, default=0, help="Lustre servers, with the storage tiers (docs/storage.md)")
     args = ap.parse_args()
     spec = bench_spec(args.nodes)
+    if args.storage:
+        from dataclasses import replace
+
+        spec = replace(spec, storage=args.storage)
     args.out.mkdir(parents=True, exist_ok=True)
     for name, text in generate(spec).items():
         (args.out / name).write_text(text, encoding="utf-8")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from ..model.index import Index
 from ..util.errors import InventoryIssue
-from . import addressing, cabling, compat, firmware, ha, hardware, monitoring, placement, services, uniqueness
+from . import addressing, cabling, compat, firmware, ha, hardware, monitoring, placement, services, storage, uniqueness
 
 Rule = Callable[[Index], list[InventoryIssue]]
 
@@ -21,6 +21,7 @@ RULES: tuple[Rule, ...] = (
     cabling.check,
     addressing.check,
     services.check,
+    storage.check,
     ha.check,
     compat.check,
     firmware.check,

@@ -4,6 +4,7 @@
     clusterforge plan size --nodes N --ports-per-node P --radix K [...]
     clusterforge plan compare [--nodes 100] [--design A --design B ...]
     clusterforge plan bom ENV [--prices FILE] [--format text|json|csv]
+    clusterforge plan storage ENV [--prices FILE] [--format text|json]
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 import yaml
@@ -63,6 +64,9 @@ from .common import (
     progress,
 )
 from .locking import locked
+
+if TYPE_CHECKING:
+    from ..plan.storage import FsStorage
 
 _LISTS = ("switches", "cables", "patch_panels", "trunks")
 
@@ -296,6 +300,60 @@ def bom(
         t.add_row(*row)
     t.add_row("total", "", "", "", "", f"{result.total:,.2f}")
     out.print(t)
+
+
+@app.command("storage")
+def storage_cmd(
+    env: Path = typer.Argument(..., help="environment directory"),
+    prices: Path | None = typer.Option(None, "--prices", help="YAML price table (default: the inventory's, "
+                                       "else the example prices)"),
+    fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
+) -> None:
+    """Size ENV's storage tiers: capacity, OST devices vs OSS links vs GPU demand, the bottleneck, the three tiers."""
+    from ..plan.storage import storage_report  # only this command needs it
+
+    _, inv, index = _checked(env)
+    reports = storage_report(index, _prices(prices, inv))
+    if fmt is Format.json:
+        print_json({"environment": str(env), "settings": inv.storage_sizing.model_dump(mode="json"),
+                    "file_systems": [r.to_dict() for r in reports]})
+        return
+    if not reports:
+        out.print(f"{env}: no Lustre file system declares its targets (lustre[].targets): nothing to size",
+                  markup=False)
+        return
+    for r in reports:
+        _print_storage(r)
+
+
+def _tb(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:,.1f}"
+
+
+def _print_storage(r: FsStorage) -> None:
+    overhead = 100 * (1 - r.ost_usable_tb / r.ost_raw_tb) if r.ost_raw_tb else 0.0
+    out.print(f"{r.fs}: {', '.join(f'{n} {k.upper()}' for k, n in sorted(r.targets.items()))}", markup=False)
+    out.print(f"  capacity: OST {r.ost_raw_tb:,.1f} TB raw, {r.ost_usable_tb:,.1f} TB usable ({overhead:.0f}% to "
+              f"RAID); MDT {r.mdt_raw_tb:,.1f} TB raw, {r.mdt_usable_tb:,.1f} TB usable", markup=False)
+    out.print(f"  OST devices {r.devices_gbps:,.1f} GB/s | OSS links {r.links_gbps:,.1f} GB/s "
+              f"({r.degraded_gbps:,.1f} with one server failed over) | GPU demand {r.demand_gbps:,.1f} GB/s "
+              f"({r.gpus:,} GPUs)", markup=False)
+    out.print(f"  bottleneck: {r.bottleneck}: {r.verdict}", markup=False)
+    t = Table(title=f"{r.fs}: storage tiers" + (" (EXAMPLE prices, not a quote)" if r.example_prices else ""),
+              title_justify="left")
+    t.add_column("")
+    for tier in r.tiers:
+        t.add_column(tier.name, justify="right")
+    rows: list[tuple[str, Any]] = [
+        ("what", lambda x: x.what), ("raw TB", lambda x: _tb(x.raw_tb)), ("usable TB", lambda x: _tb(x.usable_tb)),
+        ("read GB/s", lambda x: _tb(x.read_gbps)), ("latency", lambda x: x.latency.split(":")[0]),
+        (f"cost {r.currency}", lambda x: "unpriced" if x.cost is None else f"{x.cost:,.0f}"),
+    ]
+    for label, get in rows:
+        t.add_row(label, *(str(get(x)) for x in r.tiers))
+    out.print(t)
+    for note in r.notes:
+        out.print(f"note: {note}", markup=False)
 
 
 @app.command("size")

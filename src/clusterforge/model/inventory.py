@@ -31,6 +31,7 @@ from .monitoring import Monitoring
 from .nodes import Node, Switch
 from .services import LustreFs, OpenSm, SoftwarePins
 from .site import Rack, Site
+from .storage import StorageSizing
 
 
 class HcaRef(Model):
@@ -123,6 +124,8 @@ class Inventory(Model):
     )
     software: SoftwarePins = Field(default_factory=SoftwarePins, description="software version pins")
     lustre: list[LustreFs] = Field(default_factory=list, description="Lustre file systems the nodes mount")
+    storage_sizing: StorageSizing = Field(default_factory=StorageSizing,
+        description="what `plan storage` weighs the storage tiers with (docs/storage.md)")
     opensm: OpenSm | None = Field(default=None, description="OpenSM subnet managers and partitions")
     fabric: FabricSpec | None = Field(default=None, description="the planner's input (docs/planner.md)")
     guid_locks: GuidLocks = Field(default_factory=GuidLocks,

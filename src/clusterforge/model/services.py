@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from .base import AbsPath, Model, MountOptions, Name
+from .storage import HsmArchive, LustreTarget, PersistentClientCache, Striping
 
 Version = Annotated[str, Field(pattern=r"^[0-9][0-9A-Za-z.+~:_-]*$")]
 MgsNid = Annotated[str, Field(pattern=r"^([0-9.]+|[A-Za-z0-9][A-Za-z0-9._-]{0,62})@(o2ib|tcp)[0-9]*$")]
@@ -47,6 +48,38 @@ class LustreFs(Model):
     clients: Literal["compute", "all"] = Field(default="compute",
         description="nodes that mount it: compute nodes, or all nodes")
     options: MountOptions = Field(default="defaults,_netdev,flock", description="mount options")
+    targets: list[LustreTarget] = Field(default_factory=list,
+        description="the server side: MGT, MDTs and OSTs, each on its server's devices (docs/storage.md); empty "
+                    "when the servers are managed elsewhere")
+    striping: Striping = Field(default_factory=Striping, description="default striping of new files")
+    pcc: PersistentClientCache | None = Field(default=None,
+        description="the cache tier: Persistent Client Cache on the clients' local NVMe (docs/storage.md)")
+    hsm: HsmArchive | None = Field(default=None,
+        description="the archive tier: HSM copytool to an S3 object store (docs/storage.md)")
+
+
+ROLE_OF_KIND = {"ost": "lustre-ost", "mdt": "lustre-mdt", "mgt": "lustre-mdt"}
+"""The local-device role (`storage[].role`) each target kind is built on."""
+
+
+def target_name(fs: LustreFs, t: LustreTarget) -> str:
+    """`lfs01-OST0007`, `lfs01-MDT0000`, `lfs01-MGT`: the name Lustre gives the target."""
+    return f"{fs.name}-MGT" if t.kind == "mgt" else f"{fs.name}-{t.kind.upper()}{t.index:04x}"
+
+
+def partners(fs: LustreFs) -> dict[str, str]:
+    """Server -> its failover partner (the first pair naming it; a second is a check error elsewhere)."""
+    out: dict[str, str] = {}
+    for a, b in fs.failover_pairs:
+        if a != b:
+            out.setdefault(a, b)
+            out.setdefault(b, a)
+    return out
+
+
+def failover_of(fs: LustreFs, t: LustreTarget) -> str | None:
+    """The server that takes `t` over: declared, else the server's partner, else none."""
+    return t.failover if t.failover is not None else partners(fs).get(t.server)
 
 
 class SmNode(Model):

@@ -39,4 +39,7 @@ EXAMPLE_PRICES = PriceTable(currency="USD", example=True, items={
     "trunk/OM3": 120, "trunk/OM3/per_m": 5, "trunk/OM4": 150, "trunk/OM4/per_m": 6, "trunk/OM5": 170,
     "trunk/OM5/per_m": 7, "trunk/OS2": 140, "trunk/OS2/per_m": 5,
     "patch_panel/mpo24": 450,
+    # storage, per raw TB (plan storage): drives by kind; an object store's whole cost (servers, drives) a raw TB
+    "storage/nvme/per_tb": 120, "storage/ssd/per_tb": 90, "storage/hdd/per_tb": 20,
+    "storage/optane-pmem/per_tb": 4_000, "storage/object/per_tb": 60,
 })

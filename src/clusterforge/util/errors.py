@@ -56,6 +56,8 @@ RULES: dict[str, str] = {
     "INV-LNET": "Lustre MGS NIDs: on the file system's LNet network, naming or addressing its servers",
     "INV-SM": "OpenSM: an SM node without a cabled HCA, SM priorities that leave the master undecided",
     "INV-LUSTRE": "Lustre failover pairs",
+    "INV-STORAGE": "Lustre storage tiers: targets on storage servers within their failover pairs, devices and "
+    "sizes that fit, one MGS, NIDs on the rails; the cache (PCC) on local NVMe; the HSM archive's agents",
     "INV-HA": "a redundant group (SM pair, Lustre pair, a node's rails) cabled to one switch only",
     "INV-COMPAT": "the OFED and Lustre client versions cannot work together",
     "INV-MONITORING": "the monitoring section: collector, store, alert routes",
