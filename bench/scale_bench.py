@@ -24,19 +24,31 @@ ControlPersist masters leave the process tree) per host, and the lowest MemAvail
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import itertools
-import os
-import resource
-import shutil
-import signal
 import sys
-import threading
-import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+
+WORKER = "--pyinfra-worker"
+if __name__ == "__main__" and sys.argv[1:2] == [WORKER]:
+    # the pyinfra runs are `clusterforge deploy` as the product runs it: a process whose sockets, locks and
+    # threads gevent patched first thing (cli/entry.py); collection and Ansible stay in the unpatched parent
+    from gevent import monkey  # type: ignore[import-untyped]
+
+    monkey.patch_all()
+
+import contextlib  # noqa: E402
+import dataclasses  # noqa: E402
+import itertools  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+from typing import Any  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -51,25 +63,24 @@ from clusterforge.deploy.component import HostPlan  # noqa: E402
 from clusterforge.deploy.desired import host_plans  # noqa: E402
 from clusterforge.deploy.options import DeployOptions  # noqa: E402
 from clusterforge.deploy.runner import SshSettings, run_deploy  # noqa: E402
-from clusterforge.lab.scale import ScaleLab, ScaleRefused, address_plan, mem_available_mb  # noqa: E402
+from clusterforge.lab.scale import ScaleLab, ScaleRefused, address_plan, mem_available_mb, target_name  # noqa: E402
+from clusterforge.lab.scale import Target as ScaleTarget  # noqa: E402
 from clusterforge.model.inventory import DeploySettings  # noqa: E402
 from deploy_bench import ENV, BenchFailed, _files_only, verify  # noqa: E402
 
-COUNTS = (128, 256, 512)
-"""make bench's sizes: the in-process pyinfra runner stalls past ~830 hosts (docs/scale.md, "Not reached"), so
-1,024 and 2,048 are asked for by hand (`scale_bench.run(counts=(1024,))`) until that is fixed."""
+COUNTS = (128, 256, 512, 1024)
+"""make bench's sizes (each stops at the largest the memory holds); Ansible runs to ANSIBLE_MAX only."""
 PYINFRA_MB_PER_HOST = 2.5  # the controller's share per host the lab reserves for pyinfra (measured: 1.9-2.4)
 PLACEHOLDER = "@@cf-scale-host@@"
 #: Ansible runs up to this many hosts: measured at 1.5 controller CPU-seconds a host a run (32 hosts: 68 s), so
 #: 1,024 hosts would take about 40 minutes a run on a 2-core controller (docs/scale.md).
 ANSIBLE_MAX = 256
-#: Hosts at once: the model's deploy.parallel default, for pyinfra and collection alike. Unbounded (parallel = N)
-#: pyinfra ran 1,024 paramiko transport threads at once and spent minutes in GIL contention (futex) before a
-#: first host finished.
+#: Hosts at once: the model's deploy.parallel default, for pyinfra and collection alike.
 PARALLEL = DeploySettings().parallel
-#: pyinfra's hosts per State (`deploy --batch`): one State of 1,024 hosts ran 54 fact probes past their 120 s
-#: timeout; 512 hosts (one State) ran clean, but two States of 512 in one process stalled again after ~830 hosts
-#: (docs/scale.md: the runner does not hold 1,024 hosts yet).
+#: pyinfra's hosts per State (`deploy --batch`). The runner held 1,024 hosts once three faults were gone: the
+#: process was not gevent-patched (every connect and channel read blocked all hosts), a finished host's
+#: paramiko transport was never closed (each woke ten times a second: 62 s for 1,024 converged hosts in one
+#: State), and the scale lab lost neighbour entries past ~830 targets (docs/scale.md).
 BATCH = 512
 
 
@@ -188,6 +199,29 @@ def scale_plans(lab: ScaleLab) -> list[HostPlan]:
     return plans
 
 
+def pyinfra_in_worker(lab: ScaleLab, parallel: int, batch: int, timeout_s: float = 1800) -> list[SimpleNamespace]:
+    """One pyinfra deploy of the lab's targets in a process of its own, gevent-patched as `clusterforge deploy`
+    is (bench/scale_bench.py --pyinfra-worker); each host's name, status and error back as JSON."""
+    argv = [sys.executable, str(Path(__file__).resolve()), WORKER, str(lab.work), str(lab.n), lab.subnet, lab.user,
+            str(parallel), str(batch)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    if proc.returncode != 0:
+        raise BenchFailed(f"pyinfra worker on {lab.n} hosts: exit {proc.returncode}: {proc.stderr[-2000:]}")
+    return [SimpleNamespace(**r) for r in json.loads(proc.stdout.splitlines()[-1])]
+
+
+def _pyinfra_worker(argv: list[str]) -> None:
+    work, n, subnet, user, parallel, batch = Path(argv[0]), int(argv[1]), argv[2], argv[3], int(argv[4]), int(argv[5])
+    lab = ScaleLab(n, work=work, subnet=subnet, user=user)
+    addresses = address_plan(n, subnet).addresses
+    lab.targets = [ScaleTarget(target_name(i), addresses[i], work / "root" / target_name(i)) for i in range(n)]
+    ssh = SshSettings(user=lab.user, key=lab.key, known_hosts=lab.known_hosts, connect_timeout_s=30,
+                      channel_timeout_s=120)
+    result = run_deploy(scale_plans(lab), ssh, parallel=parallel, batch=batch)
+    print(json.dumps([{"name": r.name, "status": r.status, "error": r.error, "failed": r.failed}
+                      for r in getattr(result, "results", result)]))
+
+
 def _moved(f: Any, name: str) -> Any:
     return dataclasses.replace(f, dest=f.dest.replace(PLACEHOLDER, name))
 
@@ -247,9 +281,8 @@ def _one_size(lab: ScaleLab, forks: tuple[int, ...], strategies: tuple[str, ...]
     shutil.rmtree(lab.work / "root", ignore_errors=True)
     par = min(n, PARALLEL)
     for phase in ("first", "second"):
-        rows.append(measure("deploy-scale", "pyinfra", phase, n,
-                            lambda: run_deploy(plans, ssh, parallel=par, batch=BATCH), marker, parallel=par,
-                            batch=min(n, BATCH)))
+        rows.append(measure("deploy-scale", "pyinfra", phase, n, lambda: pyinfra_in_worker(lab, par, BATCH), marker,
+                            parallel=par, batch=min(n, BATCH)))
     for f in forks if ansible else ():
         for strategy in strategies:
             shutil.rmtree(lab.work / "root", ignore_errors=True)
@@ -313,9 +346,9 @@ def run(counts: tuple[int, ...] = COUNTS, forks: tuple[int, ...] = (32,),
     return scale_rows(counts, forks, strategies, ansible_max=ansible_max)
 
 
-if __name__ == "__main__":
-    import json
-
+if __name__ == "__main__" and sys.argv[1:2] == [WORKER]:
+    _pyinfra_worker(sys.argv[2:])
+elif __name__ == "__main__":
     argv = sys.argv[1:]
     opts: dict[str, str] = {}
     for key in ("--forks", "--strategy", "--ansible-max"):
