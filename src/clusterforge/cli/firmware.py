@@ -13,10 +13,13 @@ from ..check.checked import Checked
 from ..day2.fwtool import DEFAULT_IMAGE_DIR, QUERY, FlashJob, HostReport, Runner, staged_path
 from ..util.errors import ExitCode
 from ..util.hostlist import HostlistError, expand
-from .common import err, load_or_fail, out
+from .common import Format, err, load_or_fail, out, print_json
 
 app = typer.Typer(no_args_is_help=True, help="Flash and activate HCA/DPU firmware on drained hosts: the machine "
                   "steps of a day-2 firmware bump (`diff` plans them; a deploy never flashes).")
+
+
+_FMT = typer.Option(Format.text, "--format", help="text or json (one document on stdout: each host's outcome)")
 
 
 class How(StrEnum):
@@ -68,11 +71,27 @@ def _device_type(checked: Checked, model: str) -> str:
     return info.fw_device_type
 
 
-def _report(reports: list[HostReport], verb: str) -> None:
+def _dry(plans: list[tuple[str, str]], fmt: Format) -> None:
+    """A dry run's lines (host, what would run), or its JSON document."""
+    if fmt is Format.json:
+        print_json({"dry_run": True, "hosts": [{"host": h, "would_run": what} for h, what in plans]})
+        return
+    for h, what in plans:
+        out.print(f"{h}: would run {what}", markup=False)
+    out.print(f"dry run: {len(plans)} host(s), nothing connected to", markup=False)
+
+
+def _report(reports: list[HostReport], verb: str, fmt: Format = Format.text) -> None:
+    failed = [r.host for r in reports if not r.ok]
+    if fmt is Format.json:
+        print_json({"dry_run": False, "hosts": [{"host": r.host, "ok": r.ok, "lines": r.lines} for r in reports],
+                    "failed": failed})
+        if failed:
+            raise typer.Exit(int(ExitCode.FAILURE))
+        return
     for r in reports:
         for line in r.lines:
             (out if r.ok else err).print(line, markup=False)
-    failed = [r.host for r in reports if not r.ok]
     out.print(f"{len(reports) - len(failed)} host(s) {verb}, {len(failed)} failed"
               + (f": {', '.join(failed[:16])}" if failed else ""), markup=False)
     if failed:
@@ -100,6 +119,7 @@ def flash(
                                   help="where the image is staged on each host (the pin image's file name in it)"),
     switch: str | None = typer.Option(None, "--switch", help="an unmanaged switch (not built yet)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what would run; connect to nothing"),
+    fmt: Format = _FMT,
 ) -> None:
     """Flash the pinned firmware onto each host's cards of MODEL (exit 1 when a host failed; the others go on).
 
@@ -130,17 +150,16 @@ def flash(
 
         force = " --force" if allow_downgrade or reflash else ""
         allowed = f" ({', '.join(pin.psids)})" if pin.psids else ""
-        for h in hosts:
-            out.print(f"{h}: would run {shlex.join(QUERY)}; then, for each {device_type} card "
-                      f"{'' if reflash else f'not at {version} '}whose PSID the pin allows"
-                      f"{allowed}: "
-                      f"mlxfwmanager -d <card> -u -i {shlex.quote(job.image)} -y{force}", markup=False)
-        out.print(f"dry run: {len(hosts)} host(s), nothing connected to", markup=False)
+        what = (f"{shlex.join(QUERY)}; then, for each {device_type} card "
+                f"{'' if reflash else f'not at {version} '}whose PSID the pin allows{allowed}: "
+                f"mlxfwmanager -d <card> -u -i {shlex.quote(job.image)} -y{force}")
+        _dry([(h, what) for h in hosts], fmt)
         return
     from ..day2.fwtool import each, flash_host
 
     run = make_runner(env, checked)
-    _report(each(hosts, lambda h: flash_host(h, job, run), checked.inv.deploy.parallel), "flashed or at the version")
+    _report(each(hosts, lambda h: flash_host(h, job, run), checked.inv.deploy.parallel), "flashed or at the version",
+            fmt)
 
 
 @app.command("activate")
@@ -152,6 +171,7 @@ def activate(
     model: str | None = typer.Option(None, "--model", help="the model whose cards are reset (--how mlxfwreset)"),
     switch: str | None = typer.Option(None, "--switch", help="an unmanaged switch (not built yet)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what would run; connect to nothing"),
+    fmt: Format = _FMT,
 ) -> None:
     """Make the flashed firmware run: `mlxfwreset -d <card> -y reset` for each card of MODEL with a reset pending,
     or a reboot (waited for up to deploy.reboot.timeout_s); a query then proves the flash runs (exit 1 when a
@@ -169,12 +189,10 @@ def activate(
     hosts = _hosts(checked, limit, model)
     timeout = checked.inv.deploy.reboot.timeout_s
     if dry_run:
-        for h in hosts:
-            what = (f"mlxfwreset -d <card> -y reset for each {device_type} card with a reset pending, then "
-                    "mlxfwmanager --query" if how is How.mlxfwreset else
-                    f"systemctl reboot, wait up to {timeout} s for SSH, then mlxfwmanager --query")
-            out.print(f"{h}: would run {what}", markup=False)
-        out.print(f"dry run: {len(hosts)} host(s), nothing connected to", markup=False)
+        what = (f"mlxfwreset -d <card> -y reset for each {device_type} card with a reset pending, then "
+                "mlxfwmanager --query" if how is How.mlxfwreset else
+                f"systemctl reboot, wait up to {timeout} s for SSH, then mlxfwmanager --query")
+        _dry([(h, what) for h in hosts], fmt)
         return
     from ..day2.fwtool import each, reboot_host, reset_host
 
@@ -183,4 +201,4 @@ def activate(
         reports = each(hosts, lambda h: reset_host(h, device_type, run), checked.inv.deploy.parallel)
     else:
         reports = each(hosts, lambda h: reboot_host(h, run, timeout), checked.inv.deploy.parallel)
-    _report(reports, "activated")
+    _report(reports, "activated", fmt)

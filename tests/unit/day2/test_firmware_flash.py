@@ -5,6 +5,7 @@ never stops the others, --dry-run connects to nothing; and no deploy code can fl
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Callable
@@ -201,6 +202,24 @@ def test_flash_reports_each_host_and_exits_1_when_one_failed(cx7_lab: Path, monk
     assert "gpu02: unreachable" in result.output
     assert "2 host(s) flashed or at the version, 1 failed: gpu02" in result.output
     assert "Traceback" not in result.output
+
+
+def test_flash_format_json_is_one_document(cx7_lab: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = Fake({"gpu01": AWS}, down={"gpu02"})
+    _with_fake(monkeypatch, fake)
+    result = CliRunner().invoke(app, ["firmware", "flash", str(cx7_lab), "--limit", "gpu[01-02]", "--model",
+                                      "ConnectX-7", "--version", "28.43.1014", "--format", "json"])
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert doc["failed"] == ["gpu02"] and [(h["host"], h["ok"]) for h in doc["hosts"]] == [
+        ("gpu01", True), ("gpu02", False)]
+    _with_fake(monkeypatch, None)
+    result = CliRunner().invoke(app, ["firmware", "activate", str(cx7_lab), "--limit", "gpu01", "--how", "reboot",
+                                      "--dry-run", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["dry_run"] is True and [h["host"] for h in doc["hosts"]] == ["gpu01"]
+    assert "systemctl reboot" in doc["hosts"][0]["would_run"]
 
 
 def test_flash_dry_run_connects_to_nothing(cx7_lab: Path, monkeypatch: pytest.MonkeyPatch) -> None:
