@@ -135,9 +135,9 @@ REQUIRED = {"/usr/sbin/sshd": "openssh-server", "ssh": "openssh-client", "ssh-ke
 
 def missing() -> list[str]:
     """What this bench needs and this machine lacks: root, and the Debian packages of REQUIRED."""
-    gaps = [] if os.geteuid() == 0 else ["root (network namespaces, podman)"]
-    gaps += sorted({pkg for tool, pkg in REQUIRED.items() if shutil.which(tool) is None})
-    return gaps
+    from clusterforge.lab.scale import missing as missing_of
+
+    return missing_of(REQUIRED, "network namespaces, podman")
 
 
 def start_hosts(n: int, subnet: str = "198.18.200") -> tuple[SshSettings, list[subprocess.Popen[bytes]]]:

@@ -63,8 +63,7 @@ from clusterforge.deploy.component import HostPlan  # noqa: E402
 from clusterforge.deploy.desired import host_plans  # noqa: E402
 from clusterforge.deploy.options import DeployOptions  # noqa: E402
 from clusterforge.deploy.runner import SshSettings, run_deploy  # noqa: E402
-from clusterforge.lab.scale import ScaleLab, ScaleRefused, address_plan, mem_available_mb, target_name  # noqa: E402
-from clusterforge.lab.scale import Target as ScaleTarget  # noqa: E402
+from clusterforge.lab.scale import ScaleLab, ScaleRefused, address_plan, mem_available_mb  # noqa: E402
 from clusterforge.model.inventory import DeploySettings  # noqa: E402
 from deploy_bench import ENV, BenchFailed, _files_only, verify  # noqa: E402
 
@@ -199,6 +198,12 @@ def scale_plans(lab: ScaleLab) -> list[HostPlan]:
     return plans
 
 
+def _ssh(lab: ScaleLab) -> SshSettings:
+    """How pyinfra and Ansible reach the targets (the lab's user, key and known_hosts)."""
+    return SshSettings(user=lab.user, key=lab.key, known_hosts=lab.known_hosts, connect_timeout_s=30,
+                       channel_timeout_s=120)
+
+
 def pyinfra_in_worker(lab: ScaleLab, parallel: int, batch: int, timeout_s: float = 1800) -> list[SimpleNamespace]:
     """One pyinfra deploy of the lab's targets in a process of its own, gevent-patched as `clusterforge deploy`
     is (bench/scale_bench.py --pyinfra-worker); each host's name, status and error back as JSON."""
@@ -213,10 +218,8 @@ def pyinfra_in_worker(lab: ScaleLab, parallel: int, batch: int, timeout_s: float
 def _pyinfra_worker(argv: list[str]) -> None:
     work, n, subnet, user, parallel, batch = Path(argv[0]), int(argv[1]), argv[2], argv[3], int(argv[4]), int(argv[5])
     lab = ScaleLab(n, work=work, subnet=subnet, user=user)
-    addresses = address_plan(n, subnet).addresses
-    lab.targets = [ScaleTarget(target_name(i), addresses[i], work / "root" / target_name(i)) for i in range(n)]
-    ssh = SshSettings(user=lab.user, key=lab.key, known_hosts=lab.known_hosts, connect_timeout_s=30,
-                      channel_timeout_s=120)
+    lab.targets = lab.planned_targets()
+    ssh = _ssh(lab)
     result = run_deploy(scale_plans(lab), ssh, parallel=parallel, batch=batch)
     print(json.dumps([{"name": r.name, "status": r.status, "error": r.error, "failed": r.failed}
                       for r in getattr(result, "results", result)]))
@@ -274,9 +277,8 @@ def _one_size(lab: ScaleLab, forks: tuple[int, ...], strategies: tuple[str, ...]
     n, marker = lab.n, str(lab.work)
     # Ansible's ControlPersist masters under the lab's directory: their titles ('ssh: DIR/cp/... [mux]') name it
     os.environ["ANSIBLE_SSH_CONTROL_PATH_DIR"] = str(lab.work / "cp")
-    ssh = SshSettings(user=lab.user, key=lab.key, known_hosts=lab.known_hosts, connect_timeout_s=30,
-                      channel_timeout_s=120)
-    plans = scale_plans(lab)
+    ssh = _ssh(lab)
+    plans = scale_plans(lab) if ansible else []  # pyinfra builds its own in its worker
     rows = []
     shutil.rmtree(lab.work / "root", ignore_errors=True)
     par = min(n, PARALLEL)

@@ -221,10 +221,11 @@ REQUIRED = {"/usr/sbin/sshd": "openssh-server", "ssh": "openssh-client", "ssh-ke
             "ip": "iproute2", "nsenter": "util-linux"}
 
 
-def missing() -> list[str]:
-    """What the scale lab needs and this machine lacks: root, and the Debian packages of REQUIRED."""
-    gaps = [] if os.geteuid() == 0 else ["root (network namespaces)"]
-    gaps += sorted({pkg for tool, pkg in REQUIRED.items() if shutil.which(tool) is None})
+def missing(required: dict[str, str] = REQUIRED, root_for: str = "network namespaces") -> list[str]:
+    """What the scale lab (or a bench with its own `required` tools -> Debian packages) needs and this machine
+    lacks: root, and the packages of the tools not found."""
+    gaps = [] if os.geteuid() == 0 else [f"root ({root_for})"]
+    gaps += sorted({pkg for tool, pkg in required.items() if shutil.which(tool) is None})
     return gaps
 
 
@@ -334,6 +335,12 @@ class ScaleLab:
     @property
     def known_hosts(self) -> Path:
         return self.work / "keys" / "known_hosts"
+
+    def planned_targets(self) -> list[Target]:
+        """The N targets of the address plan (names, addresses, roots): what a started lab's `targets` are,
+        for a process that works on a lab another one started (the bench's pyinfra worker)."""
+        addresses = address_plan(self.n, self.subnet).addresses
+        return [Target(target_name(i), addresses[i], self.work / "root" / target_name(i)) for i in range(self.n)]
 
     # -- lifecycle
 
@@ -485,7 +492,7 @@ class ScaleLab:
             if i % 64 == 63:
                 self._record()
         self._record()
-        targets = [Target(target_name(i), plan.addresses[i], self.work / "root" / target_name(i)) for i in range(n)]
+        targets = self.planned_targets()
         lost = missing_neighbours(plan.addresses[:n], _sh(["ip", "-j", "neigh", "show", "nud", "permanent"]).stdout)
         if lost:
             raise ScaleError(f"scale lab: {len(lost)} of {n} permanent neighbour entries are gone after the bring-up "
