@@ -27,9 +27,13 @@ scheduler's drain) are kept in ``<state>/drained.json`` with the same journal of
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -236,12 +240,25 @@ def set_drained(state_dir: Path, host: str, drain: bool, known: set[str]) -> boo
     """Drain (or resume) `host`; returns whether its state changed. Unknown hosts are refused."""
     if host not in known:
         raise FaultError(f"no host {host!r} in this lab")
-    data = drained(state_dir)
-    was, past = data.get("drained"), data.get("events")
-    now = {str(h) for h in was} if isinstance(was, list) else set()
-    changed = (host not in now) if drain else (host in now)
-    now = now | {host} if drain else now - {host}
-    events = list(past) if isinstance(past, list) else []
-    events.append({"host": host, "event": "drain" if drain else "resume", "when": time.time()})
-    write_atomic(state_dir / DRAINED, json.dumps({"drained": sorted(now), "events": events}, indent=1))
+    with _drained_lock(state_dir):  # a wave's drain hooks run at once: each read-change-write is whole
+        data = drained(state_dir)
+        was, past = data.get("drained"), data.get("events")
+        now = {str(h) for h in was} if isinstance(was, list) else set()
+        changed = (host not in now) if drain else (host in now)
+        now = now | {host} if drain else now - {host}
+        events = list(past) if isinstance(past, list) else []
+        events.append({"host": host, "event": "drain" if drain else "resume", "when": time.time()})
+        write_atomic(state_dir / DRAINED, json.dumps({"drained": sorted(now), "events": events}, indent=1))
     return changed
+
+
+@contextlib.contextmanager
+def _drained_lock(state_dir: Path) -> Iterator[None]:
+    """Hold `<state>/drained.json.lock` (flock): without it two hooks that resume at once each wrote
+    what they read, and one host's resume was lost (CI: gpu04 left drained after a resumed apply)."""
+    fd = os.open(state_dir / f"{DRAINED}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
