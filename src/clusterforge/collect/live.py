@@ -14,7 +14,8 @@ from .store import Observations
 def ssh_config(env: Path, index: Index) -> SshConfig:
     dep = index.inv.deploy
     known = (env / dep.known_hosts) if dep.known_hosts else Path.home() / ".ssh" / "known_hosts"
-    return SshConfig(known_hosts=known, user=dep.ssh_user, port=dep.ssh_port, parallel=dep.parallel)
+    return SshConfig(known_hosts=known, user=dep.ssh_user, port=dep.ssh_port, parallel=dep.parallel,
+                     connect_retries=dep.connect_retries)
 
 
 def targets(index: Index) -> tuple[list[Target], Target | None]:

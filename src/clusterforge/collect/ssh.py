@@ -29,6 +29,8 @@ class SshConfig:
     port: int = 22
     identity: Path | None = None
     connect_timeout_s: int = 5
+    connect_retries: int = 2
+    """OpenSSH's ConnectionAttempts is this plus one (its tries are a second apart)."""
     command_timeout_s: int = 60
     parallel: int = 16
     host_timeout_s: float = 180.0
@@ -53,6 +55,8 @@ class SshConfig:
             "GlobalKnownHostsFile=/dev/null",
             "-o",
             f"ConnectTimeout={self.connect_timeout_s}",
+            "-o",
+            f"ConnectionAttempts={self.connect_retries + 1}",
             "-o",
             "ServerAliveInterval=5",
             "-o",

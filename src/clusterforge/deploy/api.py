@@ -93,7 +93,7 @@ def select_hosts(index: Index, limit: Sequence[str]) -> list[str]:
 def ssh_from_inventory(env: Path, index: Index) -> SshSettings:
     d = index.inv.deploy
     known = (env / d.known_hosts) if d.known_hosts else None
-    return SshSettings(user=d.ssh_user, port=d.ssh_port, known_hosts=known)
+    return SshSettings(user=d.ssh_user, port=d.ssh_port, known_hosts=known, connect_retries=d.connect_retries)
 
 
 def lab_repo(state: LabState, index: Index) -> Path:

@@ -101,6 +101,10 @@ class DeploySettings(Model):
         description="hosts worked on at once by the deploy and the collectors: pyinfra's parallel connections "
                     "(about 2 MB of controller memory each), Ansible's forks (40-65 MB each, so Ansible's are "
                     "further capped to what leaves 6 GiB of the controller's memory free; docs/scale.md)")
+    connect_retries: int = Field(
+        default=2, ge=0, le=10,
+        description="a refused, reset or timed-out SSH connect tried again this many times (0.2-2 s apart for "
+                    "the deploy, 1 s for the collectors) before the host is unreachable")
     known_hosts: FilePath | None = Field(default=None, description="path, relative to the environment")
     package_mirror: PackageMirror | None = Field(
         default=None, description="`URL [SUITE [COMPONENT...]]`; the URL http://, https:// or file://")
