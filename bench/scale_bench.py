@@ -3,7 +3,7 @@
     from scale_bench import run
     rows = run((128, 256))          # each N: the lab up, pyinfra then Ansible (first, converged), collection
     .venv/bin/python bench/scale_bench.py 128 256 [--forks 16,32] [--strategy linear,free] [--ansible-max N]
-                                        [--no-ansible] [--no-collect]
+                                        [--no-ansible] [--no-collect] [--ansible-converged-only]
 
 For each N that fits (clusterforge.lab.scale refuses, before starting anything, a size that would leave under
 6 GiB free; the bench then says so and stops at the largest that fitted), on the same targets in the same run:
@@ -246,7 +246,8 @@ def collect_targets(lab: ScaleLab, dead: int = 2) -> tuple[list[CollectTarget], 
 
 def scale_rows(counts: tuple[int, ...] = COUNTS, forks: tuple[int, ...] = (32,),
                strategies: tuple[str, ...] = ("linear",), ansible: bool = True,
-               ansible_max: int = ANSIBLE_MAX, collect_too: bool = True) -> list[dict[str, Any]]:
+               ansible_max: int = ANSIBLE_MAX, collect_too: bool = True,
+               ansible_converged_only: bool = False) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for n in counts:
         with_ansible = ansible and n <= ansible_max
@@ -266,14 +267,17 @@ def scale_rows(counts: tuple[int, ...] = COUNTS, forks: tuple[int, ...] = (32,),
                          "wall_s": round(lab.started_s, 2), "target_mb": round(lab.target_mb or 0, 2),
                          "min_free_mb": round(mem_available_mb())})
             print(rows[-1], file=sys.stderr, flush=True)
-            rows += _one_size(lab, forks, strategies, with_ansible, collect_too)
+            rows += _one_size(lab, forks, strategies, with_ansible, collect_too, ansible_converged_only)
         finally:
             lab.__exit__(None, None, None)
     return rows + ratios(rows)
 
 
 def _one_size(lab: ScaleLab, forks: tuple[int, ...], strategies: tuple[str, ...],
-              ansible: bool, collect_too: bool = True) -> list[dict[str, Any]]:
+              ansible: bool, collect_too: bool = True, converged_only: bool = False) -> list[dict[str, Any]]:
+    """pyinfra (first, converged), then Ansible at each forks/strategy (first onto empty roots, converged; or,
+    `converged_only`, only its converged re-run on the roots pyinfra deployed: it must change nothing there
+    either, which also shows both engines write the same state), then collection."""
     n, marker = lab.n, str(lab.work)
     # Ansible's ControlPersist masters under the lab's directory: their titles ('ssh: DIR/cp/... [mux]') name it
     os.environ["ANSIBLE_SSH_CONTROL_PATH_DIR"] = str(lab.work / "cp")
@@ -287,14 +291,16 @@ def _one_size(lab: ScaleLab, forks: tuple[int, ...], strategies: tuple[str, ...]
                             parallel=par, batch=min(n, BATCH)))
     for f in forks if ansible else ():
         for strategy in strategies:
-            shutil.rmtree(lab.work / "root", ignore_errors=True)
+            if not converged_only:
+                shutil.rmtree(lab.work / "root", ignore_errors=True)
             used = bounded_forks(f, n)
-            for phase in ("first", "second"):
+            for phase in ("second",) if converged_only else ("first", "second"):
                 _kill_ssh_masters(marker)
                 rows.append(measure("deploy-scale", "ansible", phase, n,
                                     lambda f=f, strategy=strategy: run_playbook(plans, ssh, dry_run=False, forks=f,
                                                                                strategy=strategy),
-                                    marker, parallel=used, strategy=strategy))
+                                    marker, parallel=used, strategy=strategy,
+                                    **({"on": "pyinfra's deploy"} if converged_only else {})))
             _kill_ssh_masters(marker)
     targets, dead = collect_targets(lab)
     for par in (PARALLEL,) if collect_too else ():
@@ -353,6 +359,8 @@ if __name__ == "__main__" and sys.argv[1:2] == [WORKER]:
 elif __name__ == "__main__":
     argv = sys.argv[1:]
     opts: dict[str, str] = {}
+    converged_only = "--ansible-converged-only" in argv
+    argv = [a for a in argv if a != "--ansible-converged-only"]
     for key in ("--forks", "--strategy", "--ansible-max"):
         if key in argv:
             i = argv.index(key)
@@ -365,5 +373,6 @@ elif __name__ == "__main__":
     forks = tuple(int(x) for x in opts.get("--forks", "32").split(","))
     strategies = tuple(opts.get("--strategy", "linear").split(","))
     amax = int(opts.get("--ansible-max", ANSIBLE_MAX))
-    for row in scale_rows(counts, forks, strategies, ansible=ansible, ansible_max=amax, collect_too=collect_too):
+    for row in scale_rows(counts, forks, strategies, ansible=ansible, ansible_max=amax, collect_too=collect_too,
+                          ansible_converged_only=converged_only):
         print(json.dumps(row))
