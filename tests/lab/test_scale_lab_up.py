@@ -7,6 +7,7 @@ Needs root, sshd and iproute2 (`scripts/lab-deps.sh --netns`).
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from clusterforge.lab.proc import is_alive
 from clusterforge.lab.scale import (
     ScaleLab,
     ScaleRefused,
+    cleanup,
     missing,
     missing_neighbours,
     our_bridges,
@@ -46,6 +48,21 @@ def test_eight_targets_up_answer_and_down(tmp_path: Path) -> None:
                                  timeout=30, check=True).stdout
             assert out.split() == [t.address]  # its own namespace, its own address
     assert not any(is_alive(p) for p in procs)
+    _nothing_left()
+
+
+def test_the_memory_probe_starts_and_waits_on_its_own_targets_only(tmp_path: Path) -> None:
+    """A lab of 12 probed with 4 targets: the probe waited on all 12 (8 never started, 2 s a connect, then
+    'not listening after 60 s'); a 1,024-target bench sat 33 minutes in it."""
+    lab = ScaleLab(12, work=tmp_path / "scale", subnet=free_block(20))
+    lab._prepare()
+    t0 = time.monotonic()
+    try:
+        mb = lab.measure_target_mb(4)
+    finally:
+        lab.stop()
+        cleanup(lab.work)
+    assert time.monotonic() - t0 < 30 and mb >= 1.0
     _nothing_left()
 
 

@@ -336,11 +336,13 @@ class ScaleLab:
     def known_hosts(self) -> Path:
         return self.work / "keys" / "known_hosts"
 
-    def planned_targets(self) -> list[Target]:
-        """The N targets of the address plan (names, addresses, roots): what a started lab's `targets` are,
-        for a process that works on a lab another one started (the bench's pyinfra worker)."""
-        addresses = address_plan(self.n, self.subnet).addresses
-        return [Target(target_name(i), addresses[i], self.work / "root" / target_name(i)) for i in range(self.n)]
+    def planned_targets(self, n: int | None = None) -> list[Target]:
+        """The first `n` (default: N) targets of the address plan (names, addresses, roots): what a started
+        lab's `targets` are, for a process that works on a lab another one started (the bench's pyinfra
+        worker), or what the memory probe starts."""
+        n = self.n if n is None else n
+        addresses = address_plan(n, self.subnet).addresses
+        return [Target(target_name(i), addresses[i], self.work / "root" / target_name(i)) for i in range(n)]
 
     # -- lifecycle
 
@@ -492,7 +494,7 @@ class ScaleLab:
             if i % 64 == 63:
                 self._record()
         self._record()
-        targets = self.planned_targets()
+        targets = self.planned_targets(n)  # the probe's k, not N: it waited on N-k targets never started
         lost = missing_neighbours(plan.addresses[:n], _sh(["ip", "-j", "neigh", "show", "nud", "permanent"]).stdout)
         if lost:
             raise ScaleError(f"scale lab: {len(lost)} of {n} permanent neighbour entries are gone after the bring-up "
@@ -505,9 +507,13 @@ class ScaleLab:
         waiting = list(targets)
         while waiting:
             still = []
-            for t in waiting:
+            for i, t in enumerate(waiting):
+                left = deadline - time.monotonic()
+                if left <= 0:  # the deadline holds within a pass too (a pass over dead targets is 2 s each)
+                    still += waiting[i:]
+                    break
                 try:
-                    with socket.create_connection((t.address, 22), timeout=2):
+                    with socket.create_connection((t.address, 22), timeout=min(2.0, left)):
                         pass
                 except OSError:
                     still.append(t)
