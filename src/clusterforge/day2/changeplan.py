@@ -30,6 +30,7 @@ import dataclasses
 from collections.abc import Callable
 
 from ..model.cabling import Cable
+from ..model.hooks import hook_calls, takes_many
 from ..model.index import Index, PortKey
 from ..util.hostlist import compress as hostlist
 from .firmware import (
@@ -418,12 +419,18 @@ class _Planner:
             for h in out_hosts:
                 hosts_by_rack.setdefault(self._rack_of(h, self.old if h in self.old.nodes else self.new), []).append(h)
 
-            def take_out(rack: str, hosts_by_rack: dict[str, list[str]] = hosts_by_rack, wave: Wave = wave) -> None:
+            # a `{hosts}` drain hook: the wave's compute (no subnet manager: its handover comes first) in one call
+            batched = ([h for r in rack_order for h in hosts_by_rack.get(r, []) if h in self.old.nodes
+                        and self.old.nodes[h].role == "compute" and h not in self.g.sms]
+                       if takes_many(policy.drain) else [])
+
+            def take_out(rack: str, hosts_by_rack: dict[str, list[str]] = hosts_by_rack, wave: Wave = wave,
+                         batched: list[str] = batched) -> None:
                 nonlocal master
                 for h in hosts_by_rack.get(rack, []):
                     node = self.old.nodes.get(h) or self.new.nodes.get(h)
-                    if node is None or h not in self.old.nodes:
-                        continue  # a new host: never in service yet
+                    if node is None or h not in self.old.nodes or h in batched:
+                        continue  # a new host (never in service yet), or drained with the wave
                     why = wave.why or "; ".join(self.reasons[h])
                     if h == master and len(self.g.sms) > 1:
                         standby = next((s for s in self.g.sms if s != h and s in in_service), None)
@@ -433,19 +440,26 @@ class _Planner:
                                  "MASTER)")
                             master = standby
                     if node.role == "compute" and policy.drain:
-                        emit("drain", rack, h, f"drain: {why}", tuple(p.replace("{host}", h) for p in policy.drain))
+                        [(_, argv)] = hook_calls(policy.drain, [h])
+                        emit("drain", rack, h, f"drain: {why}", argv)
                     else:
                         verb = "drain" if node.role == "compute" else f"take out of service ({node.role})"
                         emit("takeout", rack, h, f"{verb}: {why}")
                     in_service.discard(h)
 
             def racks(phases: tuple[Phase, ...], drains: bool,
-                      by_rack: dict[str | None, dict[Phase, list[Task]]] = by_rack) -> None:
+                      by_rack: dict[str | None, dict[Phase, list[Task]]] = by_rack,
+                      batched: list[str] = batched, wave: Wave = wave) -> None:
                 # phase by phase across the wave's racks (work in one rack may wait on another's: a leaf's
                 # cables are unplugged in its nodes' racks before it comes out of the network rack)
                 if drains:
                     for rack in rack_order:
                         take_out(rack)
+                    if batched:
+                        why = wave.why or _reasons_text([r for h in batched for r in self.reasons[h]])
+                        [(_, argv)] = hook_calls(policy.drain, batched)
+                        emit("drain", self._one_rack(batched), hostlist(batched),
+                             f"drain {_hosts_text(batched)}: {why}", argv)
                 for phase in phases:
                     for rack in rack_order:
                         tasks = by_rack.get(rack, {}).get(phase, [])
@@ -498,12 +512,18 @@ class _Planner:
             elif wave.switches:  # a spine: no host of its own, its links are the fabric's
                 emit("validate", None, "fabric", f"validate the fabric after {', '.join(wave.switches)}'s firmware",
                      ("clusterforge", "validate", self.env, "--fabric-only"))
+            resumed = ([h for h in back if h in self.old.nodes and self.new.nodes[h].role == "compute"
+                        and h not in self.g.sms] if takes_many(policy.resume) else [])
+            if resumed:  # a `{hosts}` resume hook: the wave's compute back in one call
+                [(_, argv)] = hook_calls(policy.resume, resumed)
+                emit("resume", self._one_rack(resumed), hostlist(resumed), f"resume {_hosts_text(resumed)}", argv)
             for h in back:
                 node = self.new.nodes[h]
-                if h not in self.old.nodes:
+                if h not in self.old.nodes or h in resumed:
                     continue
                 if node.role == "compute" and policy.resume:
-                    emit("resume", node.rack, h, "resume", tuple(p.replace("{host}", h) for p in policy.resume))
+                    [(_, argv)] = hook_calls(policy.resume, [h])
+                    emit("resume", node.rack, h, "resume", argv)
                 else:
                     emit("return", node.rack, h, "resume" if node.role == "compute" else "return to service")
                 if h in self.g.sms:
@@ -677,6 +697,13 @@ def _model(index: Index, d: DeviceChange) -> str:
     if d.kind == "node" and d.name in index.nodes:
         return index.nodes[d.name].profile or ""
     return ""
+
+
+def _reasons_text(reasons: list[str], most: int = 3) -> str:
+    """A group's reasons, each once, in the order found; past `most`, how many more."""
+    unique = list(dict.fromkeys(reasons))
+    more = f"; and {len(unique) - most} more" if len(unique) > most else ""
+    return "; ".join(unique[:most]) + more
 
 
 def _hosts_text(hosts: list[str]) -> str:

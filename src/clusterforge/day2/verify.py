@@ -29,6 +29,9 @@ subnet manager (highest priority), the trunks laid. Each step acts on it, and mu
   reboot) before a validation covers its host; switches one at a time (a second is flashed only once the
   first is validated), each with every node cabled to it out of service, by hand (`upgrade`) when its OS
   flashes it; at the end every host and switch of the bump is flashed and activated.
+* HOOK: a drain or resume step runs the new inventory's hook (`deploy.reboot.drain` / `.resume`) for
+  exactly the hosts it names: one host with a `{host}` hook, its hostlist with a `{hosts}` one
+  (model/hooks.py); a step whose command is another one, or names other hosts, is refused.
 * PARALLEL: a parallel group (steps that run at the same time) is one run of consecutive machine steps
   of one phase: drain or resume hooks of distinct compute nodes, or deploys of disjoint hosts.
 * END: the state at the end is the new inventory: racks and their settings, every device in its
@@ -43,6 +46,7 @@ from typing import Any
 
 from ..inventory.selection import SelectionError, select_nodes, split_tokens
 from ..model.cabling import Cable
+from ..model.hooks import hook_calls
 from ..model.index import Index
 from ..util.hostlist import HostlistError, expand
 from .firmware import ACTIVATE, FLASH, Bump, activation, bumps, by_hand, cabled_nodes, card_models, version_key
@@ -218,7 +222,24 @@ class _Replay:
                     self.bad("HA", problem)
 
     def _drain(self, step: Step) -> None:
-        self._take(step.subject, "drained")
+        for host in self._hooked(step, self.new.inv.deploy.reboot.drain):
+            self._take(host, "drained")
+
+    def _hooked(self, step: Step, template: list[str]) -> list[str]:
+        """HOOK: the hosts a drain or resume step names (a host, or a hostlist for a `{hosts}` hook), once its
+        command is checked to be the inventory's hook for exactly them; none when it is not."""
+        try:
+            hosts = expand(step.subject, limit=len(self.new.nodes) + len(self.old.nodes))
+        except HostlistError as exc:
+            self.bad("HOOK", f"{step.phase} of {step.subject!r}: not a host or hostlist ({exc})")
+            return []
+        calls = hook_calls(template, hosts)
+        if len(calls) != 1 or calls[0][1] != step.argv:
+            want = " ".join(calls[0][1]) if len(calls) == 1 else f"{len(calls)} calls (one a host)"
+            self.bad("HOOK", f"{step.phase} of {step.subject}: the command is not the inventory's "
+                             f"deploy.reboot.{step.phase} hook for these hosts (expected: {want})")
+            return []
+        return hosts
 
     def _takeout(self, step: Step) -> None:
         self._take(step.subject, "taken out")
@@ -232,8 +253,8 @@ class _Replay:
         else:
             self.s.master = sm
 
-    def _back(self, step: Step) -> None:
-        host, s = step.subject, self.s
+    def _back(self, step: Step, host: str | None = None) -> None:
+        host, s = host or step.subject, self.s
         if s.host.get(host) not in _OUT:
             self.bad("RESUME", f"{host} is resumed but was not out ({s.host.get(host, 'absent')})")
             return
@@ -251,7 +272,8 @@ class _Replay:
             self.out_per_rack[self.g.compute_rack[host]] -= 1
 
     def _resume(self, step: Step) -> None:
-        self._back(step)
+        for host in self._hooked(step, self.new.inv.deploy.reboot.resume):
+            self._back(step, host)
 
     def _return(self, step: Step) -> None:
         self._back(step)

@@ -3,7 +3,8 @@
 `mode: none` only reports the hosts that need one; `when-needed` reboots them (all at once);
 `rolling-by-rack` reboots one rack at a time. Each reboot: drain hook (argv, `{host}`
 substituted, run on the control node) -> reboot -> wait for SSH -> verify the loaded
-module -> resume hook. A host that does not come back within `timeout_s` fails.
+module -> resume hook. A host that does not come back within `timeout_s` fails. A `{hosts}` hook
+(deploy/hooks.py) drains the wave's hosts in one call, and resumes those that came back in one.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..model.hooks import hook_argv, hook_calls, takes_many
 from ..model.inventory import RebootPolicy
 from .component import HostPlan
 
@@ -26,8 +28,7 @@ class RebootOutcome:
     message: str
 
 
-def hook_argv(template: Sequence[str], host: str) -> list[str]:
-    return [part.replace("{host}", host) for part in template]
+__all__ = ["HOOK_TIMEOUT_S", "RebootOutcome", "hook_argv", "reboot_hosts", "run_hook", "waves"]
 
 
 def run_hook(template: Sequence[str], host: str) -> None:
@@ -54,6 +55,9 @@ def reboot_hosts(plans: Sequence[HostPlan], policy: RebootPolicy,
         return [RebootOutcome(p.name, False, "reboot needed; policy 'none': not rebooted") for p in plans]
     out: list[RebootOutcome] = []
     for wave in waves(plans, policy):
+        if takes_many(policy.drain) or takes_many(policy.resume):
+            out += _reboot_wave(wave, policy, reboot_and_verify)
+            continue
         for p in wave:
             try:
                 run_hook(policy.drain, p.name)
@@ -71,3 +75,36 @@ def reboot_hosts(plans: Sequence[HostPlan], policy: RebootPolicy,
                 continue
             out.append(RebootOutcome(p.name, True, "rebooted, module verified, resumed"))
     return out
+
+
+def _run_calls(template: Sequence[str], hosts: Sequence[str]) -> dict[str, str]:
+    """Run the template's calls for `hosts`; host -> the error of the call that covered it (none: it ran)."""
+    errors: dict[str, str] = {}
+    for covered, argv in hook_calls(template, hosts):
+        try:
+            subprocess.run(argv, check=True, timeout=HOOK_TIMEOUT_S, capture_output=True)
+        except (subprocess.SubprocessError, OSError) as exc:
+            errors.update((h, str(exc)) for h in covered)
+    return errors
+
+
+def _reboot_wave(wave: Sequence[HostPlan], policy: RebootPolicy,
+                 reboot_and_verify: Callable[[HostPlan, float], str | None]) -> list[RebootOutcome]:
+    """A wave whose hooks take a group: every host drained (one call), each rebooted, the ones back resumed."""
+    out: dict[str, RebootOutcome] = {}
+    undrained = _run_calls(policy.drain, [p.name for p in wave])
+    back: list[str] = []
+    for p in wave:
+        if p.name in undrained:
+            out[p.name] = RebootOutcome(p.name, False, f"drain hook failed, not rebooted: {undrained[p.name]}")
+            continue
+        error = reboot_and_verify(p, time.monotonic() + policy.timeout_s)
+        if error is not None:
+            out[p.name] = RebootOutcome(p.name, False, f"reboot: {error} (left drained)")
+        else:
+            back.append(p.name)
+    unresumed = _run_calls(policy.resume, back)
+    for h in back:
+        out[h] = (RebootOutcome(h, False, f"rebooted, resume hook failed: {unresumed[h]}") if h in unresumed
+                  else RebootOutcome(h, True, "rebooted, module verified, resumed"))
+    return [out[p.name] for p in wave]  # in the wave's order

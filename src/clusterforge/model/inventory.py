@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .acceptance import Acceptance
 from .addressing import AddressPlan
@@ -27,6 +27,7 @@ from .cabling import Cable, PatchPanel, Trunk
 from .fabric import FabricSpec
 from .firmware import Firmware
 from .hardware import Profile
+from .hooks import HOST, takes_many
 from .monitoring import Monitoring
 from .nodes import Node, Switch
 from .services import LustreFs, OpenSm, SoftwarePins
@@ -72,9 +73,20 @@ class PriceTable(Model):
 class RebootPolicy(Model):
     mode: Literal["none", "when-needed", "rolling-by-rack"] = Field(default="when-needed",
         description="when the deploy reboots hosts")
-    drain: list[Text] = Field(default_factory=list, description="argv run before a reboot")
-    resume: list[Text] = Field(default_factory=list, description="argv run after the host is back")
+    drain: list[Text] = Field(default_factory=list,
+                              description="argv run before a reboot or a day-2 wave takes compute out: `{host}` "
+                                          "for one call a host, or `{hosts}` for one call a group, as a Slurm "
+                                          "hostlist (`scontrol update nodename={hosts} state=drain reason=cf`)")
+    resume: list[Text] = Field(default_factory=list,
+                               description="argv run after the host is back (`{host}` or `{hosts}`, as drain)")
     timeout_s: int = Field(default=900, ge=30, description="seconds to wait for a host to come back")
+
+    @field_validator("drain", "resume")
+    @classmethod
+    def _one_way_of_naming_hosts(cls, argv: list[str]) -> list[str]:
+        if any(HOST in a for a in argv) and takes_many(argv):
+            raise ValueError("names both {host} (a call a host) and {hosts} (a call a group): use one")
+        return argv
 
 
 class DrainCap(Model):

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ..deploy.reboot import HOOK_TIMEOUT_S, hook_argv
+from ..deploy.reboot import HOOK_TIMEOUT_S
+from ..model.hooks import hook_argv
 from ..model.index import Index
 
 MAX_BODY = 4 * 1024 * 1024

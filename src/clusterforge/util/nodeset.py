@@ -7,7 +7,7 @@ consulted here (`RESOLVER_NOGROUP`: no /etc/clustershell file is read). A name C
 syntax (anything but letters, digits and `._-`, or a leading `-`) is never given to it: it follows the folded
 part as its one-line escape, unfolded. Inventory names (`model.base.Name`) never are such names.
 
-Slurm's configuration files keep their own folding (`render/hostlist.py`): Slurm's hostlist grammar ranges
+Slurm's configuration files and hooks keep their own folding (`util/hostlist.py`): Slurm's hostlist grammar ranges
 only a trailing run of digits, which ClusterShell does not promise (docs/deploy.md, "The output").
 """
 

@@ -66,3 +66,28 @@ def test_max_fail_percent_stops_new_batches(plans: dict[str, HostPlan], monkeypa
     finally:
         setattr(runner, "run_batch", run_batch)  # noqa: B010
     assert [r.status for r in res] == ["failed", "failed", "skipped", "skipped"]
+
+
+def test_group_hooks_drain_the_wave_once_and_resume_the_hosts_back(plans: dict[str, HostPlan],
+                                                                    tmp_path: Path) -> None:
+    """`{hosts}` hooks: one drain call for the wave, each host rebooted, one resume call for those back."""
+    log = tmp_path / "log"
+    policy = RebootPolicy(mode="when-needed", drain=["sh", "-c", f"echo drain $0 >> {log}", "{hosts}"],
+                          resume=["sh", "-c", f"echo resume $0 >> {log}", "{hosts}"])
+
+    def reboot(plan: HostPlan, deadline: float) -> str | None:
+        log.open("a").write(f"reboot {plan.name}\n")
+        return "did not come back" if plan.name == "gpu02" else None
+
+    out = reboot_hosts([plans["gpu01"], plans["gpu02"], plans["gpu03"]], policy, reboot)
+    assert [(o.host, o.done) for o in out] == [("gpu01", True), ("gpu02", False), ("gpu03", True)]
+    assert "left drained" in out[1].message
+    assert log.read_text().split("\n")[:-1] == ["drain gpu[01-03]", "reboot gpu01", "reboot gpu02", "reboot gpu03",
+                                                "resume gpu[01,03]"]
+
+
+def test_a_failed_group_drain_reboots_none_of_its_hosts(plans: dict[str, HostPlan]) -> None:
+    policy = RebootPolicy(mode="when-needed", drain=["false", "{hosts}"], resume=["true", "{hosts}"])
+    out = reboot_hosts([plans["gpu01"], plans["gpu02"]], policy, lambda p, d: "must not be called")
+    assert [(o.host, o.done) for o in out] == [("gpu01", False), ("gpu02", False)]
+    assert all(o.message.startswith("drain hook failed, not rebooted") for o in out)
