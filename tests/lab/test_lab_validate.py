@@ -96,6 +96,45 @@ def test_fault_is_reported_exactly_then_healed(
     assert (code, found) == (0, [])
 
 
+def _accepted(env: Path, run: Path) -> tuple[int, list[dict[str, str]]]:
+    code, out = cf("lab", "accept", str(env), "--output", str(run))
+    assert code == 0 and "LAB-ONLY stand-in outputs" in out, out
+    code, out = cf("accept", str(env), "--from", str(run), "--format", "json")
+    return code, json.loads(out[out.index("{"):])["findings"]
+
+
+def test_acceptance_names_the_degraded_cable_and_the_slow_gpu(lab_env: Path, tmp_path: Path) -> None:
+    """`lab accept` writes the acceptance tools' outputs from the lab's fabric as it is (stand-ins: real
+    captures, figures from ibnetdiscover); `accept --from` judges them: clean, then one cable at 1X named
+    (its unit's and the cluster's all_reduce explained by it), then a GPU at PCIe Gen3 named."""
+    code, found = _accepted(lab_env, tmp_path / "clean")
+    assert (code, found) == (0, [])
+    code, out = cf("lab", "fault", str(lab_env), "degrade", "C-00007")
+    assert code == 0, out
+    try:
+        code, found = _accepted(lab_env, tmp_path / "degraded")
+        assert code == 4
+        errors = [(f["rule"], f["subject"], f["floor"]) for f in found if f["severity"] == "error"]
+        assert errors == [("ACC-LINK", "gpu04/mlx5_0/1", "cable C-00007 to leaf-su01-r0/4")]
+        assert {f["rule"] for f in found if f["severity"] != "error"} <= {"ACC-NCCL-FABRIC"}
+        code, out = cf("lab", "fault", str(lab_env), "pcie", "gpu03", "1", "--gen", "3")
+        assert code == 0, out
+    finally:
+        code, out = cf("lab", "heal", str(lab_env))
+        assert code == 0, out
+    code, out = cf("lab", "fault", str(lab_env), "pcie", "gpu03", "1")
+    assert code == 0, out
+    try:
+        code, found = _accepted(lab_env, tmp_path / "pcie")
+        assert code == 4 and [(f["rule"], f["subject"].split()[0]) for f in found] == [("ACC-PCIE", "gpu03")]
+        assert "Gen3" in found[0]["message"]
+    finally:
+        code, out = cf("lab", "heal", str(lab_env))
+        assert code == 0 and "healed 1 fault" in out, out
+    code, found = _accepted(lab_env, tmp_path / "healed")
+    assert (code, found) == (0, [])
+
+
 def test_deploy_then_pyinfra_cli_finds_nothing_to_change(lab_env: Path) -> None:
     """`clusterforge deploy` converges the lab (and validate stays clean, now with the pinned
     software versions to check); pyinfra's own CLI entry points then find nothing to change."""

@@ -10,7 +10,8 @@ A test the plan has and the directory lacks is ACC-NO-DATA (never "passed"). A s
 does not by itself say which of its two ports is slow: every port is in two tests or more (its leaf's
 round and a cross-leaf round), so the port slow in all of its tests while its partners are fast
 elsewhere is the slow part, and the finding names its cable, leaf and leaf port. A slow multi-node
-all_reduce gets a bisection plan (accept/bisect.py) instead of a guess.
+all_reduce gets a bisection plan (accept/bisect.py) instead of a guess, unless a slow port found by the
+link tests is among its nodes: then it is a warning that names that port (fix it first).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def judge(index: Index, directory: Path, plan: AcceptPlan | None = None) -> Judg
     out.tests_planned = len(plan.nodes) * 4 + len(plan.links) + len(plan.fabric)
     for test in plan.nodes:
         _node(index, exp, directory / "nodes" / test.node, test.node, out)
-    _links(exp, plan, directory / "links", out)
+    slow_ports = _links(exp, plan, directory / "links", out)
     for ft in plan.fabric:
         missing = Finding("ACC-NO-DATA", "error", f"nccl {ft.name}",
                           f"no all_reduce_perf output for {ft.name} ({len(ft.nodes)} nodes)",
@@ -67,6 +68,16 @@ def judge(index: Index, directory: Path, plan: AcceptPlan | None = None) -> Judg
         least = exp.fabric_busbw_gbs(ft.nodes, index.inv.acceptance.nccl_efficiency)
         if res.status != "ok" or res.avg_busbw is None or res.avg_busbw < least:
             seen = "no result" if res.avg_busbw is None else f"{res.avg_busbw:g} GB/s ({res.status})"
+            known = [p.label for p in slow_ports if p.node in ft.nodes]
+            if known:  # NCCL rides every rail evenly: a slow port found above slows the whole collective
+                out.findings.append(Finding(
+                    "ACC-NCCL-FABRIC", "warning", f"nccl {ft.name}",
+                    f"all_reduce over {len(ft.nodes)} nodes below the model's bound, explained by the slow "
+                    f"link(s) found: {', '.join(known)}",
+                    expected=f">= {least:g} GB/s bus bandwidth", observed=seen,
+                    action="fix those links first (ACC-LINK), then run this all_reduce again; bisect only if it "
+                           "stays below the bound"))
+                continue
             rounds = halves_plan(list(ft.nodes))
             out.findings.append(Finding(
                 "ACC-NCCL-FABRIC", "error", f"nccl {ft.name}",
@@ -188,7 +199,8 @@ def _single(node: str, exp: Expect, res: nccl_tests.NcclResult, out: Judged) -> 
             action="check nvidia-smi nvlink -s and topo -m on this node (a GPU off NVLink falls back to PCIe)"))
 
 
-def _links(exp: Expect, plan: AcceptPlan, d: Path, out: Judged) -> None:
+def _links(exp: Expect, plan: AcceptPlan, d: Path, out: Judged) -> list[HostPort]:
+    """ACC-NO-DATA / ACC-LINK findings of the link tests; the ports found slow."""
     results: dict[LinkTest, float | None] = {}
     for t in plan.links:
         missing = Finding("ACC-NO-DATA", "error", f"{t.client.label} -> {t.server.label}",
@@ -206,6 +218,7 @@ def _links(exp: Expect, plan: AcceptPlan, d: Path, out: Judged) -> None:
             if gbps is None or gbps < least:
                 slow_in[p].append(t)
     blamed: set[LinkTest] = set()
+    slow_ports: list[HostPort] = []
     for port, slow in sorted(slow_in.items()):
         if len(slow) < len(tests_of[port]) or len(tests_of[port]) < 2:
             continue  # fast somewhere, or seen once: not proven to be this port
@@ -214,6 +227,7 @@ def _links(exp: Expect, plan: AcceptPlan, d: Path, out: Judged) -> None:
         if not partners_fast:
             continue
         blamed |= set(slow)
+        slow_ports.append(port)
         seen = ", ".join(_gbps_text(results[t]) for t in slow)
         out.findings.append(Finding(
             "ACC-LINK", "error", port.label,
@@ -238,6 +252,7 @@ def _links(exp: Expect, plan: AcceptPlan, d: Path, out: Judged) -> None:
             action=("the path between the leaves is suspect: ibtracert between the two ports names the spine and "
                     "the two uplinks it takes; check those cables" if t.cross_leaf
                     else "run the test again; a repeat means the leaf's ports or their cables")))
+    return slow_ports
 
 
 def _other(t: LinkTest, port: HostPort) -> HostPort:

@@ -1,4 +1,4 @@
-"""`clusterforge lab up|down|status|fault|heal|cable|drain|resume`: the local lab of an environment."""
+"""`clusterforge lab up|down|status|fault|heal|accept|cable|drain|resume`: the local lab of an environment."""
 
 from __future__ import annotations
 
@@ -254,25 +254,33 @@ def lab_fault(
     args: list[str] = typer.Argument(..., metavar="[ENV] KIND CABLE...",
                                      help="environment (default inventories/lab); remove | swap | degrade | down; "
                                           "inventory cable id(s), swap takes two. Monitoring (lab stand-ins): "
-                                          "errors CABLE | hot HOST GPU | ecc HOST GPU"),
+                                          "errors CABLE | hot HOST GPU | ecc HOST GPU. Acceptance (lab stand-ins): "
+                                          "pcie HOST GPU"),
     env_opt: Path | None = _ENV_OPT,
     fmt: Format = _FMT,
     width: str = typer.Option("1X", help="degrade: link width"),
     rate: float | None = typer.Option(None, "--rate", help="errors: symbol and receive errors an hour (600)"),
     temp: float | None = typer.Option(None, "--temp", help="hot: HBM temperature, °C (91)"),
     per_day: float | None = typer.Option(None, "--per-day", help="ecc: corrected ECC errors a day (5000)"),
+    gen: int | None = typer.Option(None, "--gen", help="pcie: the GPU's PCIe generation under load (3)"),
 ) -> None:
     """Inject a fault on inventory cables (validate then reports it), or on the monitoring stand-ins
     (errors rising on a cable's node ends, a GPU's HBM hot, its ECC count growing: the alerts then fire)."""
-    from . import lab_monitoring
+    from . import lab_accept, lab_monitoring
 
     if env_opt is None and len(args) >= 2 and args[0] in ("remove", "swap", "degrade", "down",
-                                                            *lab_monitoring.KINDS) \
+                                                            *lab_monitoring.KINDS, *lab_accept.KINDS) \
             and not Path(args[0]).is_dir():
         env, rest = DEFAULT_ENV, args
     else:
         env, rest = _env_first(args, env_opt, 2, "fault [ENV] KIND CABLE...", exact=False)
     kind, cables = rest[0], rest[1:]
+    if kind in lab_accept.KINDS:
+        lab_accept.fault(env, kind, cables, gen=gen, fmt=fmt)
+        return
+    if gen is not None:
+        err.print("lab fault: --gen applies to pcie only", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     if kind in lab_monitoring.KINDS:
         lab_monitoring.fault(env, kind, cables, rate=rate, temp=temp, per_day=per_day, fmt=fmt)
         return
@@ -307,7 +315,7 @@ def lab_heal(env_arg: Path | None = typer.Argument(None, metavar="[ENV]", help="
              env_opt: Path | None = _ENV_OPT,
              fmt: Format = _FMT) -> None:
     """Undo every injected fault."""
-    from . import lab_monitoring
+    from . import lab_accept, lab_monitoring
 
     state = _running(env_opt or env_arg or DEFAULT_ENV)
     try:
@@ -315,9 +323,23 @@ def lab_heal(env_arg: Path | None = typer.Argument(None, metavar="[ENV]", help="
         n = inj.heal()
         inj.wait_converged()
         n += lab_monitoring.heal(state.state_dir)  # errors|hot|ecc: the stand-ins' values back as they were
+        n += lab_accept.heal(state.state_dir)  # pcie
     except (LabError, OSError) as exc:
         _fail(exc)
     _say(fmt, f"healed {n} fault(s)", healed=n)
+
+
+@app.command("accept")
+def lab_accept_run(
+    env: Path = typer.Argument(DEFAULT_ENV, help="environment (default inventories/lab)"),
+    output: Path = typer.Option(..., "--output", "-o", help="a new (or empty) directory for the outputs"),
+    fmt: Format = _FMT,
+) -> None:
+    """LAB-ONLY: write what `accept ENV --plan`'s tools would print here (real captures, figures from the lab's
+    fabric now and its `lab fault pcie` faults), for `clusterforge accept ENV --from DIR` to judge."""
+    from . import lab_accept
+
+    lab_accept.run(env, output, fmt)
 
 
 # -- the technician's physical work (lab only; day-2 `apply --lab-technician` does the same per step) --

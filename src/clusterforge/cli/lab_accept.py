@@ -1,0 +1,118 @@
+"""`clusterforge lab accept [ENV] --output DIR` and `lab fault pcie HOST GPU [--gen N]`: the acceptance run's
+LAB-ONLY stand-in outputs (lab/accept_standins.py), from the lab's fabric as ibnetdiscover shows it now.
+
+    clusterforge lab fault degrade C-00012          # a cable at 1X: a quarter of its rate
+    clusterforge lab fault pcie gpu03 0 --gen 3     # gpu03's first GPU at PCIe Gen3
+    clusterforge lab accept --output run/           # what the acceptance tools would print
+    clusterforge accept inventories/lab --from run/ # judged as a real run's outputs are
+
+The PCIe faults are kept in `<state>/accept_faults.json` (atomically written); `lab heal` clears them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+
+from ..accept.plan import accept_plan
+from ..lab import LabError, fault_injector
+from ..lab.accept_standins import LABEL, AcceptFaults, link_gbps, outputs
+from ..lab.rehearsal import env as labenv
+from ..util.errors import ExitCode
+from ..util.fsutil import write_atomic
+from .common import Format, err, load_or_fail, out, print_json
+
+KINDS = ("pcie",)
+FAULTS = "accept_faults.json"
+USAGE = "usage: clusterforge lab fault [ENV] pcie HOST GPU [--gen N]"
+
+
+def _usage(msg: str) -> NoReturn:
+    err.print(f"lab fault: {msg}", markup=False)
+    err.print(USAGE, markup=False)
+    raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+
+
+def _fail(msg: str) -> NoReturn:
+    err.print(f"lab: {msg}", markup=False)
+    raise typer.Exit(int(ExitCode.FAILURE))
+
+
+def read_faults(state_dir: Path) -> AcceptFaults:
+    path = state_dir / FAULTS
+    if not path.exists():
+        return AcceptFaults()
+    data = json.loads(path.read_text())
+    return AcceptFaults(pcie={str(n): {int(g): int(v) for g, v in gpus.items()}
+                              for n, gpus in data.get("pcie", {}).items()})
+
+
+def heal(state_dir: Path) -> int:
+    """Clear the acceptance faults; how many there were."""
+    n = sum(len(g) for g in read_faults(state_dir).pcie.values())
+    (state_dir / FAULTS).unlink(missing_ok=True)
+    return n
+
+
+def fault(env: Path, kind: str, args: list[str], *, gen: int | None, fmt: Format) -> None:
+    """`pcie HOST GPU`: the GPU's PCIe link at generation `gen` (3) in the stand-in nvidia-smi -q."""
+    if len(args) != 2:
+        _usage(f"{kind} takes a host and a GPU index, got {len(args)} argument(s)")
+    host, gpu_text = args
+    checked = load_or_fail(env)
+    gpus = {t.node: t.gpus for t in accept_plan(checked.index).nodes}.get(host, 0)
+    if not gpus:
+        _usage(f"{host!r} is not a GPU node of {env}")
+    if not gpu_text.isdigit() or int(gpu_text) >= gpus:
+        _usage(f"GPU {gpu_text!r}: an index 0..{gpus - 1} of {host}")
+    value = 3 if gen is None else gen
+    if not 1 <= value <= 6:
+        _usage(f"--gen {value}: a PCIe generation 1..6")
+    state = labenv.running(env)
+    if state is None:
+        _fail(f"no lab is up for {env}: run `clusterforge lab up {env}`")
+    now = read_faults(state.state_dir)
+    pcie = {n: dict(g) for n, g in now.pcie.items()}
+    pcie.setdefault(host, {})[int(gpu_text)] = value
+    write_atomic(state.state_dir / FAULTS, json.dumps({"pcie": {n: {str(g): v for g, v in sorted(gs.items())}
+                                                               for n, gs in sorted(pcie.items())}}, indent=1))
+    text = f"fault pcie on {host} GPU {gpu_text}: PCIe Gen{value} (lab accept's nvidia-smi -q)"
+    if fmt is Format.json:
+        print_json({"message": text, "environment": str(env), "fault": kind, "host": host, "gpu": int(gpu_text),
+                    "gen": value})
+    else:
+        out.print(text, markup=False)
+
+
+def run(env: Path, output: Path, fmt: Format) -> None:
+    """Write the acceptance plan's outputs, as the lab's stand-ins print them now, under `output`."""
+    checked = load_or_fail(env)
+    state = labenv.running(env)
+    if state is None:
+        _fail(f"no lab is up for {env}: run `clusterforge lab up {env}`")
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        _fail(f"{output} exists and is not an empty directory: give a new one")
+    plan = accept_plan(checked.index)
+    try:
+        disc = fault_injector(state).discover()
+    except (LabError, OSError) as exc:
+        _fail(str(exc))
+    rates = {p.label: link_gbps(disc.rate((f"{p.node} {p.hca}", p.port))) for p in plan.ports}
+    texts = outputs(plan, rates, read_faults(state.state_dir))
+    for rel, text in sorted(texts.items()):
+        (output / rel).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(output / rel, text)
+    write_atomic(output / "STAND-IN.txt", f"{LABEL}\n(lab/accept_standins.py says how each figure is made)\n")
+    slow = sorted(k for k, v in rates.items() if v is None or v < max(r or 0 for r in rates.values()))
+    text = (f"wrote {len(texts)} LAB-ONLY stand-in outputs to {output} (judge them: clusterforge accept {env} "
+            f"--from {output})")
+    if fmt is Format.json:
+        print_json({"message": text, "environment": str(env), "output": str(output), "files": len(texts),
+                    "ports_below_the_fastest": slow, "stand_in": True})
+    else:
+        out.print(text, markup=False)
+        for k in slow:
+            out.print(f"  {k}: {rates[k] or 0:g} Gb/s now (ibnetdiscover)", markup=False)
