@@ -27,6 +27,7 @@ from .cabling import Cable, PatchPanel, Trunk
 from .fabric import FabricSpec
 from .firmware import Firmware
 from .hardware import Profile
+from .health import HealthCheck
 from .hooks import HOST, takes_many
 from .monitoring import Monitoring
 from .nodes import Node, Switch
@@ -152,3 +153,5 @@ class Inventory(Model):
     firmware: Firmware | None = Field(default=None, description="firmware pins (docs/firmware.md)")
     acceptance: Acceptance = Field(default_factory=Acceptance,
                                    description="what the acceptance run expects (docs/accept.md)")
+    health_check: HealthCheck = Field(default_factory=HealthCheck,
+                                      description="the node health check Slurm runs (docs/health.md)")

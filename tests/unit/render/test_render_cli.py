@@ -21,12 +21,13 @@ def test_render_lab_json(tmp_path: Path) -> None:
     result = runner.invoke(app, ["render", str(env), "--output", str(out), "--format", "json", "--no-svg"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["ok"] and data["environment"] == "lab" and data["files"] == 78
+    assert data["ok"] and data["environment"] == "lab" and data["files"] == 88
     assert data["kinds"]["opensm/opensm.conf"] == 1 and data["kinds"]["nccl/nccl.conf"] == 8
+    assert data["kinds"]["slurm/nodecheck.json"] == 8 and data["kinds"]["slurm/cf-nodecheck.py"] == 1
     assert data["placeholders"]["opensm/sm01/root-guids.conf"] == ["spine01", "spine02"]
     assert (out / "opensm/sm01/opensm.conf").is_file()
     again = runner.invoke(app, ["render", str(env), "--output", str(out), "--format", "json", "--no-svg"])
-    assert json.loads(again.stdout)["unchanged"] == 78
+    assert json.loads(again.stdout)["unchanged"] == 88
 
 
 def test_render_text_names_placeholder_files_outside_the_lab(tmp_path: Path) -> None:

@@ -1,0 +1,75 @@
+"""The node health check (docs/health.md): `cf-nodecheck`, Slurm's HealthCheckProgram, and what it expects of
+each node, from the model.
+
+    slurm/healthcheck.conf                              HealthCheckProgram / Interval / NodeState, to Include
+                                                        from slurm.conf
+    slurm/nodes/usr/local/sbin/cf-nodecheck             the check (one script; stdlib Python with the parsers
+                                                        it uses embedded verbatim: nothing of clusterforge is
+                                                        installed on the nodes)
+    hosts/<node>/etc/clusterforge/nodecheck.json        what that node must show (each compute node)
+
+Why our own check and not LBNL NHC: NHC's checks are shell functions a site configures by hand per node
+type; ours are derived from the declaration validate uses (the same parsers read the same tools: ibstat,
+nvidia-smi), its drain reasons name the part, and its one rule about Slurm (resume only its own drains) is
+tested. Pure.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..parse import _common, errors, ibstat, nvidia_smi_nvlink, nvidia_smi_query_gpu
+from ..util import echo, guid
+from .context_lustre import clients
+from .fabric import FabricView
+from .spec import FileSpec
+
+PATH = "/usr/local/sbin/cf-nodecheck"
+CONFIG = "/etc/clusterforge/nodecheck.json"
+TEMPLATE = "slurm/cf-nodecheck.py.j2"
+MODULES = {"clusterforge.parse.errors": errors, "clusterforge.util.echo": echo, "clusterforge.util.guid": guid,
+           "clusterforge.parse._common": _common, "clusterforge.parse.ibstat": ibstat,
+           "clusterforge.parse.nvidia_smi_query_gpu": nvidia_smi_query_gpu,
+           "clusterforge.parse.nvidia_smi_nvlink": nvidia_smi_nvlink}
+
+
+def expectations(fab: FabricView, node: str) -> dict[str, Any]:
+    """What `node` must show, as the check reads it (its config file)."""
+    index = fab.index
+    hc = index.inv.health_check
+    hw = index.hardware[node]
+    gpus = hw.gpus.count if hw.gpus is not None else 0
+    mounts = [fs.mount for fs in index.inv.lustre if node in clients(fab, fs)]
+    return {
+        "node": node, "reason_prefix": hc.reason_prefix, "tool_timeout_s": hc.tool_timeout_s,
+        "checks": list(hc.checks),
+        "gpus": gpus,
+        "nvidia_driver": index.inv.software.nvidia_driver if gpus else None,
+        "nvlink": bool(gpus) and hw.gpus is not None and hw.gpus.nvlink_topology != "none",
+        "hca_ports": [{"hca": h.name, "port": p.port, "rate": p.rate, "gbps": index.cat.rates[p.rate].gbps}
+                      for h in hw.hcas for p in h.ports],
+        "mounts": mounts,
+    }
+
+
+def sources() -> str:
+    """The embedded modules as one Python literal (full module name -> source text)."""
+    return repr({name: Path(str(mod.__file__)).read_text(encoding="utf-8") for name, mod in MODULES.items()})
+
+
+def nodecheck_files(fab: FabricView) -> list[FileSpec]:
+    hc = fab.index.inv.health_check
+    if not hc.enabled:
+        return []
+    nodes = [n.name for n in fab.index.inv.nodes if n.role == "compute"]
+    if not nodes:
+        return []
+    out = [FileSpec("slurm/healthcheck.conf", "slurm/healthcheck.conf.j2",
+                    {"program": PATH, "interval": hc.interval_s, "node_state": ",".join(hc.node_state)}),
+           FileSpec(f"slurm/nodes{PATH}", TEMPLATE, {"sources": sources(), "config": CONFIG})]
+    for node in nodes:
+        out.append(FileSpec(f"hosts/{node}{CONFIG}", "slurm/nodecheck.json.j2",
+                            {"json": json.dumps(expectations(fab, node), indent=1, sort_keys=True)}))
+    return out
