@@ -18,15 +18,23 @@ NodeState = Literal["ANY", "IDLE", "ALLOC", "MIXED", "NONDRAINED_IDLE", "CYCLE",
 Check = Literal["gpus", "driver", "nvlink", "hca", "mounts"]
 
 
+def _default_state() -> list[NodeState]:
+    return ["ANY", "CYCLE"]
+
+
+def _all_checks() -> list[Check]:
+    return ["gpus", "driver", "nvlink", "hca", "mounts"]
+
+
 class HealthCheck(Model):
     enabled: bool = Field(default=True, description="render the check and Slurm's HealthCheck* lines")
     interval_s: int = Field(default=300, ge=30, le=86400,
                             description="Slurm's HealthCheckInterval: seconds between two runs on a node")
     node_state: list[NodeState] = Field(
-        default_factory=lambda: ["ANY", "CYCLE"],
+        default_factory=_default_state,
         description="Slurm's HealthCheckNodeState: which nodes run it (CYCLE spreads the runs over the "
                     "interval instead of every node at once)")
-    checks: list[Check] = Field(default_factory=lambda: ["gpus", "driver", "nvlink", "hca", "mounts"],
+    checks: list[Check] = Field(default_factory=_all_checks,
                                 description="what is checked, each against the node's declaration")
     reason_prefix: str = Field(default="cf-health", pattern=r"^[a-z][a-z0-9-]{1,30}$",
                                description="the start of every drain reason the check sets; it resumes only "
