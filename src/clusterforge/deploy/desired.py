@@ -20,11 +20,12 @@ from ..render.env import environment
 from ..render.spec import FileSpec
 from ..render.writer import file_mode
 from .component import Component, HostPlan, ManagedFile
+from .healthcheck import healthcheck_components
 from .monitoring import monitoring_components
 from .options import DeployOptions
 from .packages import Pin, lustre_pins, nccl_pins, nvidia_pins, ofed_pins
 
-COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "opensm", "monitoring")
+COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "opensm", "monitoring", "healthcheck")
 HOSTS_FRAGMENT = "network/hosts"
 HOSTS_MARKER = "# {mark} clusterforge managed block"
 
@@ -91,6 +92,7 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
     contexts: dict[int, dict[str, Any]] = {}
     pins_of: dict[str, tuple[Pin, ...]] = {}  # the same for every host: computed once
     monitoring = monitoring_components(index, options, render=render)
+    healthcheck = healthcheck_components(index, options, render=render)
     for node in inv.nodes:
         files: dict[str, list[ManagedFile]] = {}
         for dest, spec in by_host.get(node.name, []):
@@ -117,7 +119,7 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
         comp_list = [base, ofed, nvidia, _nccl(index, files.get("nccl", []), pins_of),
                      _lustre(index, files.get("lustre", []), pins_of), _ipoib(files.get("ipoib", [])),
                      _opensm(files.get("opensm", []), node.name in sm_nodes, top_sm, node.name),
-                     monitoring.get(node.name)]
+                     monitoring.get(node.name), healthcheck.get(node.name)]
         comps = [c for c in comp_list if c is not None]
         pins = tuple(p for c in comps for p in c.pins)
         if pins not in repo_for:

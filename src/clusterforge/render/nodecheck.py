@@ -35,13 +35,22 @@ MODULES = {"clusterforge.parse.errors": errors, "clusterforge.util.echo": echo, 
            "clusterforge.parse.nvidia_smi_nvlink": nvidia_smi_nvlink}
 
 
-def expectations(fab: FabricView, node: str) -> dict[str, Any]:
-    """What `node` must show, as the check reads it (its config file)."""
+def mounts_of(fab: FabricView) -> dict[str, list[str]]:
+    """node -> the Lustre mount points it mounts (each file system's clients computed once)."""
+    out: dict[str, list[str]] = {}
+    for fs in fab.index.inv.lustre:
+        for node in clients(fab, fs):
+            out.setdefault(node, []).append(fs.mount)
+    return out
+
+
+def expectations(fab: FabricView, node: str, mounts: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """What `node` must show, as the check reads it (its config file). `mounts`: `mounts_of(fab)`."""
     index = fab.index
     hc = index.inv.health_check
     hw = index.hardware[node]
     gpus = hw.gpus.count if hw.gpus is not None else 0
-    mounts = [fs.mount for fs in index.inv.lustre if node in clients(fab, fs)]
+    mine = (mounts if mounts is not None else mounts_of(fab)).get(node, [])
     return {
         "node": node, "reason_prefix": hc.reason_prefix, "tool_timeout_s": hc.tool_timeout_s,
         "checks": list(hc.checks),
@@ -50,7 +59,7 @@ def expectations(fab: FabricView, node: str) -> dict[str, Any]:
         "nvlink": bool(gpus) and hw.gpus is not None and hw.gpus.nvlink_topology != "none",
         "hca_ports": [{"hca": h.name, "port": p.port, "rate": p.rate, "gbps": index.cat.rates[p.rate].gbps}
                       for h in hw.hcas for p in h.ports],
-        "mounts": mounts,
+        "mounts": mine,
     }
 
 
@@ -69,7 +78,8 @@ def nodecheck_files(fab: FabricView) -> list[FileSpec]:
     out = [FileSpec("slurm/healthcheck.conf", "slurm/healthcheck.conf.j2",
                     {"program": PATH, "interval": hc.interval_s, "node_state": ",".join(hc.node_state)}),
            FileSpec(f"slurm/nodes{PATH}", TEMPLATE, {"sources": sources(), "config": CONFIG})]
+    mounts = mounts_of(fab)
     for node in nodes:
         out.append(FileSpec(f"hosts/{node}{CONFIG}", "slurm/nodecheck.json.j2",
-                            {"json": json.dumps(expectations(fab, node), indent=1, sort_keys=True)}))
+                            {"json": json.dumps(expectations(fab, node, mounts), indent=1, sort_keys=True)}))
     return out

@@ -89,7 +89,7 @@ def test_new_gpu_driver_goes_in_waves_within_the_drain_cap() -> None:
         assert steps[0].argv == ("scontrol", "update", f"nodename={members[0]}", "state=drain",
                                  "reason=clusterforge")
         assert steps[2].argv == ("clusterforge", "deploy", "inventories/lab", "--yes", "--limit", hostlist(members),
-                                 "--component", "repo", "--component", "nvidia")
+                                 "--component", "repo", "--component", "nvidia", "--component", "healthcheck")
         assert "(reboots)" in steps[2].action and "nvidia-driver-550: 550.90.07-1 -> 550.127.05-1" in steps[2].action
         limit = () if w == 3 else ("--limit", hostlist(members))  # the last wave validates everything
         assert steps[3].argv == ("clusterforge", "validate", "inventories/lab", *limit)

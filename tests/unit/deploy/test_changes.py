@@ -18,14 +18,19 @@ def _all(plan: HostPlan, facts: HostFacts) -> list[tuple[str, str, str]]:
 
 
 def test_converged_hosts_need_nothing(plans: dict[str, HostPlan]) -> None:
-    # captured before the monitoring component existed: its own convergence (a second run changes nothing)
-    # is checked on the systemd lab (tests/lab/test_monitoring_deploy.py)
+    # captured before the monitoring and healthcheck components existed: their own convergence (a second run
+    # changes nothing) is checked on the lab (tests/lab/test_monitoring_deploy.py, test_lab_validate.py)
+    later = ("monitoring", "healthcheck")
     sm01 = parse_state(data("probe-sm01-converged.out"))
-    assert [k for k in _all(plans["sm01"], sm01) if k[0] != "monitoring"] == []
+    assert [k for k in _all(plans["sm01"], sm01) if k[0] not in later] == []
     # a GPU node's pin file gains the dcgm-exporter pin, and nothing else
     gpu01 = parse_state(data("probe-gpu01-converged.out"))
     changes = [c for comp in plans["gpu01"].components for c in component_changes(comp, gpu01)
-               if c.component != "monitoring"]
+               if c.component not in later]
+    fresh = sorted(c.key for c in component_changes(plans["gpu01"].component("healthcheck"), gpu01))  # type: ignore[arg-type]
+    assert fresh == [("healthcheck", "file", p) for p in ("/etc/clusterforge/nodecheck.json",
+                                                        "/etc/slurm/clusterforge-healthcheck.conf",
+                                                        "/usr/local/sbin/cf-nodecheck")]
     assert [c.key for c in changes] == [("repo", "file", "/etc/apt/preferences.d/clusterforge.pref")]
     added = [line for line in changes[0].diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
     assert added == ["+", "+Package: dcgm-exporter", "+Pin: version 3.3.9-1", "+Pin-Priority: 1001"]

@@ -21,7 +21,8 @@ def _names(plan: HostPlan) -> list[str]:
 
 def test_components_follow_roles_and_hardware(plans: dict[str, HostPlan]) -> None:
     # every node of an inventory with a `monitoring` section gets its collector (the lab: every node)
-    assert _names(plans["gpu01"]) == ["repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "monitoring"]
+    assert _names(plans["gpu01"]) == ["repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "monitoring",
+                                      "healthcheck"]  # compute nodes: Slurm's health check
     assert _names(plans["sm01"]) == ["repo", "base", "ofed", "ipoib", "opensm", "monitoring"]
     assert _names(plans["lus01"]) == ["repo", "base", "ofed", "lustre", "ipoib", "monitoring"]
 
@@ -42,9 +43,14 @@ def test_rendered_files_are_deployed_byte_for_byte(checked: Checked, plans: dict
     gpu = {f.dest: f for f in plans["gpu01"].files}
     assert gpu["/etc/nccl.conf"].content == rendered["hosts/gpu01/etc/nccl.conf"]
     assert gpu["/etc/netplan/60-clusterforge-ipoib.yaml"].mode == 0o600
-    # a script's banner follows its #! line (ib-health)
+    # a script's banner follows its #! line (ib-health, cf-nodecheck); JSON has no comments
     assert all(f.content.removeprefix("#!/usr/bin/python3\n").startswith("# Managed by clusterforge")
-               for f in plans["gpu01"].files if not f.block)
+               for f in plans["gpu01"].files if not f.block and not f.dest.endswith(".json"))
+    # the health check: the script (executable), its Slurm lines and the node's expectations, as rendered
+    assert gpu["/usr/local/sbin/cf-nodecheck"].content == rendered["slurm/nodes/usr/local/sbin/cf-nodecheck"]
+    assert gpu["/usr/local/sbin/cf-nodecheck"].mode == 0o755
+    assert gpu["/etc/slurm/clusterforge-healthcheck.conf"].content == rendered["slurm/healthcheck.conf"]
+    assert gpu["/etc/clusterforge/nodecheck.json"].content == rendered["hosts/gpu01/etc/clusterforge/nodecheck.json"]
 
 
 def test_lustre_clients_only_get_packages_and_the_pair_is_checked(plans: dict[str, HostPlan]) -> None:

@@ -1,0 +1,48 @@
+"""The `healthcheck` component: Slurm's node health check (docs/health.md) on each compute node.
+
+From `render.nodecheck.nodecheck_files` (the files `render` writes under out/<env>/slurm and hosts/<node>):
+
+* /usr/local/sbin/cf-nodecheck (0755), the same on every node;
+* /etc/clusterforge/nodecheck.json, what this node must show;
+* /etc/slurm/clusterforge-healthcheck.conf, the HealthCheck* lines the site's slurm.conf `Include`s.
+
+No package and no unit: slurmd runs the program. Built from the whole model on both sides of a day-2 diff
+(like monitoring), not from the host-file builders: its expectations read `software` (the driver pin), which
+those never do.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..render.env import environment
+from ..render.fabric import FabricView
+from ..render.nodecheck import CONFIG, PATH, nodecheck_files
+from .component import Component, ManagedFile
+from .options import DeployOptions
+
+if TYPE_CHECKING:
+    from ..model.index import Index
+
+SLURM_CONF = "/etc/slurm/clusterforge-healthcheck.conf"
+
+
+def healthcheck_components(index: Index, options: DeployOptions, *, render: bool = True) -> dict[str, Component]:
+    """compute node -> its `healthcheck` component (none when `health_check.enabled` is false)."""
+    from ..render import banner
+
+    jinja = environment()
+    extra = {"banner": banner(options.env_name), "environment": options.env_name}
+    root = options.root.rstrip("/")
+    shared: list[ManagedFile] = []
+    per_node: dict[str, ManagedFile] = {}
+    for spec in nodecheck_files(FabricView(index)):
+        context = {**spec.context, **extra}
+        text = jinja.get_template(spec.template).render(context) if render else ""
+        if spec.path == f"slurm/nodes{PATH}":
+            shared.append(ManagedFile(f"{root}{PATH}", spec.template, context, text, 0o755))
+        elif spec.path == "slurm/healthcheck.conf":
+            shared.append(ManagedFile(f"{root}{SLURM_CONF}", spec.template, context, text, 0o644))
+        else:  # hosts/<node>/etc/clusterforge/nodecheck.json
+            per_node[spec.path.split("/")[1]] = ManagedFile(f"{root}{CONFIG}", spec.template, context, text, 0o644)
+    return {node: Component("healthcheck", (*shared, f)) for node, f in per_node.items()}
