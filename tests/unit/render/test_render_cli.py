@@ -35,7 +35,7 @@ def test_render_text_names_placeholder_files_outside_the_lab(tmp_path: Path) -> 
     shutil.copytree(LAB, env)
     result = runner.invoke(app, ["render", str(env), "--output", str(tmp_path / "out"), "--no-svg"])
     assert result.exit_code == 0, result.output
-    assert "qa: 78 files in" in result.stdout
+    assert "qa: 88 files in" in result.stdout
     assert "warning: 6 files contain placeholder GUIDs" in result.stderr
     assert "  opensm/sm01/root-guids.conf: spine01, spine02" in result.stderr
 
