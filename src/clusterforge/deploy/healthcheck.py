@@ -2,7 +2,7 @@
 
 From `render.nodecheck.nodecheck_files` (the files `render` writes under out/<env>/slurm and hosts/<node>):
 
-* /usr/local/sbin/cf-nodecheck (0755), the same on every node;
+* /usr/local/lib/clusterforge/cf-nodecheck (0755), the same on every node;
 * /etc/clusterforge/nodecheck.json, what this node must show;
 * /etc/slurm/clusterforge-healthcheck.conf, the HealthCheck* lines the site's slurm.conf `Include`s.
 

@@ -3,9 +3,10 @@ each node, from the model.
 
     slurm/healthcheck.conf                              HealthCheckProgram / Interval / NodeState, to Include
                                                         from slurm.conf
-    slurm/nodes/usr/local/sbin/cf-nodecheck             the check (one script; stdlib Python with the parsers
+    slurm/nodes/usr/local/lib/clusterforge/cf-nodecheck the check (one script; stdlib Python with the parsers
                                                         it uses embedded verbatim: nothing of clusterforge is
-                                                        installed on the nodes)
+                                                        installed on the nodes; not /usr/local/sbin, which
+                                                        the lab mounts read-only)
     hosts/<node>/etc/clusterforge/nodecheck.json        what that node must show (each compute node)
 
 Why our own check and not LBNL NHC: NHC's checks are shell functions a site configures by hand per node
@@ -26,7 +27,7 @@ from .context_lustre import clients
 from .fabric import FabricView
 from .spec import FileSpec
 
-PATH = "/usr/local/sbin/cf-nodecheck"
+PATH = "/usr/local/lib/clusterforge/cf-nodecheck"
 CONFIG = "/etc/clusterforge/nodecheck.json"
 TEMPLATE = "slurm/cf-nodecheck.py.j2"
 MODULES = {"clusterforge.parse.errors": errors, "clusterforge.util.echo": echo, "clusterforge.util.guid": guid,

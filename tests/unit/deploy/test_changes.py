@@ -30,7 +30,7 @@ def test_converged_hosts_need_nothing(plans: dict[str, HostPlan]) -> None:
     fresh = sorted(c.key for c in component_changes(plans["gpu01"].component("healthcheck"), gpu01))  # type: ignore[arg-type]
     assert fresh == [("healthcheck", "file", p) for p in ("/etc/clusterforge/nodecheck.json",
                                                         "/etc/slurm/clusterforge-healthcheck.conf",
-                                                        "/usr/local/sbin/cf-nodecheck")]
+                                                        "/usr/local/lib/clusterforge/cf-nodecheck")]
     assert [c.key for c in changes] == [("repo", "file", "/etc/apt/preferences.d/clusterforge.pref")]
     added = [line for line in changes[0].diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
     assert added == ["+", "+Package: dcgm-exporter", "+Pin: version 3.3.9-1", "+Pin-Priority: 1001"]

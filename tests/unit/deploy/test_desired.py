@@ -47,8 +47,8 @@ def test_rendered_files_are_deployed_byte_for_byte(checked: Checked, plans: dict
     assert all(f.content.removeprefix("#!/usr/bin/python3\n").startswith("# Managed by clusterforge")
                for f in plans["gpu01"].files if not f.block and not f.dest.endswith(".json"))
     # the health check: the script (executable), its Slurm lines and the node's expectations, as rendered
-    assert gpu["/usr/local/sbin/cf-nodecheck"].content == rendered["slurm/nodes/usr/local/sbin/cf-nodecheck"]
-    assert gpu["/usr/local/sbin/cf-nodecheck"].mode == 0o755
+    check = gpu["/usr/local/lib/clusterforge/cf-nodecheck"]
+    assert check.content == rendered["slurm/nodes/usr/local/lib/clusterforge/cf-nodecheck"] and check.mode == 0o755
     assert gpu["/etc/slurm/clusterforge-healthcheck.conf"].content == rendered["slurm/healthcheck.conf"]
     assert gpu["/etc/clusterforge/nodecheck.json"].content == rendered["hosts/gpu01/etc/clusterforge/nodecheck.json"]
 

@@ -47,7 +47,7 @@ def test_the_render_writes_each_compute_nodes_expectations(rendered: Path) -> No
     assert cfg["mounts"] == ["/lustre/lfs01"] and cfg["reason_prefix"] == "cf-health"
     assert not (rendered / "hosts/sm01/etc/clusterforge/nodecheck.json").exists()  # compute nodes only
     conf = (rendered / "slurm/healthcheck.conf").read_text()
-    assert "HealthCheckProgram=/usr/local/sbin/cf-nodecheck\nHealthCheckInterval=300\n" in conf
+    assert "HealthCheckProgram=/usr/local/lib/clusterforge/cf-nodecheck\nHealthCheckInterval=300\n" in conf
     assert "HealthCheckNodeState=ANY,CYCLE" in conf
 
 
@@ -79,7 +79,7 @@ def _config(tmp: Path, **over: object) -> Path:
 def _run(rendered: Path, tmp: Path, *, show: str, ibstat: Path = IBSTAT, nvidia: bool = True,
          **over: object) -> tuple[int, str, list[str]]:
     env, log = _shims(tmp, ibstat, show, nvidia)
-    proc = subprocess.run([sys.executable, str(rendered / "slurm/nodes/usr/local/sbin/cf-nodecheck"),
+    proc = subprocess.run([sys.executable, str(rendered / "slurm/nodes/usr/local/lib/clusterforge/cf-nodecheck"),
                            "--config", str(_config(tmp, **over)), "--node", "gpu07"],
                           capture_output=True, text=True, env=env, timeout=60, check=False)
     return proc.returncode, proc.stdout + proc.stderr, log.read_text().splitlines() if log.exists() else []
