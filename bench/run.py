@@ -347,7 +347,7 @@ def main() -> None:
     if gaps:  # a bench that cannot run what it times would print nonsense: refuse up front
         sys.exit("make bench: this machine lacks " + "; ".join(gaps) + ". Nothing was measured.")
     from cli_bench import BenchFailed as CliFailed
-    from clusterforge.lab.scale import ScaleError
+    from clusterforge.lab.scale_plan import ScaleError
     from deploy_bench import BenchFailed as DeployFailed
     from monitoring_bench import BenchFailed as MonitoringFailed
     from yaml_bench import BenchFailed as YamlFailed

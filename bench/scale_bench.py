@@ -63,7 +63,8 @@ from clusterforge.deploy.component import HostPlan  # noqa: E402
 from clusterforge.deploy.desired import host_plans  # noqa: E402
 from clusterforge.deploy.options import DeployOptions  # noqa: E402
 from clusterforge.deploy.runner import SshSettings, run_deploy  # noqa: E402
-from clusterforge.lab.scale import ScaleLab, ScaleRefused, address_plan, mem_available_mb  # noqa: E402
+from clusterforge.lab.scale import ScaleLab, mem_available_mb  # noqa: E402
+from clusterforge.lab.scale_plan import ScaleRefused, address_plan  # noqa: E402
 from clusterforge.model.inventory import DeploySettings  # noqa: E402
 from deploy_bench import ENV, BenchFailed, _files_only, verify  # noqa: E402
 

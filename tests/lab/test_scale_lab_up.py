@@ -16,14 +16,13 @@ from cf_lab_net import free_block
 from clusterforge.lab.proc import is_alive
 from clusterforge.lab.scale import (
     ScaleLab,
-    ScaleRefused,
     cleanup,
     missing,
-    missing_neighbours,
     our_bridges,
     our_namespaces,
     our_veths,
 )
+from clusterforge.lab.scale_plan import ScaleRefused, missing_neighbours
 
 pytestmark = [pytest.mark.lab, pytest.mark.skipif(bool(missing()), reason=f"scale lab: missing {missing()}")]
 

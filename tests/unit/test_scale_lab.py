@@ -1,4 +1,4 @@
-"""The scale lab's pure parts (lab/scale.py): the address plan for N targets and the memory refusal."""
+"""The scale lab's pure parts (lab/scale_plan.py): the address plan for N targets and the memory refusal."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from clusterforge.deploy.ansible import FORK_MB, bounded_forks
-from clusterforge.lab.scale import (
+from clusterforge.lab.scale import mem_available_mb
+from clusterforge.lab.scale_plan import (
     FREE_FLOOR_MB,
     SEGMENT_TARGETS,
     SUBNET,
@@ -20,7 +21,6 @@ from clusterforge.lab.scale import (
     capacity,
     check_room,
     largest_fitting,
-    mem_available_mb,
     missing_neighbours,
     need_mb,
     overlapping,
@@ -100,7 +100,7 @@ def test_ansible_forks_are_bounded_by_memory_never_one_per_host() -> None:
 
 
 def test_target_macs_are_distinct_and_locally_administered() -> None:
-    from clusterforge.lab.scale import target_mac
+    from clusterforge.lab.scale_plan import target_mac
 
     macs = [target_mac(i) for i in range(4000)]
     assert len(set(macs)) == 4000 and target_mac(0) == "02:cf:5c:00:00:00" and target_mac(1023) == "02:cf:5c:00:03:ff"

@@ -106,7 +106,8 @@ def run(env: Path, output: Path, fmt: Format) -> None:
         (output / rel).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(output / rel, text)
     write_atomic(output / "STAND-IN.txt", f"{LABEL}\n(lab/accept_standins.py says how each figure is made)\n")
-    slow = sorted(k for k, v in rates.items() if v is None or v < max(r or 0 for r in rates.values()))
+    fastest = max((r or 0 for r in rates.values()), default=0)
+    slow = sorted(k for k, v in rates.items() if v is None or v < fastest)
     text = (f"wrote {len(texts)} LAB-ONLY stand-in outputs to {output} (judge them: clusterforge accept {env} "
             f"--from {output})")
     if fmt is Format.json:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..model.hooks import hook_argv, hook_calls, takes_many
+from ..model.hooks import hook_calls, takes_many
 from ..model.inventory import RebootPolicy
 from .component import HostPlan
 
@@ -26,14 +26,6 @@ class RebootOutcome:
     host: str
     done: bool
     message: str
-
-
-__all__ = ["HOOK_TIMEOUT_S", "RebootOutcome", "hook_argv", "reboot_hosts", "run_hook", "waves"]
-
-
-def run_hook(template: Sequence[str], host: str) -> None:
-    if template:
-        subprocess.run(hook_argv(template, host), check=True, timeout=HOOK_TIMEOUT_S, capture_output=True)
 
 
 def waves(plans: Sequence[HostPlan], policy: RebootPolicy) -> list[list[HostPlan]]:
@@ -55,25 +47,10 @@ def reboot_hosts(plans: Sequence[HostPlan], policy: RebootPolicy,
         return [RebootOutcome(p.name, False, "reboot needed; policy 'none': not rebooted") for p in plans]
     out: list[RebootOutcome] = []
     for wave in waves(plans, policy):
-        if takes_many(policy.drain) or takes_many(policy.resume):
-            out += _reboot_wave(wave, policy, reboot_and_verify)
-            continue
-        for p in wave:
-            try:
-                run_hook(policy.drain, p.name)
-            except (subprocess.SubprocessError, OSError) as exc:
-                out.append(RebootOutcome(p.name, False, f"drain hook failed, not rebooted: {exc}"))
-                continue
-            error = reboot_and_verify(p, time.monotonic() + policy.timeout_s)
-            if error is not None:
-                out.append(RebootOutcome(p.name, False, f"reboot: {error} (left drained)"))
-                continue
-            try:
-                run_hook(policy.resume, p.name)
-            except (subprocess.SubprocessError, OSError) as exc:
-                out.append(RebootOutcome(p.name, False, f"rebooted, resume hook failed: {exc}"))
-                continue
-            out.append(RebootOutcome(p.name, True, "rebooted, module verified, resumed"))
+        # a `{hosts}` hook takes the wave at once; a `{host}` hook goes host by host: drain, reboot, resume
+        group = takes_many(policy.drain) or takes_many(policy.resume)
+        for hosts in [wave] if group else [[p] for p in wave]:
+            out += _reboot_wave(hosts, policy, reboot_and_verify)
     return out
 
 
@@ -90,7 +67,7 @@ def _run_calls(template: Sequence[str], hosts: Sequence[str]) -> dict[str, str]:
 
 def _reboot_wave(wave: Sequence[HostPlan], policy: RebootPolicy,
                  reboot_and_verify: Callable[[HostPlan, float], str | None]) -> list[RebootOutcome]:
-    """A wave whose hooks take a group: every host drained (one call), each rebooted, the ones back resumed."""
+    """Every host of `wave` drained (one call, or one a host), each rebooted, the ones back resumed."""
     out: dict[str, RebootOutcome] = {}
     undrained = _run_calls(policy.drain, [p.name for p in wave])
     back: list[str] = []

@@ -21,7 +21,7 @@ each, MemAvailable read before and after, then stopped again), and a size that w
 recorded in a state file as it starts (namespaces, bridges, sshd pids with their start times) and stopped on
 exit, on an exception, on SIGTERM / SIGHUP / SIGINT; what a killed run left is stopped by the next start.
 Standard library only (the lab's floor), and root. The pure parts (the address plan, the bring-up lines, the memory
-arithmetic) are lab/scale_plan.py's, re-exported here.
+arithmetic) are lab/scale_plan.py's.
 """
 
 from __future__ import annotations
@@ -43,15 +43,12 @@ from types import FrameType
 from typing import Any
 
 from clusterforge.lab.proc import ProcessRecord, is_alive, start_time_of
-from clusterforge.lab.scale_plan import (  # the pure parts, re-exported: callers import them from here
+from clusterforge.lab.scale_plan import (
     BRIDGE_PREFIX,
-    FIRST_HOST,
     FREE_FLOOR_MB,
     MIN_TARGET_MB,
     NS_PREFIX,
     PROBE_TARGETS,
-    SEGMENT_PREFIX,
-    SEGMENT_TARGETS,
     SUBNET,
     TIMEOUT_S,
     USER,
@@ -59,63 +56,13 @@ from clusterforge.lab.scale_plan import (  # the pure parts, re-exported: caller
     WORK,
     AddressPlan,
     ScaleError,
-    ScaleRefused,
-    Segment,
     address_plan,
-    bridge_mac,
     bring_up_lines,
-    capacity,
     check_room,
-    largest_fitting,
     missing_neighbours,
-    need_mb,
     overlapping,
-    target_mac,
     target_name,
 )
-
-__all__ = [
-    "BRIDGE_PREFIX",
-    "FIRST_HOST",
-    "FREE_FLOOR_MB",
-    "MIN_TARGET_MB",
-    "NS_PREFIX",
-    "PROBE_TARGETS",
-    "REQUIRED",
-    "SEGMENT_PREFIX",
-    "SEGMENT_TARGETS",
-    "SUBNET",
-    "TIMEOUT_S",
-    "USER",
-    "VETH_PREFIX",
-    "WORK",
-    "AddressPlan",
-    "ScaleError",
-    "ScaleLab",
-    "ScaleRefused",
-    "Segment",
-    "Target",
-    "address_plan",
-    "bridge_mac",
-    "bring_up_lines",
-    "capacity",
-    "check_room",
-    "cleanup",
-    "largest_fitting",
-    "mem_available_mb",
-    "missing",
-    "missing_neighbours",
-    "need_mb",
-    "networks_in_use",
-    "our_bridges",
-    "our_namespaces",
-    "our_veths",
-    "overlapping",
-    "scale_lab",
-    "stop_all",
-    "target_mac",
-    "target_name",
-]
 
 _NS_RE = re.compile(rf"^{NS_PREFIX}\d+$")
 _BRIDGE_RE = re.compile(rf"^{BRIDGE_PREFIX}\d+$")

@@ -18,6 +18,7 @@ tested. Pure.
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +65,10 @@ def expectations(fab: FabricView, node: str, mounts: dict[str, list[str]] | None
     }
 
 
+@cache
 def sources() -> str:
-    """The embedded modules as one Python literal (full module name -> source text)."""
+    """The embedded modules as one Python literal (full module name -> source text; read once a process: a
+    day-2 diff builds both sides' plans)."""
     return repr({name: Path(str(mod.__file__)).read_text(encoding="utf-8") for name, mod in MODULES.items()})
 
 

@@ -6,8 +6,9 @@ import dataclasses
 from pathlib import Path
 
 from clusterforge.deploy.component import HostPlan
-from clusterforge.deploy.reboot import hook_argv, reboot_hosts, waves
+from clusterforge.deploy.reboot import reboot_hosts, waves
 from clusterforge.deploy.runner import HostResult, HostSession, SshSettings, run_batch, run_deploy
+from clusterforge.model.hooks import hook_argv
 from clusterforge.model.inventory import RebootPolicy
 
 
