@@ -33,7 +33,6 @@ from pathlib import Path
 from clusterforge.lab.errors import CommandError, FaultError
 from clusterforge.lab.fabric_tools import (
     FabricClient,
-    iblinkinfo,
     ibnetdiscover,
     ibportstate,
     smpquery_portinfo,
@@ -48,14 +47,7 @@ from clusterforge.lab.netfile import (
     PortSettings,
     active_rate,
 )
-from clusterforge.lab.observe import (
-    GBPS_TO_SPEED,
-    Discovery,
-    ParseError,
-    PortKey,
-    parse_iblinkinfo,
-    parse_ibnetdiscover,
-)
+from clusterforge.lab.observe import GBPS_TO_SPEED, Discovery, ParseError, PortKey, parse_ibnetdiscover
 from clusterforge.util.fsutil import write_atomic
 
 # ibsim's console prints enabled speeds as lane rates ("53.125 Gbps"); the bits are netfile's
@@ -220,25 +212,6 @@ class FaultInjector:
                     f"fabric did not converge in {timeout:g}s; expected but not seen: "
                     f"{missing}; seen but not expected: {extra}"
                 )
-            time.sleep(0.5)
-
-    def wait_active(self, timeout: float = 60.0) -> None:
-        """With a subnet manager running: poll iblinkinfo until every port it lists of the expected links is
-        Active. A healed link shows in ibnetdiscover before the SM has swept it, and a validate in that
-        window saw the host's port Initializing (a lab test, now and then)."""
-        keys = {k for link in self.expected_links() for k in link}
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                ports = parse_iblinkinfo(iblinkinfo(self.client))
-                waiting = sorted(k for k in keys if k in ports and ports[k].state != "Active")
-            except (CommandError, ParseError):
-                waiting = [("(iblinkinfo did not answer)", 0)]
-            if not waiting:
-                return
-            if time.monotonic() >= deadline:
-                raise FaultError(f"{len(waiting)} port(s) of the fabric not Active {timeout:g}s after the change "
-                                 f"(first {waiting[0][0]} port {waiting[0][1]}): is the subnet manager running?")
             time.sleep(0.5)
 
     # -- addressing: directed routes from the client's HCA -----------------------
