@@ -216,14 +216,26 @@ def ansible_env(events: Path | None = None, strategy: str = "linear") -> dict[st
     env |= {"ANSIBLE_ROLES_PATH": str(ROLES), "ANSIBLE_PIPELINING": "1", "ANSIBLE_HOST_KEY_CHECKING": "True",
             "ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=60s", "ANSIBLE_NOCOLOR": "1",
             "ANSIBLE_RETRY_FILES_ENABLED": "0", "ANSIBLE_DEPRECATION_WARNINGS": "0", "ANSIBLE_STRATEGY": strategy}
+    if strategy.startswith("mitogen_"):
+        env["ANSIBLE_STRATEGY_PLUGINS"] = str(mitogen_strategies())
     return env
+
+
+def mitogen_strategies() -> Path:
+    """The folder of mitogen's Ansible strategy plugins (mitogen_linear, mitogen_free); mitogen is an optional
+    extra (`pip install clusterforge[mitogen]`), so asking for its strategy without it is a clear error."""
+    try:
+        import ansible_mitogen  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise ValueError("a mitogen_* Ansible strategy needs mitogen installed (pip install mitogen)") from exc
+    return Path(ansible_mitogen.__file__).parent / "plugins" / "strategy"
 
 
 def run_playbook(plans: Sequence[HostPlan], ssh: SshSettings, *, dry_run: bool, forks: int = 32,
                  batch: int = 0, max_fail_percent: int = 100, strategy: str = "linear",
                  timeout_s: int = PLAYBOOK_TIMEOUT_S) -> tuple[list[HostResult], str]:
     """Run deploy/site.yml against `plans`; per-host results from the callback's events, plus the output.
-    `forks` is bounded by bounded_forks (memory, hosts); `strategy` is Ansible's (linear or free)."""
+    `forks` is bounded by bounded_forks (memory, hosts); `strategy` is Ansible's (linear or free, or mitogen_linear / mitogen_free with mitogen installed)."""
     forks = bounded_forks(forks, len(plans))
     with tempfile.TemporaryDirectory(prefix="cf-ansible-") as tmp:
         inv_path = Path(tmp) / "inventory.json"
