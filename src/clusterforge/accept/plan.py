@@ -17,6 +17,7 @@ Commands are argument lists (no shell); values come from the model and are check
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -47,11 +48,17 @@ class NodeTest:
     """output name (the file under DIR/nodes/<node>/) -> argv."""
 
 
+PERFTEST_PORT = 18515
+"""perftest's default TCP port for the out-of-band exchange before the RDMA test."""
+
+
 @dataclass(frozen=True)
 class LinkTest:
     round: int
     server: HostPort
     client: HostPort
+    tcp_port: int = PERFTEST_PORT
+    """The server's TCP port (`-p`): two servers on one node in one round (two rails) each need their own."""
 
     @property
     def name(self) -> str:
@@ -65,7 +72,7 @@ class LinkTest:
 
     def argv(self, server_address: str) -> tuple[list[str], list[str]]:
         """(server argv, client argv): ib_write_bw over the two HCA ports, large messages, Gb/s."""
-        common = ["ib_write_bw", "--report_gbits", "-F", "-s", "1048576", "-D", "5"]
+        common = ["ib_write_bw", "--report_gbits", "-F", "-s", "1048576", "-D", "5", "-p", str(self.tcp_port)]
         return ([*common, "-d", self.server.hca, "-i", str(self.server.port)],
                 [*common, "-d", self.client.hca, "-i", str(self.client.port), server_address])
 
@@ -167,6 +174,17 @@ def link_rounds(ports: list[HostPort], uplinks: dict[str, int]) -> list[LinkTest
     return tests
 
 
+def tcp_ports(tests: list[LinkTest]) -> list[LinkTest]:
+    """Each test with its server's TCP port: the k-th server on a node in a round listens on PERFTEST_PORT + k."""
+    used: dict[tuple[int, str], int] = defaultdict(int)
+    out: list[LinkTest] = []
+    for t in tests:
+        key = (t.round, t.server.node)
+        out.append(dataclasses.replace(t, tcp_port=PERFTEST_PORT + used[key]))
+        used[key] += 1
+    return out
+
+
 def _round_robin(items: list[str]) -> list[list[tuple[str, str]]]:
     """The circle method: len-1 rounds (len even) in which every item meets every other once."""
     xs = list(items) + ([""] if len(items) % 2 else [])
@@ -197,7 +215,7 @@ def accept_plan(index: Index) -> AcceptPlan:
         }))
     plan.ports = host_ports(index)
     plan.uplinks = leaf_uplinks(index)
-    plan.links = link_rounds(plan.ports, plan.uplinks)
+    plan.links = tcp_ports(link_rounds(plan.ports, plan.uplinks))
     plan.fabric = _fabric_tests(index, gpu_nodes, plan.ports)
     return plan
 

@@ -44,6 +44,11 @@ def _coverage(plan: AcceptPlan) -> None:
     for r in range(1, plan.rounds + 1):
         used = [p for t in plan.links if t.round == r for p in (t.client, t.server)]
         assert len(used) == len(set(used)), f"round {r} loads a port twice"
+        listening = [(t.server.node, t.tcp_port) for t in plan.links if t.round == r]
+        assert len(listening) == len(set(listening)), f"round {r}: two ib_write_bw servers on one TCP port"
+        for t in plan.links:
+            server, client = t.argv("addr")
+            assert server[server.index("-p") + 1] == client[client.index("-p") + 1] == str(t.tcp_port)
     tests_of: dict[object, int] = {}
     for t in plan.links:
         for p in (t.client, t.server):
