@@ -21,14 +21,20 @@ def accept(
     env: Path = typer.Argument(..., help="environment directory"),
     plan_only: bool = typer.Option(False, "--plan", help="print the tests, their commands and bounds; run nothing"),
     from_dir: Path | None = typer.Option(None, "--from", help="judge a run's saved outputs (layout: docs/accept.md)"),
+    run_dir: Path | None = typer.Option(None, "--run", help="run the tests over SSH (the environment's lab when "
+                                        "one is up), save the outputs in this new directory, then judge them"),
     fmt: Format = typer.Option(Format.text, "--format"),
     junit: Path | None = typer.Option(None, "--junit", help="also write a JUnit XML report (with --from)"),
 ) -> None:
     """The acceptance tests the model implies (DCGM, PCIe, NVLink, ib_write_bw over every cable and uplink,
     NCCL per unit and cluster) with the bound each must reach; --from judges a run's outputs: exit 0 when
-    every test passed, 4 when one did not (its finding names the slow part), 2 for a usage error."""
-    if plan_only == (from_dir is not None):
-        err.print("accept: give exactly one of --plan or --from DIR", markup=False)
+    every test passed, 4 when one did not (its finding names the slow part), 2 for a usage error; --run DIR runs
+    them over SSH first (on the lab: its LAB-ONLY stand-in tools, `clusterforge lab accept --arm`)."""
+    if sum((plan_only, from_dir is not None, run_dir is not None)) != 1:
+        err.print("accept: give exactly one of --plan, --from DIR or --run DIR", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    if run_dir is not None and run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+        err.print(f"accept: {run_dir} exists and is not an empty directory: give a new one", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     if junit is not None:
         check_output_path(junit, "--junit", directory=False)
@@ -37,6 +43,9 @@ def accept(
     if plan_only:
         _print_plan(checked.index, plan, fmt)
         return
+    if run_dir is not None:
+        _run(env, checked.index, plan, run_dir)
+        from_dir = run_dir
     assert from_dir is not None
     if not from_dir.is_dir():
         err.print(f"{from_dir}: not a directory of saved outputs", markup=False)
@@ -54,6 +63,31 @@ def accept(
     else:
         _print_judged(report, judged.tests_run, judged.tests_planned)
     raise typer.Exit(int(exit_code(report)))
+
+
+def _run(env: Path, index: Any, plan: AcceptPlan, run_dir: Path) -> None:
+    """The plan's tests over SSH into `run_dir`: the environment's lab when one is up for it (its containers at
+    their lab addresses, the lab's keys), else the real hosts (management addresses, `deploy`'s SSH settings)."""
+    from ..accept.run import run_plan
+    from ..collect.live import ssh_config
+    from ..lab.rehearsal import env as labenv
+
+    state = labenv.running(env)
+    if state is not None:
+        addresses = {name: rec.address for name, rec in state.hosts.items()}
+        cfg = labenv.collect_config(state)
+    else:
+        addresses = {n: index.addresses.text(ip) for n, ip in index.addresses.mgmt.items()}
+        cfg = ssh_config(env, index)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    outcome = run_plan(plan, addresses, cfg, run_dir,
+                       on_stage=lambda msg: err.print(f"accept: {msg}", markup=False))
+    err.print(f"accept: {len(outcome.written)} output(s) saved in {run_dir}, {len(outcome.missing)} missing",
+              markup=False)
+    for rel, why in sorted(outcome.missing.items())[:20]:
+        err.print(f"  {rel}: {why}", markup=False)
+    if len(outcome.missing) > 20:
+        err.print(f"  ... and {len(outcome.missing) - 20} more (each is an ACC-NO-DATA finding)", markup=False)
 
 
 def _print_judged(report: Report, run: int, planned: int) -> None:

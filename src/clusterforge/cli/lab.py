@@ -332,14 +332,24 @@ def lab_heal(env_arg: Path | None = typer.Argument(None, metavar="[ENV]", help="
 @app.command("accept")
 def lab_accept_run(
     env: Path = typer.Argument(DEFAULT_ENV, help="environment (default inventories/lab)"),
-    output: Path = typer.Option(..., "--output", "-o", help="a new (or empty) directory for the outputs"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="a new (or empty) directory for the outputs"),
+    arm: bool = typer.Option(False, "--arm", help="put the stand-in tools' answers on the lab hosts instead, for "
+                             "`clusterforge accept ENV --run DIR` over SSH (`lab heal` disarms)"),
     fmt: Format = _FMT,
 ) -> None:
     """LAB-ONLY: write what `accept ENV --plan`'s tools would print here (real captures, figures from the lab's
-    fabric now and its `lab fault pcie` faults), for `clusterforge accept ENV --from DIR` to judge."""
+    fabric now and its `lab fault pcie` faults), for `clusterforge accept ENV --from DIR` to judge; or, with
+    --arm, make the lab hosts' stand-in tools print it when `accept ENV --run DIR` runs them over SSH."""
     from . import lab_accept
 
-    lab_accept.run(env, output, fmt)
+    if arm == (output is not None):
+        err.print("lab accept: give exactly one of --output DIR or --arm", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    if arm:
+        lab_accept.arm_lab(env, fmt)
+    else:
+        assert output is not None
+        lab_accept.run(env, output, fmt)
 
 
 # -- the technician's physical work (lab only; day-2 `apply --lab-technician` does the same per step) --

@@ -17,9 +17,10 @@ from typing import NoReturn
 
 import typer
 
-from ..accept.plan import accept_plan
-from ..lab import LabError, fault_injector
-from ..lab.accept_standins import LABEL, AcceptFaults, link_gbps, outputs
+from ..accept.plan import AcceptPlan, accept_plan
+from ..lab import LabError, LabState, fault_injector
+from ..lab.accept_guest import answers, arm, disarm
+from ..lab.accept_standins import LABEL, AcceptFaults, capture, link_gbps, outputs
 from ..lab.rehearsal import env as labenv
 from ..util.errors import ExitCode
 from ..util.fsutil import write_atomic
@@ -51,9 +52,11 @@ def read_faults(state_dir: Path) -> AcceptFaults:
 
 
 def heal(state_dir: Path) -> int:
-    """Clear the acceptance faults; how many there were."""
+    """Clear the acceptance faults and disarm the stand-in tools; how many faults there were."""
     n = sum(len(g) for g in read_faults(state_dir).pcie.values())
     (state_dir / FAULTS).unlink(missing_ok=True)
+    hosts = state_dir / "hosts"
+    disarm({p.name: p for p in hosts.iterdir() if p.is_dir()} if hosts.is_dir() else {})
     return n
 
 
@@ -87,21 +90,42 @@ def fault(env: Path, kind: str, args: list[str], *, gen: int | None, fmt: Format
         out.print(text, markup=False)
 
 
-def run(env: Path, output: Path, fmt: Format) -> None:
-    """Write the acceptance plan's outputs, as the lab's stand-ins print them now, under `output`."""
+def _texts(env: Path) -> tuple[LabState, AcceptPlan, dict[str, float | None], dict[str, str]]:
+    """The running lab, the plan, each port's rate now and every output as the stand-ins print it now."""
     checked = load_or_fail(env)
     state = labenv.running(env)
     if state is None:
         _fail(f"no lab is up for {env}: run `clusterforge lab up {env}`")
-    if output.exists() and (not output.is_dir() or any(output.iterdir())):
-        _fail(f"{output} exists and is not an empty directory: give a new one")
     plan = accept_plan(checked.index)
     try:
         disc = fault_injector(state).discover()
     except (LabError, OSError) as exc:
         _fail(str(exc))
     rates = {p.label: link_gbps(disc.rate((f"{p.node} {p.hca}", p.port))) for p in plan.ports}
-    texts = outputs(plan, rates, read_faults(state.state_dir))
+    return state, plan, rates, outputs(plan, rates, read_faults(state.state_dir))
+
+
+def arm_lab(env: Path, fmt: Format) -> None:
+    """The stand-in tools on the lab hosts answer the plan's commands over SSH as the lab is now."""
+    state, plan, _rates, texts = _texts(env)
+    failed = frozenset(k for k, v in texts.items() if v == capture("ib_write_bw-failed"))
+    per_host = answers(plan, texts, failed)
+    host_dirs = {name: state.state_dir / "hosts" / name for name in state.hosts}
+    n = arm(state.state_dir / "guest" / "sbin", host_dirs, per_host)
+    text = (f"armed the LAB-ONLY acceptance stand-ins on {len(host_dirs)} lab host(s): {n} answers as the lab is "
+            f"now (run them: clusterforge accept {env} --run DIR; `lab heal` disarms)")
+    if fmt is Format.json:
+        print_json({"message": text, "environment": str(env), "hosts": len(host_dirs), "answers": n,
+                    "stand_in": True})
+    else:
+        out.print(text, markup=False)
+
+
+def run(env: Path, output: Path, fmt: Format) -> None:
+    """Write the acceptance plan's outputs, as the lab's stand-ins print them now, under `output`."""
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        _fail(f"{output} exists and is not an empty directory: give a new one")
+    _state, _plan, rates, texts = _texts(env)
     for rel, text in sorted(texts.items()):
         (output / rel).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(output / rel, text)
