@@ -135,6 +135,45 @@ def test_acceptance_names_the_degraded_cable_and_the_slow_gpu(lab_env: Path, tmp
     assert (code, found) == (0, [])
 
 
+def _run_over_ssh(env: Path, run: Path) -> tuple[int, list[dict[str, str]], str]:
+    code, out = cf("accept", str(env), "--run", str(run), "--format", "json")
+    return code, json.loads(out[out.index("{"):])["findings"], out
+
+
+def test_acceptance_runs_over_ssh_on_the_lab(lab_env: Path, tmp_path: Path) -> None:
+    """`accept ENV --run DIR` runs the plan over SSH in the lab's containers, where `lab accept --arm` armed
+    LAB-ONLY stand-in tools (ib_write_bw keeps perftest's server/client exchange): every output arrives as the
+    stand-ins computed it (byte for byte what `lab accept --output` writes), a cable at 1X is named, and once
+    `lab heal` disarmed them every planned output is missing: ACC-NO-DATA, never a pass."""
+    code, out = cf("lab", "accept", str(lab_env), "--arm")
+    assert code == 0 and "armed the LAB-ONLY acceptance stand-ins" in out, out
+    code, found, out = _run_over_ssh(lab_env, tmp_path / "clean")
+    assert (code, found) == (0, []), out
+    code, out = cf("lab", "accept", str(lab_env), "--output", str(tmp_path / "direct"))
+    assert code == 0, out
+    direct = {p.relative_to(tmp_path / "direct"): p.read_text() for p in (tmp_path / "direct").rglob("*")
+              if p.is_file() and p.name != "STAND-IN.txt"}
+    ran = {p.relative_to(tmp_path / "clean"): p.read_text() for p in (tmp_path / "clean").rglob("*") if p.is_file()}
+    assert ran == direct
+    code, out = cf("lab", "fault", str(lab_env), "degrade", "C-00007")
+    assert code == 0, out
+    try:
+        code, out = cf("lab", "accept", str(lab_env), "--arm")
+        assert code == 0, out
+        code, found, out = _run_over_ssh(lab_env, tmp_path / "degraded")
+        assert code == 4, out
+        errors = [(f["rule"], f["subject"], f["floor"]) for f in found if f["severity"] == "error"]
+        assert errors == [("ACC-LINK", "gpu04/mlx5_0/1", "cable C-00007 to leaf-su01-r0/4")]
+    finally:
+        code, out = cf("lab", "heal", str(lab_env))
+        assert code == 0, out
+    code, found, out = _run_over_ssh(lab_env, tmp_path / "disarmed")
+    assert code == 4 and found and {f["rule"] for f in found} == {"ACC-NO-DATA"}, out
+    # one finding a node (its four outputs), a link test, a group
+    tests = {p.parts[1] if p.parts[0] == "nodes" else str(p) for p in ran}
+    assert len(found) == len(tests)
+
+
 def test_deploy_then_pyinfra_cli_finds_nothing_to_change(lab_env: Path) -> None:
     """`clusterforge deploy` converges the lab (and validate stays clean, now with the pinned
     software versions to check); pyinfra's own CLI entry points then find nothing to change."""
