@@ -322,6 +322,8 @@ def lab_heal(env_arg: Path | None = typer.Argument(None, metavar="[ENV]", help="
         inj = fault_injector(state)
         n = inj.heal()
         inj.wait_converged()
+        if inj.healed and (state.opensm_host or state.opensm is not None):
+            inj.wait_active(inj.healed)  # healed ports Active (the SM swept them) before anyone validates
         n += lab_monitoring.heal(state.state_dir)  # errors|hot|ecc: the stand-ins' values back as they were
         n += lab_accept.heal(state.state_dir)  # pcie
     except (LabError, OSError) as exc:

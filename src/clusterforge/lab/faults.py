@@ -66,6 +66,14 @@ def _ep_json(ep: Endpoint) -> list[object]:
     return [ep.node, ep.port]
 
 
+def _entry_ends(e: dict[str, object]) -> list[Endpoint]:
+    """Every port a journal entry touched."""
+    if e.get("kind") == "degrade":
+        ends = e.get("ends")
+        return [_ep_from(end["at"]) for end in ends] if isinstance(ends, list) else []
+    return [_ep_from(e[k]) for k in ("a", "a_peer", "b", "b_peer") if k in e]
+
+
 def _ep_from(data: object) -> Endpoint:
     if not isinstance(data, list) or len(data) != 2:
         raise FaultError(f"bad endpoint in journal: {data!r}")
@@ -97,6 +105,8 @@ class FaultInjector:
         self.journal_path = journal
         # the fabric as cabled now, faults aside: the net file's, or as the technician changed it
         self.cabling = dict(netfile.peers) if cabling is None else cabling
+        self.healed: list[Endpoint] = []
+        """The ports the last heal() touched."""
 
     # -- journal --------------------------------------------------------------
     def journal(self) -> list[dict[str, object]]:
@@ -228,15 +238,38 @@ class FaultInjector:
     def _console(self, command: str) -> None:
         _console_ok(self.console.command(command), command)
 
-    def _enabled_now(self, ep: Endpoint, disc: Discovery) -> PortSettings:
+    def _portinfo(self, ep: Endpoint, disc: Discovery) -> dict[str, str]:
+        """smpquery's PortInfo of the port at `ep` (field -> value, the dots stripped)."""
         text = smpquery_portinfo(self.client, self._route(ep, disc), ep.port, directed=True)
-        fields = dict(
-            (k.strip(), v.strip().rstrip("."))
-            for k, v in (ln.split(":", 1) for ln in text.splitlines() if ":" in ln)
-        )
+        return {k.strip(): re.sub(r"^\.+", "", v.strip().rstrip("."))
+                for k, v in (ln.split(":", 1) for ln in text.splitlines() if ":" in ln)}
+
+    def wait_active(self, endpoints: list[Endpoint], timeout: float = 60.0) -> None:
+        """With a subnet manager running: poll each port's PortInfo (both ends of every healed link, the host's
+        HCA port included) until its LinkState is Active. A healed link shows in ibnetdiscover before the SM
+        has swept it, and a validate in that window saw the host's port Initializing (a lab test, now and
+        then; a switch port Active says nothing of its peer's state: the SM activates each port itself)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            waiting: list[str] = []
+            try:
+                disc = self.discover()
+                waiting = [f"{ep} is {state or '?'}" for ep in endpoints
+                           if (state := self._portinfo(ep, disc).get("LinkState")) != "Active"]
+            except (CommandError, ParseError, FaultError) as exc:
+                waiting = [f"(PortInfo did not answer: {exc})"]
+            if not waiting:
+                return
+            if time.monotonic() >= deadline:
+                raise FaultError(f"{len(waiting)} port(s) not Active {timeout:g}s after healing (first: "
+                                 f"{waiting[0]}): is the subnet manager running?")
+            time.sleep(0.5)
+
+    def _enabled_now(self, ep: Endpoint, disc: Discovery) -> PortSettings:
+        fields = self._portinfo(ep, disc)
 
         def val(name: str) -> str:
-            return re.sub(r"^\.+", "", fields.get(name, ""))
+            return fields.get(name, "")
 
         return PortSettings(
             _mask_from_text(val("LinkWidthEnabled"), _WIDTH_TEXT),
@@ -338,12 +371,15 @@ class FaultInjector:
         self._append({"kind": "down", "a": _ep_json(a), "b": _ep_json(b)})
 
     def heal(self) -> int:
-        """Undo every journaled fault, newest first; return how many were undone."""
+        """Undo every journaled fault, newest first; return how many were undone. The ports they touched are
+        left in `healed` (for wait_active)."""
         entries = self.journal()
         undone = 0
+        self.healed = []
         while entries:
             e = entries[-1]
             self._undo(e)
+            self.healed += _entry_ends(e)
             entries.pop()
             self._save(entries)
             undone += 1
