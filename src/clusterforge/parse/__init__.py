@@ -34,7 +34,7 @@ _MODULES = {
     "lnetctl-net-show": "lnetctl_net_show", "lctl-list-nids": "lctl_list_nids", "nccl-tests": "nccl_tests",
     "ofed-info": "ofed_info", "dpkg-query": "dpkg_query", "lustre-state": "lustre_state",
     "mstlink": "mstlink", "perftest": "perftest", "dcgmi-diag": "dcgmi_diag", "dcgmi-diag-json": "dcgmi_diag",
-    "mlxfwmanager": "mlxfwmanager", "flint-q": "flint_q",
+    "mlxfwmanager": "mlxfwmanager", "flint-q": "flint_q", "lfs-df": "lfs_df",
 }
 
 PARSERS: dict[str, Callable[[str], object]]
@@ -82,6 +82,7 @@ _RECORDS: dict[str, tuple[str, str | None]] = {
     "dcgmi-diag-json": ("DcgmDiag", None),
     "mlxfwmanager": ("tuple", "FwDevice"),
     "flint-q": ("FlintQuery", None),
+    "lfs-df": ("tuple", "LfsFilesystem"),
 }
 _BUILTIN: dict[str, type] = {"tuple": tuple, "dict": dict, "str": str}
 

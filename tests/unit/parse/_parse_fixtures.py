@@ -36,6 +36,7 @@ DIR_TO_TOOL = {
     "dcgmi-diag-json": "dcgmi-diag-json",
     "mlxfwmanager": "mlxfwmanager",
     "flint-query": "flint-q",
+    "lfs-df": "lfs-df",
 }
 
 
