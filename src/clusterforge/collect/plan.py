@@ -23,6 +23,7 @@ HOST_TOOLS: dict[str, tuple[str, ...]] = {
     "ofed-info": ("ofed_info", "-s"),
     "dpkg-query": ("dpkg-query", "-W", "-f=${Package} ${Version}\n", *VERSION_PACKAGES),
     "mlxfwmanager": ("mlxfwmanager", "--query"),
+    "lfs-df": ("lfs", "df"),
 }
 FABRIC_TOOLS: dict[str, tuple[str, ...]] = {
     "ibnetdiscover": ("ibnetdiscover",),
@@ -94,6 +95,8 @@ def default_targets(index: Index, addresses: dict[str, str]) -> tuple[list[Targe
                 cmds[stem] = HOST_TOOLS[stem]
         if index.inv.lustre and node.role == "compute":
             cmds["lctl-list-nids"] = HOST_TOOLS["lctl-list-nids"]
+        if any(fs.client(node.name, node.role) for fs in index.inv.lustre):
+            cmds["lfs-df"] = HOST_TOOLS["lfs-df"]  # the client's view of its file systems' targets
         hosts.append(Target(node.name, addr, cmds))
     sm = sm_node(index)
     fabric = Target(sm, addresses[sm], fabric_commands(index, sm)) if sm and sm in addresses else None

@@ -235,7 +235,8 @@ def run_playbook(plans: Sequence[HostPlan], ssh: SshSettings, *, dry_run: bool, 
                  batch: int = 0, max_fail_percent: int = 100, strategy: str = "linear",
                  timeout_s: int = PLAYBOOK_TIMEOUT_S) -> tuple[list[HostResult], str]:
     """Run deploy/site.yml against `plans`; per-host results from the callback's events, plus the output.
-    `forks` is bounded by bounded_forks (memory, hosts); `strategy` is Ansible's (linear or free, or mitogen_linear / mitogen_free with mitogen installed)."""
+    `forks` is bounded by bounded_forks (memory, hosts);
+    `strategy` is Ansible's (linear or free; mitogen_linear or mitogen_free with mitogen installed)."""
     forks = bounded_forks(forks, len(plans))
     with tempfile.TemporaryDirectory(prefix="cf-ansible-") as tmp:
         inv_path = Path(tmp) / "inventory.json"

@@ -57,6 +57,11 @@ class LustreFs(Model):
     hsm: HsmArchive | None = Field(default=None,
         description="the archive tier: HSM copytool to an S3 object store (docs/storage.md)")
 
+    def client(self, node: str, role: str) -> bool:
+        """Whether `node` (of `role`) mounts this file system as a client: compute nodes, or every node with
+        `clients: all`; never one of its own servers."""
+        return (role == "compute" or self.clients == "all") and node not in self.servers
+
 
 ROLE_OF_KIND = {"ost": "lustre-ost", "mdt": "lustre-mdt", "mgt": "lustre-mdt"}
 """The local-device role (`storage[].role`) each target kind is built on."""

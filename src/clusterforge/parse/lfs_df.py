@@ -15,8 +15,8 @@ A target the client cannot use is a line ``<name> : <why>`` (``inactive device``
 ``Resource temporarily unavailable``): it is kept, with its index and the reason, never skipped. The
 summary label is ``filesystem_summary:`` (newer) or ``filesystem summary:`` (older), with or without a
 blank line before it. Sizes are bytes: ``-h`` figures (K/M/G/T/P/E, powers of 1024) rounded as printed,
-plain ones are 1 KiB blocks. Anything else is a ParseError naming the line; empty text too (lfs prints
-nothing only when no Lustre is mounted, and then it exits non-zero).
+plain ones are 1 KiB blocks. No Lustre mounted: lfs prints nothing on stdout (and exits non-zero), and
+empty text parses to no file systems. Anything else is a ParseError naming the line.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterforge.parse._common import fail, numbered, shorten, split_lines
-from clusterforge.parse.errors import ParseError
 
 TOOL = "lfs-df"
 
@@ -125,8 +124,6 @@ def parse(text: str) -> tuple[LfsFilesystem, ...]:
             raise fail(TOOL, idx, raw, f"expected a target line (NAME_UUID size used available use% "
                                        f"mount[OST:n]), an unavailable one (NAME : why) or the summary, got "
                                        f"{shorten(raw)}")
-    if not blocks:
-        raise ParseError(TOOL, 1, "", "empty input: lfs df prints a header for each mounted file system")
     out: list[LfsFilesystem] = []
     for b in blocks:
         total, used, avail = b.summary if b.summary is not None else (None, None, None)

@@ -17,6 +17,7 @@ from ..parse import (
     ibnetdiscover,
     ibstat,
     lctl_list_nids,
+    lfs_df,
     mlxfwmanager,
     nvidia_smi_nvlink,
     nvidia_smi_query_gpu,
@@ -33,6 +34,7 @@ from .findings import Finding, sort_key
 from .firmware import check_firmware
 from .gpus import check_nvlink, check_topo
 from .hosts import check_host
+from .lustre import check_lfs_df
 from .software import check_driver, check_nids, check_ofed, check_packages
 
 T = TypeVar("T")
@@ -208,6 +210,7 @@ HOST_CHECKS: tuple[tuple[str, Callable[[str], Any], Callable[[Index, str, Any], 
     ("ofed-info", ofed_info.parse, check_ofed),
     ("dpkg-query", dpkg_query.parse, check_packages),
     ("lctl-list-nids", lctl_list_nids.parse, check_nids),
+    ("lfs-df", lfs_df.parse, check_lfs_df),
     ("mlxfwmanager", mlxfwmanager.parse, check_firmware),
 )
 

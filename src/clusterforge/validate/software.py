@@ -37,8 +37,7 @@ def check_nids(index: Index, host: str, nids: Sequence[LnetNid]) -> list[Finding
     node = index.nodes[host]
     nets = {n.net for n in nids}
     for fs in index.inv.lustre:
-        client = node.role == "compute" or fs.clients == "all"
-        if not client or host in fs.servers:
+        if not fs.client(host, node.role):
             continue
         if fs.lnet not in nets and not (fs.lnet.endswith("0") and fs.lnet[:-1] in nets):
             out.append(

@@ -34,7 +34,7 @@ def test_parse_error_attributes_and_str() -> None:
         err.tool, err.line_no, err.line, err.message)
 
 
-@pytest.mark.parametrize("tool", sorted(TOOLS - {"nvidia-smi-nvlink", "dpkg-query", "lustre-state"}))
+@pytest.mark.parametrize("tool", sorted(TOOLS - {"nvidia-smi-nvlink", "dpkg-query", "lustre-state", "lfs-df"}))
 def test_empty_input_is_a_parse_error_on_line_1(tool: str) -> None:
     for text in ("", "\n", "  \n\n"):
         with pytest.raises(ParseError) as info:
