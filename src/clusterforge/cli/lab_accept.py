@@ -56,7 +56,8 @@ def heal(state_dir: Path) -> int:
     n = sum(len(g) for g in read_faults(state_dir).pcie.values())
     (state_dir / FAULTS).unlink(missing_ok=True)
     hosts = state_dir / "hosts"
-    disarm({p.name: p for p in hosts.iterdir() if p.is_dir()} if hosts.is_dir() else {})
+    disarm({p.name: p for p in hosts.iterdir() if p.is_dir()} if hosts.is_dir() else {},
+           state_dir / "guest" / "sbin")
     return n
 
 

@@ -5,14 +5,15 @@ reaches over SSH exactly as it reaches the real tools on a cluster (docs/accept.
 real captures, figures from the lab's fabric) and leaves it in the host's lab directory (`ANSWERS` under
 /etc/clusterforge-lab, read-only in the container); it puts `STANDIN` among the lab's guest tools as `dcgmi`,
 `nvidia-smi`, `all_reduce_perf`, `mpirun` and `ib_write_bw`. Run over SSH, each stand-in prints its host's
-answer for its argv, or exits 127 (as a missing tool does) for an argv the acceptance plan does not run or
-when the lab is not armed: validate's own `nvidia-smi` commands and the health check find no tool.
+answer for its argv; for an argv the acceptance plan does not run, or when the lab is not armed, it runs
+the next tool of that name on PATH (the lab's own nvidia-smi stand-in answers validate) or exits 127 as a
+missing tool does.
 
 `ib_write_bw` keeps perftest's server/client protocol: the server (no address) prints perftest's banner,
 listens on its `-p` TCP port for one client and tells it which node, HCA and port it serves; the client (an
 address) connects there (refused: perftest's "Couldn't connect" and exit 1) and prints the answer for its
 own port and that server's. So a wrong address, port or round reaches the runner as it would on a cluster.
-`lab heal` disarms (answers removed).
+`lab heal` disarms (answers and tools removed).
 """
 
 from __future__ import annotations
@@ -89,8 +90,14 @@ def arm(sbin: Path, host_dirs: Mapping[str, Path], per_host: Mapping[str, Mappin
     return n
 
 
-def disarm(host_dirs: Mapping[str, Path]) -> int:
-    """Every host's answers removed (the tools then exit 127); how many hosts were armed."""
+def disarm(host_dirs: Mapping[str, Path], sbin: Path | None = None) -> int:
+    """Every host's answers removed, and the stand-in tools from `sbin` (the guest tools); how many hosts
+    were armed."""
+    if sbin is not None:
+        for name in (*TOOLS, "cf-accept-standin"):
+            path = sbin / name
+            if name == "cf-accept-standin" or (path.is_symlink() and os.readlink(path) == "cf-accept-standin"):
+                path.unlink(missing_ok=True)
     n = 0
     for folder in host_dirs.values():
         if (folder / ANSWERS).is_dir():
@@ -102,7 +109,8 @@ def disarm(host_dirs: Mapping[str, Path]) -> int:
 STANDIN = r'''#!/usr/bin/python3
 # LAB-ONLY STAND-IN for dcgmi, nvidia-smi, all_reduce_perf, mpirun and ib_write_bw (clusterforge lab accept
 # --arm). The lab has no GPUs and no RDMA data path: each prints what `clusterforge lab accept` computed for
-# this host from the lab's fabric (real captures, figures replaced), or exits 127 as a missing tool does.
+# this host from the lab's fabric (real captures, figures replaced); any other argv goes to the next tool of
+# that name on PATH (the lab's own stand-ins), or exits 127 as a missing tool does.
 import json, os, socket, sys
 ROOT = os.path.join(os.path.dirname(os.environ.get("CLUSTERFORGE_LAB_IB_CONF", "/etc/clusterforge-lab/ib.json")),
                     "@ANSWERS@")
@@ -111,6 +119,13 @@ tool, args = os.path.basename(sys.argv[0]), sys.argv[1:]
 
 
 def missing(why):
+    """Not ours to answer: the next `tool` on PATH runs instead (the lab's own nvidia-smi stand-in answers
+    validate), else 127 as for a missing tool."""
+    here = os.path.dirname(os.path.abspath(sys.argv[0]))
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        cand = os.path.join(d, tool)
+        if d and os.path.abspath(d) != here and os.path.isfile(cand) and os.access(cand, os.X_OK):
+            os.execv(cand, [tool, *args])
     sys.stderr.write("%s: %s (LAB-ONLY stand-in: clusterforge lab accept --arm)\n" % (tool, why))
     sys.exit(127)
 

@@ -40,15 +40,17 @@ def _armed(tmp: Path, plan: AcceptPlan, down: str | None = None) -> tuple[Path, 
     return sbin, hosts
 
 
-def _tool(sbin: Path, host_dir: Path, argv: list[str]) -> subprocess.Popen[str]:
-    """The stand-in as its tool name (the symlink), with its host's lab directory."""
-    env = {**os.environ, "CLUSTERFORGE_LAB_IB_CONF": str(host_dir / "ib.json")}
+def _tool(sbin: Path, host_dir: Path, argv: list[str], path: list[Path] | None = None) -> subprocess.Popen[str]:
+    """The stand-in as its tool name (the symlink), with its host's lab directory (PATH: `path`, else none of
+    the machine's)."""
+    env = {**os.environ, "CLUSTERFORGE_LAB_IB_CONF": str(host_dir / "ib.json"),
+           "PATH": os.pathsep.join(str(p) for p in (path or [sbin]))}
     return subprocess.Popen([str(sbin / argv[0]), *argv[1:]], env=env, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
 
 
-def _run(sbin: Path, host_dir: Path, argv: list[str]) -> tuple[int, str, str]:
-    p = _tool(sbin, host_dir, argv)
+def _run(sbin: Path, host_dir: Path, argv: list[str], path: list[Path] | None = None) -> tuple[int, str, str]:
+    p = _tool(sbin, host_dir, argv, path)
     out, err = p.communicate(timeout=60)
     return p.returncode, out, err
 
@@ -70,9 +72,18 @@ def test_node_tools_print_the_hosts_answers_and_nothing_else(plan: AcceptPlan, t
     for argv in (["nvidia-smi", "nvlink", "--status"], ["nvidia-smi", "topo", "-m"], ["dcgmi", "discovery", "-l"]):
         rc, _, err = _run(sbin, hosts[node.node], argv)
         assert rc == 127 and "LAB-ONLY" in err
-    assert disarm(hosts) == len(hosts)
+    # ... unless another tool of that name comes later on PATH (the lab's own nvidia-smi stand-in): it answers
+    other = tmp_path / "bin"
+    other.mkdir()
+    (other / "nvidia-smi").write_text("#!/bin/sh\necho \"the next nvidia-smi: $*\"\n")  # constructed
+    (other / "nvidia-smi").chmod(0o755)
+    rc, out, _ = _run(sbin, hosts[node.node], ["nvidia-smi", "nvlink", "--status"], path=[sbin, other])
+    assert (rc, out) == (0, "the next nvidia-smi: nvlink --status\n")
+    assert disarm(hosts) == len(hosts)  # the answers gone, the tools left: nothing is answered
     rc, _, err = _run(sbin, hosts[node.node], node.commands["nvidia-smi-q"])
     assert rc == 127 and "not armed" in err
+    assert disarm(hosts, sbin) == 0
+    assert not (sbin / "nvidia-smi").exists() and not (sbin / "cf-accept-standin").exists()
 
 
 def test_mpirun_answers_its_group_on_the_launcher(plan: AcceptPlan, tmp_path: Path) -> None:
