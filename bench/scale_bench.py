@@ -3,6 +3,7 @@
     from scale_bench import run
     rows = run((128, 256))          # each N: the lab up, pyinfra then Ansible (first, converged), collection
     .venv/bin/python bench/scale_bench.py 128 256 [--forks 16,32] [--strategy linear,free] [--ansible-max N]
+                                        [--ansible-timeout S]
                                         [--no-ansible] [--no-collect] [--ansible-converged-only]
 
 For each N that fits (clusterforge.lab.scale refuses, before starting anything, a size that would leave under
@@ -75,6 +76,8 @@ PLACEHOLDER = "@@cf-scale-host@@"
 #: Ansible runs up to this many hosts: measured at 1.5 controller CPU-seconds a host a run (32 hosts: 68 s), so
 #: 1,024 hosts would take about 40 minutes a run on a 2-core controller (docs/scale.md).
 ANSIBLE_MAX = 256
+ANSIBLE_TIMEOUT_S = [3600]
+"""One ansible-playbook run's limit (`--ansible-timeout S`: Ansible at 1,024 hosts takes about an hour)."""
 #: Hosts at once: the model's deploy.parallel default, for pyinfra and collection alike.
 PARALLEL = DeploySettings().parallel
 #: pyinfra's hosts per State (`deploy --batch`). The runner held 1,024 hosts once three faults were gone: the
@@ -299,7 +302,8 @@ def _one_size(lab: ScaleLab, forks: tuple[int, ...], strategies: tuple[str, ...]
                 _kill_ssh_masters(marker)
                 rows.append(measure("deploy-scale", "ansible", phase, n,
                                     lambda f=f, strategy=strategy: run_playbook(plans, ssh, dry_run=False, forks=f,
-                                                                               strategy=strategy),
+                                                                               strategy=strategy,
+                                                                               timeout_s=ANSIBLE_TIMEOUT_S[0]),
                                     marker, parallel=used, strategy=strategy,
                                     **({"on": "pyinfra's deploy"} if converged_only else {})))
             _kill_ssh_masters(marker)
@@ -362,7 +366,7 @@ elif __name__ == "__main__":
     opts: dict[str, str] = {}
     converged_only = "--ansible-converged-only" in argv
     argv = [a for a in argv if a != "--ansible-converged-only"]
-    for key in ("--forks", "--strategy", "--ansible-max"):
+    for key in ("--forks", "--strategy", "--ansible-max", "--ansible-timeout"):
         if key in argv:
             i = argv.index(key)
             opts[key] = argv[i + 1]
@@ -374,6 +378,7 @@ elif __name__ == "__main__":
     forks = tuple(int(x) for x in opts.get("--forks", "32").split(","))
     strategies = tuple(opts.get("--strategy", "linear").split(","))
     amax = int(opts.get("--ansible-max", ANSIBLE_MAX))
+    ANSIBLE_TIMEOUT_S[0] = int(opts.get("--ansible-timeout", ANSIBLE_TIMEOUT_S[0]))
     for row in scale_rows(counts, forks, strategies, ansible=ansible, ansible_max=amax, collect_too=collect_too,
                           ansible_converged_only=converged_only):
         print(json.dumps(row))

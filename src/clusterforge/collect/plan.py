@@ -24,6 +24,7 @@ HOST_TOOLS: dict[str, tuple[str, ...]] = {
     "dpkg-query": ("dpkg-query", "-W", "-f=${Package} ${Version}\n", *VERSION_PACKAGES),
     "mlxfwmanager": ("mlxfwmanager", "--query"),
     "lfs-df": ("lfs", "df"),
+    "lctl-hsm": ("lctl", "get_param", "mdt.*.hsm_control", "mdt.*.hsm.agents"),
 }
 FABRIC_TOOLS: dict[str, tuple[str, ...]] = {
     "ibnetdiscover": ("ibnetdiscover",),
@@ -97,6 +98,9 @@ def default_targets(index: Index, addresses: dict[str, str]) -> tuple[list[Targe
             cmds["lctl-list-nids"] = HOST_TOOLS["lctl-list-nids"]
         if any(fs.client(node.name, node.role) for fs in index.inv.lustre):
             cmds["lfs-df"] = HOST_TOOLS["lfs-df"]  # the client's view of its file systems' targets
+        if any(fs.hsm is not None and t.kind == "mdt" and t.server == node.name
+               for fs in index.inv.lustre for t in fs.targets):
+            cmds["lctl-hsm"] = HOST_TOOLS["lctl-hsm"]  # the HSM coordinator on a metadata server
         hosts.append(Target(node.name, addr, cmds))
     sm = sm_node(index)
     fabric = Target(sm, addresses[sm], fabric_commands(index, sm)) if sm and sm in addresses else None

@@ -35,6 +35,7 @@ _MODULES = {
     "ofed-info": "ofed_info", "dpkg-query": "dpkg_query", "lustre-state": "lustre_state",
     "mstlink": "mstlink", "perftest": "perftest", "dcgmi-diag": "dcgmi_diag", "dcgmi-diag-json": "dcgmi_diag",
     "mlxfwmanager": "mlxfwmanager", "flint-q": "flint_q", "lfs-df": "lfs_df",
+    "lctl-hsm": "lctl_hsm",
 }
 
 PARSERS: dict[str, Callable[[str], object]]
@@ -83,6 +84,7 @@ _RECORDS: dict[str, tuple[str, str | None]] = {
     "mlxfwmanager": ("tuple", "FwDevice"),
     "flint-q": ("FlintQuery", None),
     "lfs-df": ("tuple", "LfsFilesystem"),
+    "lctl-hsm": ("tuple", "MdtHsm"),
 }
 _BUILTIN: dict[str, type] = {"tuple": tuple, "dict": dict, "str": str}
 

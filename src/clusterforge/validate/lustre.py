@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from ..model.index import Index
 from ..model.services import failover_of
+from ..parse.lctl_hsm import MdtHsm
 from ..parse.lfs_df import LfsFilesystem
 from .findings import Finding
 
@@ -79,4 +80,54 @@ def check_lfs_df(index: Index, host: str, seen: Sequence[LfsFilesystem]) -> list
                 f"{host}: lfs df shows {name}, which the inventory does not declare",
                 observed=shown[key].status,
                 action=f"declare it under lustre {fs.name} targets (or remove it from the file system)"))
+    return out
+
+
+def hsm_servers(index: Index) -> set[str]:
+    """Servers of a metadata target of a file system with an archive tier (where the HSM coordinator runs)."""
+    return {t.server for fs in index.inv.lustre if fs.hsm is not None for t in fs.targets if t.kind == "mdt"}
+
+
+def check_hsm(index: Index, host: str, seen: Sequence[MdtHsm]) -> list[Finding]:
+    """Each MDT the host shows, of a file system with `hsm`: the coordinator enabled, and a copytool agent
+    registered for the declared archive id (one per declared agent node expected; errors are a warning)."""
+    out: list[Finding] = []
+    by_name = {fs.name: fs for fs in index.inv.lustre if fs.hsm is not None}
+    for mdt in seen:
+        fs = by_name.get(mdt.fsname)
+        if fs is None or fs.hsm is None:
+            continue
+        hsm = fs.hsm
+        subject = f"{host} {mdt.target}"
+        if mdt.control is not None and mdt.control != "enabled":
+            out.append(Finding(
+                "LUSTRE-HSM", "error", subject,
+                f"{host}: {mdt.target}'s HSM coordinator is {mdt.control}: archive and restore requests wait",
+                expected="enabled", observed=mdt.control,
+                action=f"`lctl set_param -P mdt.{mdt.target}.hsm_control=enabled` (persistent, on the MGS)"))
+        serving = [a for a in mdt.agents if a.serves(hsm.archive_id)]
+        agents = ", ".join(hsm.agents) or "the declared agent nodes"
+        if not serving:
+            out.append(Finding(
+                "LUSTRE-HSM", "error", subject,
+                f"{host}: no copytool is registered with {mdt.target} for archive {hsm.archive_id} "
+                f"({len(mdt.agents)} agent(s) for other archives)",
+                expected=f"{len(hsm.agents)} agent(s) for archive {hsm.archive_id}", observed=str(len(serving)),
+                action=f"start the copytool ({hsm.copytool}) on {agents} and check it reaches {hsm.endpoint}"))
+        elif len(serving) < len(hsm.agents):
+            out.append(Finding(
+                "LUSTRE-HSM", "warning", subject,
+                f"{host}: {len(serving)} of the {len(hsm.agents)} declared copytool agents are registered with "
+                f"{mdt.target} for archive {hsm.archive_id}",
+                expected=str(len(hsm.agents)), observed=str(len(serving)),
+                action=f"check the copytool service on each of {agents}"))
+        for a in serving:
+            if a.errors:
+                out.append(Finding(
+                    "LUSTRE-HSM", "warning", subject,
+                    f"{host}: copytool agent {a.uuid} on {mdt.target} has {a.errors} failed request(s) "
+                    f"({a.ok} ok, {a.current} running)",
+                    observed=f"errors {a.errors}",
+                    action=f"read the copytool's log on its agent node; check the bucket {hsm.bucket} at "
+                           f"{hsm.endpoint} and the credentials it references"))
     return out

@@ -16,6 +16,7 @@ from ..parse import (
     iblinkinfo,
     ibnetdiscover,
     ibstat,
+    lctl_hsm,
     lctl_list_nids,
     lfs_df,
     mlxfwmanager,
@@ -34,7 +35,7 @@ from .findings import Finding, sort_key
 from .firmware import check_firmware
 from .gpus import check_nvlink, check_topo
 from .hosts import check_host
-from .lustre import check_lfs_df
+from .lustre import check_hsm, check_lfs_df
 from .software import check_driver, check_nids, check_ofed, check_packages
 
 T = TypeVar("T")
@@ -211,6 +212,7 @@ HOST_CHECKS: tuple[tuple[str, Callable[[str], Any], Callable[[Index, str, Any], 
     ("dpkg-query", dpkg_query.parse, check_packages),
     ("lctl-list-nids", lctl_list_nids.parse, check_nids),
     ("lfs-df", lfs_df.parse, check_lfs_df),
+    ("lctl-hsm", lctl_hsm.parse, check_hsm),
     ("mlxfwmanager", mlxfwmanager.parse, check_firmware),
 )
 

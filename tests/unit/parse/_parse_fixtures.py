@@ -37,6 +37,7 @@ DIR_TO_TOOL = {
     "mlxfwmanager": "mlxfwmanager",
     "flint-query": "flint-q",
     "lfs-df": "lfs-df",
+    "lctl-get_param-hsm": "lctl-hsm",
 }
 
 

@@ -75,3 +75,33 @@ def test_not_mounted_on_a_real_capture_of_another_file_system(prod: Checked) -> 
     assert "/mnt/lustre/tfs1" in found[0].message
     found = check_lfs_df(prod.index, _gpu(prod), lfs_df.parse(""))  # no Lustre mounted at all
     assert [f.rule for f in found] == ["LUSTRE-NOT-MOUNTED"] and "no Lustre file system" in found[0].message
+
+
+def _hsm(mdt: str, control: str, agents: list[str]) -> str:
+    """Constructed in the real capture's format (tests/fixtures/lctl-get_param-hsm): prod's MDT, its agents."""
+    return (f"mdt.{mdt}.hsm_control={control}\nmdt.{mdt}.hsm.max_requests=3\nmdt.{mdt}.hsm.agents=\n"
+            + "".join(a + "\n" for a in agents))
+
+
+def test_hsm_coordinator_and_agents(prod: Checked) -> None:
+    from clusterforge.parse import lctl_hsm
+    from clusterforge.validate.lustre import check_hsm, hsm_servers
+
+    (fs,) = prod.index.inv.lustre
+    assert fs.hsm is not None and hsm_servers(prod.index) == {"lus01", "lus02"}
+    hosts, _ = default_targets(prod.index, dict.fromkeys(prod.index.addresses.mgmt, "x"))
+    assert {t.host for t in hosts if "lctl-hsm" in t.commands} == {"lus01", "lus02"}
+    arch = fs.hsm.archive_id
+    ok = [f"uuid={u} archive_id={arch} requests=[current:0 ok:5 errors:0]" for u in ("u1", "u2")]
+    assert check_hsm(prod.index, "lus01", lctl_hsm.parse(_hsm("lfs01-MDT0000", "enabled", ok))) == []
+    # the real capture: another file system (fs00) is not prod's, nothing to say
+    real = (ROOT / "tests/fixtures/lctl-get_param-hsm/cn-hsm-doc-mdt-hsm-params-agents-multiline.txt").read_text()
+    assert check_hsm(prod.index, "lus01", lctl_hsm.parse(real)) == []
+    found = check_hsm(prod.index, "lus01", lctl_hsm.parse(_hsm("lfs01-MDT0000", "disabled", [
+        f"uuid=u9 archive_id={arch + 1} requests=[current:0 ok:0 errors:0]"])))
+    assert [(f.rule, f.severity) for f in found] == [("LUSTRE-HSM", "error")] * 2
+    assert "disabled" in found[0].message and "sm01, sm02" in found[1].action
+    found = check_hsm(prod.index, "lus02", lctl_hsm.parse(_hsm("lfs01-MDT0001", "enabled", [
+        f"uuid=u1 archive_id={arch} requests=[current:1 ok:9 errors:4]"])))
+    assert [(f.severity, "1 of the 2" in f.message or "4 failed" in f.message) for f in found] == [
+        ("warning", True), ("warning", True)]
