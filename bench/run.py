@@ -323,10 +323,23 @@ def preflight(names: list[str]) -> list[str]:
     return gaps
 
 
+def bench_accept(tmp: Path) -> list[dict[str, object]]:
+    """Plan the acceptance tests and judge a healthy run's outputs (bench/accept_bench.py): prod, and the
+    generated inventories at 1,024 and 2,048 nodes."""
+    from accept_bench import bench_accept as run
+
+    envs = {"prod": ROOT / "inventories" / "prod"}
+    for n in (1024, 2048):
+        env = tmp / f"accept-env-{n}"
+        envs[f"generated-{n}"] = env if env.exists() else write_env(env, n)
+    return run(tmp, envs)
+
+
 BENCHES = {"cli": bench_cli, "load": bench_load, "yaml": bench_yaml, "validate": bench_validate, "plan": bench_plan,
            "planes": bench_planes,
            "day2": bench_day2, "hostile": bench_hostile, "monitoring": bench_monitoring, "lab": bench_lab,
-           "pyinfra-ops": bench_pyinfra_ops, "deploy": bench_deploy, "scale": bench_scale}
+           "pyinfra-ops": bench_pyinfra_ops, "deploy": bench_deploy, "scale": bench_scale,
+           "accept": bench_accept}
 
 
 def main() -> None:

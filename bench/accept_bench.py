@@ -1,0 +1,56 @@
+"""The acceptance bench (issue #20): planning the tests and judging a run's outputs, on the generated
+inventories and on prod, beside the least time the run itself takes (its link rounds at ib_write_bw's -D 5).
+
+The outputs judged are the lab's stand-ins for a healthy fabric (lab/accept_standins.py: real captures, every
+link at its declared rate), written once per size: what a whole run saves, at that size.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+from clusterforge.accept.judge import judge
+from clusterforge.accept.plan import AcceptPlan, accept_plan
+from clusterforge.api import load_checked
+from clusterforge.lab.accept_standins import outputs
+from clusterforge.model.index import Index
+from timing import best_of
+
+LINK_SECONDS = 5
+"""ib_write_bw -D 5: each link round takes at least this long."""
+
+
+def _write(plan: AcceptPlan, index: Index, run: Path) -> int:
+    """A healthy run's outputs: every port at its declared rate."""
+    rates: dict[str, float | None] = {}
+    for p in plan.ports:
+        rate = index.port_rate(p.node, p.hca, p.port)
+        rates[p.label] = float(index.cat.rates[rate].gbps) if rate else None
+    texts = outputs(plan, rates)
+    for rel, text in texts.items():
+        (run / rel).parent.mkdir(parents=True, exist_ok=True)
+        (run / rel).write_text(text)
+    return len(texts)
+
+
+def bench_accept(tmp: Path, envs: dict[str, Path]) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for name, env in envs.items():
+        index = load_checked(env).index
+        plan_s = best_of(partial(accept_plan, index))
+        plan = accept_plan(index)
+        run = tmp / f"accept-{name}"
+        files = _write(plan, index, run)
+        judged = judge(index, run, plan)
+        if judged.findings:
+            raise RuntimeError(f"accept bench {name}: a healthy run gave {len(judged.findings)} finding(s), first: "
+                               f"{judged.findings[0]}")
+        judge_s = best_of(partial(judge, index, run, plan), runs=3)
+        rows.append({
+            "bench": "accept", "inventory": name, "gpu_nodes": len(plan.nodes), "link_tests": len(plan.links),
+            "rounds": plan.rounds, "groups": len(plan.fabric), "outputs": files,
+            "plan_s": round(plan_s, 3), "judge_s": round(judge_s, 3),
+            "link_rounds_least_s": plan.rounds * LINK_SECONDS,
+        })
+    return rows
