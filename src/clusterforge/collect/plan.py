@@ -88,8 +88,8 @@ def default_targets(index: Index, addresses: dict[str, str]) -> tuple[list[Targe
         cmds = {"ibstat": HOST_TOOLS["ibstat"]} if hw.hcas else {}
         if hw.hcas:
             cmds["ofed-info"] = HOST_TOOLS["ofed-info"]
-            if index.inv.firmware is not None and index.inv.firmware.hcas:
-                cmds["mlxfwmanager"] = HOST_TOOLS["mlxfwmanager"]
+        if (hw.hcas or hw.dpus) and index.inv.firmware is not None and index.inv.firmware.hcas:
+            cmds["mlxfwmanager"] = HOST_TOOLS["mlxfwmanager"]  # HCAs' and DPUs' firmware
         cmds["dpkg-query"] = HOST_TOOLS["dpkg-query"]
         if hw.gpus is not None and hw.gpus.count:
             for stem in ("nvidia-smi-topo", "nvidia-smi-nvlink", "nvidia-smi-query-gpu"):

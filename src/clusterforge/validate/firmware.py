@@ -1,5 +1,5 @@
 """Firmware against the pins (docs/firmware.md): `mlxfwmanager --query` on a host, each card matched to its
-declared HCA (by base GUID, which is the HCA's node GUID, where both are known; else by model), checked
+declared HCA or DPU (by base GUID, which is the HCA's node GUID, where both are known; else by model), checked
 for the running version (FW-DRIFT) and the board identity (FW-PSID)."""
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ def check_firmware(index: Index, host: str, devices: Sequence[FwDevice]) -> list
     if not pins:
         return []
     cat = index.cat
-    hcas = index.hardware[host].hcas
-    by_guid = {h.node_guid: h for h in hcas if h.node_guid}
+    hw = index.hardware[host]
+    by_guid = {h.node_guid: h for h in hw.hcas if h.node_guid}
     by_type: dict[str, list[str]] = {}
-    for h in hcas:
-        model = cat.hcas.get(h.model)
+    cards: list[tuple[str, str]] = [(h.name, h.model) for h in hw.hcas] + [(d.name, d.model) for d in hw.dpus]
+    for name, card_model in cards:  # a BlueField DPU is pinned like an HCA (its catalog entry, kind dpu)
+        model = cat.hcas.get(card_model)
         if model is not None and model.fw_device_type:
-            by_type.setdefault(model.fw_device_type, []).append(h.name)
+            by_type.setdefault(model.fw_device_type, []).append(name)
     out: list[Finding] = []
     for d in devices:
         hca = by_guid.get(d.base_guid) if d.base_guid else None

@@ -112,3 +112,26 @@ def test_a_dpu_model_in_use_may_be_pinned(tmp_path: Path) -> None:
     hw.write_text(yaml.safe_dump(data, sort_keys=False))
     (env / "firmware.yaml").write_text("firmware:\n  hcas:\n    - {model: BlueField-3, version: 32.43.1014}\n")
     assert load_checked(env).inv.firmware is not None
+
+
+def test_a_dpu_behind_its_pin_is_drift(tmp_path: Path) -> None:
+    """A BlueField-3 on a GPU node, pinned: its firmware is read and judged like an HCA's (it was skipped: only
+    the HCAs were matched). The input is the real BlueField capture with its Device Type changed to BlueField3
+    (constructed: no BlueField-3 capture with a source exists in the samples)."""
+    env = tmp_path / "lab"
+    shutil.copytree(ROOT / "inventories" / "lab", env)
+    hw = env / "hardware.yaml"
+    data = yaml.safe_load(hw.read_text())
+    profile = next(p for p in data["profiles"] if p["name"] == "gpu-node")
+    profile["dpus"] = [{"name": "mlx5_8", "model": "BlueField-3", "ports": [{"port": 1, "rate": "NDR"}]}]
+    hw.write_text(yaml.safe_dump(data, sort_keys=False))
+    (env / "firmware.yaml").write_text("firmware:\n  hcas:\n    - {model: BlueField-3, version: 32.43.1014, "
+                                       "psids: [MT_0000000884]}\n")
+    checked = load_checked(env)
+    text = _capture("bluefield1").replace("Device Type:      BlueField\n", "Device Type:      BlueField3\n")
+    found = check_firmware(checked.index, "gpu01", mlxfwmanager.parse(text))
+    assert sorted((f.rule, f.subject) for f in found) == [("FW-DRIFT", "gpu01 mlx5_8"), ("FW-PSID", "gpu01 mlx5_8")]
+    drift = next(f for f in found if f.rule == "FW-DRIFT")
+    assert (drift.expected, drift.observed) == ("32.43.1014", "18.26.4012") and "BlueField-3" in drift.message
+    # the unchanged capture (a BlueField-1, which the inventory does not declare) is not this pin's
+    assert check_firmware(checked.index, "gpu01", mlxfwmanager.parse(_capture("bluefield1"))) == []
