@@ -26,6 +26,8 @@ PKGS="podman runc netavark iptables debootstrap ibsim-utils libumad2sim0 opensm 
 PKGS="$PKGS graphviz dpkg-dev apt-utils"
 # monitoring (docs/monitoring.md): promtool (rule tests), amtool, the store with vmagent/vmalert, node_exporter
 PKGS="$PKGS prometheus prometheus-alertmanager victoria-metrics prometheus-node-exporter"
+# the Lustre format step's tests (docs/storage.md): blkid reads a real ext4 made by mkfs.ext4
+PKGS="$PKGS util-linux e2fsprogs"
 
 for arg in "$@"; do
     case "$arg" in
