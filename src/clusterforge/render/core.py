@@ -25,6 +25,7 @@ from .context_slurm import slurm_files
 from .env import environment
 from .fabric import FabricView
 from .lustre_targets import target_files
+from .lustre_tiers import tier_files
 from .nodecheck import nodecheck_files
 from .spec import FileSpec
 from .svg import DotError, dot_available, dot_to_svg
@@ -64,7 +65,7 @@ Builder = Callable[[FabricView], list[FileSpec]]
 
 BUILDERS: tuple[Builder, ...] = (
     opensm_files, slurm_files, ibsim_files, host_files, lustre_files, cabling_files, diagram_files,
-    monitoring_files, nodecheck_files, target_files,
+    monitoring_files, nodecheck_files, target_files, tier_files,
 )
 
 
