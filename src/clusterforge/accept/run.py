@@ -3,7 +3,8 @@ does the I/O (OpenSSH, host keys verified, as collection does); what to run come
 judgement from accept/judge.py.
 
 1. **nodes**: every GPU node's four commands, `parallel` nodes at a time (collect/ssh.py's bounded pool);
-2. **links**: round by round, each test's `ib_write_bw` server started on its node, then its client once the
+2. **links**: round by round, each test's `ib_write_bw` server started on its node (under coreutils'
+   `timeout`: a server left without its client ends there), then its client once the
    server printed perftest's "Waiting for client to connect" (or `server_wait_s` passed: a server whose output
    is buffered says nothing until it ends); a client refused because its server was not listening yet
    ("Couldn't connect") is tried again, `client_tries` in all. A round's tests run at once (no port twice in a
@@ -120,6 +121,9 @@ def _links(tests: list[LinkTest], addresses: Mapping[str, str], cfg: SshConfig, 
                 result.missing[rel] = "a node of the pair has no address"
             return
         server_argv, client_argv = t.argv(addresses[t.server.node])
+        # a server whose client never came would wait on its TCP port for ever (and the next round's server on
+        # that port would fail to listen): coreutils' timeout ends it on the node, where killing ssh here cannot
+        server_argv = ["timeout", str(int(s.link_timeout_s)), *server_argv]
         why = _one_link(cfg, addresses[t.server.node], server_argv, addresses[t.client.node], client_argv, s,
                         lambda text: _save(out_dir, rel, text, result, lock))
         if why is not None:
