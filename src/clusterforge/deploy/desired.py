@@ -29,10 +29,14 @@ COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "open
 HOSTS_FRAGMENT = "network/hosts"
 HOSTS_MARKER = "# {mark} clusterforge managed block"
 
+EXECUTABLE = frozenset({"lustre-server/cf-lustre-format.py.j2"})
+"""Templates of programs (mode 0755)."""
+
 LNET_UNIT = "lnet"
 """Lustre's unit that loads and configures LNet from /etc/lnet.conf, on every Lustre client."""
 
-_TEMPLATE_COMPONENT = {"nccl": "nccl", "ipoib": "ipoib", "lustre": "lustre", "opensm": "opensm"}
+_TEMPLATE_COMPONENT = {"nccl": "nccl", "ipoib": "ipoib", "lustre": "lustre", "lustre-server": "lustre",
+                       "lustre-tiers": "lustre", "opensm": "opensm"}
 
 
 def _dest(options: DeployOptions, path: str) -> str:
@@ -100,7 +104,7 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
             if kind is None:
                 kind = kind_of[(dest, spec.template)] = (
                     _TEMPLATE_COMPONENT.get(spec.template.split("/", 1)[0], "base"),
-                    file_mode(dest.lstrip("/")), _dest(options, dest))
+                    0o755 if spec.template in EXECUTABLE else file_mode(dest.lstrip("/")), _dest(options, dest))
             comp, mode, full = kind
             context = contexts.get(id(spec))  # a spec several hosts get (OpenSM's shared files): one context
             if context is None:
@@ -200,13 +204,17 @@ def _lustre(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin
     if not files:
         return None
     sw = index.inv.software
-    client = any(f.dest.endswith(".mount") for f in files)
+    mounts = tuple(f.dest.rsplit("/", 1)[1] for f in files if f.template == "lustre/lustre.mount.j2")
+    client = bool(mounts)
     problem = lustre_ofed_problem(sw.doca_ofed, sw.lustre_client) if client else None
     # a client's LNet comes up through Lustre's own lnet.service (lustre-client-utils: `lnetctl import
-    # /etc/lnet.conf`), started before its mount units (ordered After=lnet.service). Servers' Lustre packages
-    # are not deployed here, so their unit is not managed either.
-    mounts = tuple(f.dest.rsplit("/", 1)[1] for f in files if f.dest.endswith(".mount"))
-    units = (LNET_UNIT, *mounts) if client else ()
+    # /etc/lnet.conf`), started before its mount units (ordered After=lnet.service), then its cache (PCC: its
+    # local mount, then `lctl pcc add`). Servers' Lustre packages are not deployed here, so their units are not
+    # managed: a target's mount, its format step and the HSM agent (lhsmd) are files only, started by the site
+    # (the HA manager, a person formatting on purpose, the copytool's package).
+    pcc = tuple(f.dest.rsplit("/", 1)[1] for f in files
+                if f.template in ("lustre-tiers/pcc.mount.j2", "lustre-tiers/lustre-pcc.service.j2"))
+    units = (LNET_UNIT, *mounts, *pcc) if client else ()
     pins = _pins(pins_of, "lustre", lambda: tuple(lustre_pins(sw))) if client else ()
     return Component("lustre", tuple(files), pins, services=units,
                      handler="systemd-reload", problems=(problem,) if problem else ())

@@ -69,7 +69,7 @@ BUILDERS: tuple[Builder, ...] = (
 )
 
 
-HOST_BUILDERS: tuple[Builder, ...] = (opensm_files, host_files, lustre_files)
+HOST_BUILDERS: tuple[Builder, ...] = (opensm_files, host_files, lustre_files, target_files, tier_files)
 """The builders of the files that go onto hosts (what a deploy needs of the render)."""
 
 

@@ -67,3 +67,26 @@ def test_credentials_in_an_environment_variable(tmp_path: Path) -> None:
     files = render_environment(load_checked(env).index, "prod")
     dropin = files["hosts/sm01/etc/systemd/system/lhsmd.service.d/clusterforge.conf"]
     assert "Environment=" not in dropin and "sets HSM_S3_CREDENTIALS" in dropin
+
+
+def test_deploy_carries_the_tiers_and_the_servers_files_and_starts_only_the_clients(prod: Checked) -> None:
+    """Both engines deploy the lustre component's files and start its services (one plan, docs/deploy.md): a
+    client's LNet, mount and cache start; a server's target mounts, its format step and an agent's lhsmd are
+    files only (the HA manager, a person on purpose, the copytool's package start them)."""
+    from clusterforge.deploy.desired import host_plans
+    from clusterforge.deploy.options import DeployOptions
+
+    (fs,) = prod.index.inv.lustre
+    plans = host_plans(prod.index, DeployOptions("prod"))
+    gpu = next(n.name for n in prod.index.inv.nodes if n.role == "compute")
+    lustre = plans[gpu].component("lustre")
+    assert lustre is not None
+    assert lustre.services == ("lnet", f"lustre-{fs.name}.mount", "mnt-pcc.mount", f"lustre-pcc-{fs.name}.service")
+    server = plans["lus01"].component("lustre")
+    assert server is not None and server.services == () and server.pins == ()
+    modes = {f.dest: f.mode for f in server.files}
+    assert modes["/usr/local/lib/clusterforge/cf-lustre-format"] == 0o755
+    assert "/etc/systemd/system/mnt-lustre-lfs01-OST0000.mount" in modes
+    agent = plans["sm01"].component("lustre")
+    assert agent is not None and agent.services == ()
+    assert {"/etc/lhsmd/agent", "/etc/lhsmd/lhsm-plugin-s3"} <= {f.dest for f in agent.files}
