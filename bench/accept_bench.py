@@ -2,7 +2,8 @@
 inventories and on prod, beside the least time the run itself takes (its link rounds at ib_write_bw's -D 5).
 
 The outputs judged are the lab's stand-ins for a healthy fabric (lab/accept_standins.py: real captures, every
-link at its declared rate), written once per size: what a whole run saves, at that size.
+link at its declared rate; an H100 node's single-node all_reduce the real 8 x H100 capture), written once per
+size: what a whole run saves, at that size.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from clusterforge.lab.accept_standins import outputs
 from clusterforge.model.index import Index
 from timing import best_of
 
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 LINK_SECONDS = 5
 """ib_write_bw -D 5: each link round takes at least this long."""
 
@@ -28,6 +30,12 @@ def _write(plan: AcceptPlan, index: Index, run: Path) -> int:
         rate = index.port_rate(p.node, p.hca, p.port)
         rates[p.label] = float(index.cat.rates[rate].gbps) if rate else None
     texts = outputs(plan, rates)
+    # the stand-ins' single-node all_reduce is the 8 x A100 capture: an H100 node's is the real 8 x H100 one
+    h100 = (FIXTURES / "nccl-tests" / "single-node-8xh100-g8-nvls-448-edited-indent.txt").read_text()
+    for t in plan.nodes:
+        gpus = index.hardware[t.node].gpus
+        if gpus is not None and gpus.model.startswith("H100"):
+            texts[f"nodes/{t.node}/nccl-single"] = h100
     for rel, text in texts.items():
         (run / rel).parent.mkdir(parents=True, exist_ok=True)
         (run / rel).write_text(text)
