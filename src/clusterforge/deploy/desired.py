@@ -208,13 +208,12 @@ def _lustre(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin
     client = bool(mounts)
     problem = lustre_ofed_problem(sw.doca_ofed, sw.lustre_client) if client else None
     # a client's LNet comes up through Lustre's own lnet.service (lustre-client-utils: `lnetctl import
-    # /etc/lnet.conf`), started before its mount units (ordered After=lnet.service), then its cache (PCC: its
-    # local mount, then `lctl pcc add`). Servers' Lustre packages are not deployed here, so their units are not
-    # managed: a target's mount, its format step and the HSM agent (lhsmd) are files only, started by the site
-    # (the HA manager, a person formatting on purpose, the copytool's package).
-    pcc = tuple(f.dest.rsplit("/", 1)[1] for f in files
-                if f.template in ("lustre-tiers/pcc.mount.j2", "lustre-tiers/lustre-pcc.service.j2"))
-    units = (LNET_UNIT, *mounts, *pcc) if client else ()
+    # /etc/lnet.conf`), started before its mount units (ordered After=lnet.service). Everything else is files
+    # only, started by the site: the cache's units once its local file system exists (the prod lab's deploy
+    # failed every GPU node starting them on a device that was not there), a target's mount (the HA manager),
+    # the format step (a person, on purpose), the HSM agent (the copytool's package). Servers' Lustre packages
+    # are not deployed here.
+    units = (LNET_UNIT, *mounts) if client else ()
     pins = _pins(pins_of, "lustre", lambda: tuple(lustre_pins(sw))) if client else ()
     return Component("lustre", tuple(files), pins, services=units,
                      handler="systemd-reload", problems=(problem,) if problem else ())

@@ -71,8 +71,9 @@ def test_credentials_in_an_environment_variable(tmp_path: Path) -> None:
 
 def test_deploy_carries_the_tiers_and_the_servers_files_and_starts_only_the_clients(prod: Checked) -> None:
     """Both engines deploy the lustre component's files and start its services (one plan, docs/deploy.md): a
-    client's LNet, mount and cache start; a server's target mounts, its format step and an agent's lhsmd are
-    files only (the HA manager, a person on purpose, the copytool's package start them)."""
+    client's LNet and mount start; its cache's units, a server's target mounts, its format step and an agent's
+    lhsmd are files only (the site once the cache's file system exists, the HA manager, a person on purpose,
+    the copytool's package start them)."""
     from clusterforge.deploy.desired import host_plans
     from clusterforge.deploy.options import DeployOptions
 
@@ -81,7 +82,9 @@ def test_deploy_carries_the_tiers_and_the_servers_files_and_starts_only_the_clie
     gpu = next(n.name for n in prod.index.inv.nodes if n.role == "compute")
     lustre = plans[gpu].component("lustre")
     assert lustre is not None
-    assert lustre.services == ("lnet", f"lustre-{fs.name}.mount", "mnt-pcc.mount", f"lustre-pcc-{fs.name}.service")
+    assert lustre.services == ("lnet", f"lustre-{fs.name}.mount")  # the cache's units: files only
+    assert {"/etc/systemd/system/mnt-pcc.mount", f"/etc/systemd/system/lustre-pcc-{fs.name}.service"} <= {
+        f.dest for f in lustre.files}
     server = plans["lus01"].component("lustre")
     assert server is not None and server.services == () and server.pins == ()
     modes = {f.dest: f.mode for f in server.files}
