@@ -20,7 +20,7 @@ import typer
 from ..accept.plan import AcceptPlan, accept_plan
 from ..lab import LabError, LabState, fault_injector
 from ..lab.accept_guest import answers, arm, disarm
-from ..lab.accept_standins import LABEL, AcceptFaults, capture, link_gbps, outputs
+from ..lab.accept_standins import LABEL, AcceptFaults, link_gbps, outputs
 from ..lab.rehearsal import env as labenv
 from ..util.errors import ExitCode
 from ..util.fsutil import write_atomic
@@ -109,8 +109,7 @@ def _texts(env: Path) -> tuple[LabState, AcceptPlan, dict[str, float | None], di
 def arm_lab(env: Path, fmt: Format) -> None:
     """The stand-in tools on the lab hosts answer the plan's commands over SSH as the lab is now."""
     state, plan, _rates, texts = _texts(env)
-    failed = frozenset(k for k, v in texts.items() if v == capture("ib_write_bw-failed"))
-    per_host = answers(plan, texts, failed)
+    per_host = answers(plan, texts)
     host_dirs = {name: state.state_dir / "hosts" / name for name in state.hosts}
     n = arm(state.state_dir / "guest" / "sbin", host_dirs, per_host)
     text = (f"armed the LAB-ONLY acceptance stand-ins on {len(host_dirs)} lab host(s): {n} answers as the lab is "

@@ -98,8 +98,7 @@ def default_targets(index: Index, addresses: dict[str, str]) -> tuple[list[Targe
             cmds["lctl-list-nids"] = HOST_TOOLS["lctl-list-nids"]
         if any(fs.client(node.name, node.role) for fs in index.inv.lustre):
             cmds["lfs-df"] = HOST_TOOLS["lfs-df"]  # the client's view of its file systems' targets
-        if any(fs.hsm is not None and t.kind == "mdt" and t.server == node.name
-               for fs in index.inv.lustre for t in fs.targets):
+        if any(node.name in fs.hsm_coordinators() for fs in index.inv.lustre):
             cmds["lctl-hsm"] = HOST_TOOLS["lctl-hsm"]  # the HSM coordinator on a metadata server
         hosts.append(Target(node.name, addr, cmds))
     sm = sm_node(index)

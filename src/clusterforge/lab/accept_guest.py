@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from clusterforge.accept.plan import AcceptPlan
+from clusterforge.lab.accept_standins import capture
 
 TOOLS = ("dcgmi", "nvidia-smi", "all_reduce_perf", "mpirun", "ib_write_bw")
 ANSWERS = "accept"
@@ -38,15 +39,15 @@ def hosts_key(hosts: str) -> str:
     return hashlib.sha256(hosts.encode()).hexdigest()[:20]
 
 
-def answers(plan: AcceptPlan, texts: Mapping[str, str],
-            failed: frozenset[str] = frozenset()) -> dict[str, dict[str, str]]:
+def answers(plan: AcceptPlan, texts: Mapping[str, str]) -> dict[str, dict[str, str]]:
     """host -> (path under its ANSWERS folder -> what its tool prints), from the run directory's texts
-    (lab/accept_standins.outputs); `failed` are the texts that are a tool's failure (stderr, exit 1)."""
+    (lab/accept_standins.outputs); perftest's failure output is printed as a failure (stderr, exit 1)."""
+    failure = capture("ib_write_bw-failed")
     out: dict[str, dict[str, str]] = {}
 
     def put(host: str, rel: str, text_of: str) -> None:
         text = texts[text_of]
-        out.setdefault(host, {})[rel] = (FAILED_MARK + text) if text_of in failed else text
+        out.setdefault(host, {})[rel] = (FAILED_MARK + text) if text == failure else text
 
     for t in plan.nodes:
         for name in t.commands:

@@ -62,6 +62,11 @@ class LustreFs(Model):
         `clients: all`; never one of its own servers."""
         return (role == "compute" or self.clients == "all") and node not in self.servers
 
+    def hsm_coordinators(self) -> set[str]:
+        """The servers of this file system's metadata targets when it has an archive tier (the HSM coordinator
+        runs on each MDT); empty without one."""
+        return {t.server for t in self.targets if t.kind == "mdt"} if self.hsm is not None else set()
+
 
 ROLE_OF_KIND = {"ost": "lustre-ost", "mdt": "lustre-mdt", "mgt": "lustre-mdt"}
 """The local-device role (`storage[].role`) each target kind is built on."""

@@ -37,10 +37,7 @@ def systemd_escape_path(path: str) -> str:
 
 
 def clients(fab: FabricView, fs: LustreFs) -> list[str]:
-    servers = set(fs.servers)
-    roles = ("compute",) if fs.clients == "compute" else None
-    return [n.name for n in fab.index.inv.nodes
-            if n.name not in servers and (roles is None or n.role in roles)]
+    return [n.name for n in fab.index.inv.nodes if fs.client(n.name, n.role)]
 
 
 def lnet_nets(fab: FabricView) -> dict[str, dict[str, list[str]]]:

@@ -85,7 +85,7 @@ def check_lfs_df(index: Index, host: str, seen: Sequence[LfsFilesystem]) -> list
 
 def hsm_servers(index: Index) -> set[str]:
     """Servers of a metadata target of a file system with an archive tier (where the HSM coordinator runs)."""
-    return {t.server for fs in index.inv.lustre if fs.hsm is not None for t in fs.targets if t.kind == "mdt"}
+    return {s for fs in index.inv.lustre for s in fs.hsm_coordinators()}
 
 
 def check_hsm(index: Index, host: str, seen: Sequence[MdtHsm]) -> list[Finding]:
