@@ -13,23 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from clusterforge.api import Checked, load_checked
+from clusterforge.api import Checked
 from clusterforge.model.services import failover_of
-from clusterforge.render.core import render_environment
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(scope="module")
-def prod() -> Checked:
-    return load_checked(ROOT / "inventories" / "prod")
-
-
-@pytest.fixture(scope="module")
-def files(prod: Checked) -> dict[str, str]:
-    return render_environment(prod.index, "prod")
 
 
 def test_every_target_on_its_server_and_its_failover(prod: Checked, files: dict[str, str]) -> None:

@@ -8,22 +8,10 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
-
 from clusterforge.api import Checked, load_checked
 from clusterforge.render.core import render_environment
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(scope="module")
-def prod() -> Checked:
-    return load_checked(ROOT / "inventories" / "prod")
-
-
-@pytest.fixture(scope="module")
-def files(prod: Checked) -> dict[str, str]:
-    return render_environment(prod.index, "prod")
 
 
 def test_pcc_on_every_compute_client(prod: Checked, files: dict[str, str]) -> None:

@@ -6,20 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from clusterforge.api import Checked, load_checked
+from clusterforge.api import Checked
 from clusterforge.collect.plan import default_targets
 from clusterforge.parse import lfs_df
 from clusterforge.validate.lustre import check_lfs_df
 
 ROOT = Path(__file__).resolve().parents[3]
 HEAD = "UUID                       bytes        Used   Available Use% Mounted on\n"
-
-
-@pytest.fixture(scope="module")
-def prod() -> Checked:
-    return load_checked(ROOT / "inventories" / "prod")
 
 
 def _lfs_df(checked: Checked, down: dict[tuple[str, int], str] | None = None, drop: tuple[str, int] | None = None,

@@ -100,17 +100,23 @@ def test_check_refuses_a_pin_that_names_nothing_real(tmp_path: Path, yaml_text: 
     assert any(message in str(i) and str(i).startswith(f"{env / 'firmware.yaml'}:") for i in exc.value.issues)
 
 
-def test_a_dpu_model_in_use_may_be_pinned(tmp_path: Path) -> None:
-    """A BlueField pin is a pin of a model the inventory uses when a node has one as a DPU (a day-2 bump flashes it
-    and reboots the host to activate it, docs/firmware.md)."""
-    env = tmp_path / "lab"
+def _lab_with_dpu(tmp: Path, pin: str) -> Path:
+    """The lab with a BlueField-3 (mlx5_8) on every GPU node and `pin` its firmware pin."""
+    env = tmp / "lab"
     shutil.copytree(ROOT / "inventories" / "lab", env)
     hw = env / "hardware.yaml"
     data = yaml.safe_load(hw.read_text())
     profile = next(p for p in data["profiles"] if p["name"] == "gpu-node")
     profile["dpus"] = [{"name": "mlx5_8", "model": "BlueField-3", "ports": [{"port": 1, "rate": "NDR"}]}]
     hw.write_text(yaml.safe_dump(data, sort_keys=False))
-    (env / "firmware.yaml").write_text("firmware:\n  hcas:\n    - {model: BlueField-3, version: 32.43.1014}\n")
+    (env / "firmware.yaml").write_text(f"firmware:\n  hcas:\n    - {pin}\n")
+    return env
+
+
+def test_a_dpu_model_in_use_may_be_pinned(tmp_path: Path) -> None:
+    """A BlueField pin is a pin of a model the inventory uses when a node has one as a DPU (a day-2 bump flashes it
+    and reboots the host to activate it, docs/firmware.md)."""
+    env = _lab_with_dpu(tmp_path, "{model: BlueField-3, version: 32.43.1014}")
     assert load_checked(env).inv.firmware is not None
 
 
@@ -118,16 +124,7 @@ def test_a_dpu_behind_its_pin_is_drift(tmp_path: Path) -> None:
     """A BlueField-3 on a GPU node, pinned: its firmware is read and judged like an HCA's (it was skipped: only
     the HCAs were matched). The input is the real BlueField capture with its Device Type changed to BlueField3
     (constructed: no BlueField-3 capture with a source exists in the samples)."""
-    env = tmp_path / "lab"
-    shutil.copytree(ROOT / "inventories" / "lab", env)
-    hw = env / "hardware.yaml"
-    data = yaml.safe_load(hw.read_text())
-    profile = next(p for p in data["profiles"] if p["name"] == "gpu-node")
-    profile["dpus"] = [{"name": "mlx5_8", "model": "BlueField-3", "ports": [{"port": 1, "rate": "NDR"}]}]
-    hw.write_text(yaml.safe_dump(data, sort_keys=False))
-    (env / "firmware.yaml").write_text("firmware:\n  hcas:\n    - {model: BlueField-3, version: 32.43.1014, "
-                                       "psids: [MT_0000000884]}\n")
-    checked = load_checked(env)
+    checked = load_checked(_lab_with_dpu(tmp_path, "{model: BlueField-3, version: 32.43.1014, psids: [MT_0000000884]}"))
     text = _capture("bluefield1").replace("Device Type:      BlueField\n", "Device Type:      BlueField3\n")
     found = check_firmware(checked.index, "gpu01", mlxfwmanager.parse(text))
     assert sorted((f.rule, f.subject) for f in found) == [("FW-DRIFT", "gpu01 mlx5_8"), ("FW-PSID", "gpu01 mlx5_8")]
