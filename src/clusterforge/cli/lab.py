@@ -371,6 +371,10 @@ def _technician_does(env: Path, work: Callable[[Technician], _T]) -> tuple[Techn
         tech = technician(state)
         done = work(tech)
         _settle(state)
+        if tech.plugged and (state.opensm_host or state.opensm is not None):
+            # a plugged port shows in ibnetdiscover before the SM swept it: a validate right after a
+            # `cable move` back saw the host's port Initializing (CI, session 9)
+            fault_injector(state).wait_active(tech.plugged)
     except (LabError, OSError) as exc:
         _fail(exc)
     return tech, done

@@ -34,7 +34,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusterforge.lab.errors import FaultError
@@ -108,6 +108,7 @@ class Technician:
     console: Console
     net: NetFile
     state_dir: Path
+    plugged: list[Endpoint] = field(default_factory=list)  # both ends of each cable plugged (to wait on)
 
     def journal(self) -> list[dict[str, object]]:
         return read_journal(self.state_dir)
@@ -183,6 +184,7 @@ class Technician:
             raise FaultError(f"{a} and {b} share no width/speed; ibsim would abort") from exc
         self._console(f"Link {a} {b}")
         self._append({"op": "plug", "a": [a.node, a.port], "b": [b.node, b.port]})
+        self.plugged += [a, b]
 
     def move(self, ref: PortRef, to: PortRef) -> Endpoint:
         """Move the cable at `ref` from whatever it reaches now to `to`; returns the old far end."""
