@@ -362,23 +362,25 @@ def run(counts: tuple[int, ...] = COUNTS, forks: tuple[int, ...] = (32,),
 if __name__ == "__main__" and sys.argv[1:2] == [WORKER]:
     _pyinfra_worker(sys.argv[2:])
 elif __name__ == "__main__":
-    argv = sys.argv[1:]
-    opts: dict[str, str] = {}
-    converged_only = "--ansible-converged-only" in argv
-    argv = [a for a in argv if a != "--ansible-converged-only"]
-    for key in ("--forks", "--strategy", "--ansible-max", "--ansible-timeout"):
-        if key in argv:
-            i = argv.index(key)
-            opts[key] = argv[i + 1]
-            del argv[i:i + 2]
-    ansible = "--no-ansible" not in argv
-    collect_too = "--no-collect" not in argv
-    argv = [a for a in argv if a not in ("--no-ansible", "--no-collect")]
-    counts = tuple(int(a) for a in argv) or COUNTS
-    forks = tuple(int(x) for x in opts.get("--forks", "32").split(","))
-    strategies = tuple(opts.get("--strategy", "linear").split(","))
-    amax = int(opts.get("--ansible-max", ANSIBLE_MAX))
-    ANSIBLE_TIMEOUT_S[0] = int(opts.get("--ansible-timeout", ANSIBLE_TIMEOUT_S[0]))
+    import argparse
+
+    ap = argparse.ArgumentParser(description="The scale lab: pyinfra, Ansible and SSH collection at N hosts, "
+                                             "each beside its peer in the same run (JSON rows on stdout).")
+    ap.add_argument("counts", nargs="*", type=int, default=list(COUNTS), help="host counts (default: %(default)s)")
+    ap.add_argument("--forks", default="32", help="Ansible forks to try, comma-separated (default: 32)")
+    ap.add_argument("--strategy", default="linear", help="Ansible strategies to try, comma-separated")
+    ap.add_argument("--ansible-max", type=int, default=ANSIBLE_MAX, help="no Ansible above this many hosts")
+    ap.add_argument("--ansible-timeout", type=int, default=ANSIBLE_TIMEOUT_S[0], help="seconds an Ansible run may take")
+    ap.add_argument("--ansible-converged-only", action="store_true", help="Ansible's converged re-run only")
+    ap.add_argument("--no-ansible", action="store_true", help="pyinfra (and collection) only")
+    ap.add_argument("--no-collect", action="store_true", help="no SSH collection rows")
+    ns = ap.parse_args(sys.argv[1:])
+    counts = tuple(ns.counts)
+    forks = tuple(int(x) for x in ns.forks.split(","))
+    strategies = tuple(ns.strategy.split(","))
+    amax, ansible, collect_too, converged_only = ns.ansible_max, not ns.no_ansible, not ns.no_collect, \
+        ns.ansible_converged_only
+    ANSIBLE_TIMEOUT_S[0] = ns.ansible_timeout
     for row in scale_rows(counts, forks, strategies, ansible=ansible, ansible_max=amax, collect_too=collect_too,
                           ansible_converged_only=converged_only):
         print(json.dumps(row))
