@@ -357,6 +357,10 @@ def _services_yaml(spec: Spec, placed: list[tuple[str, str, str, int, str]]) -> 
         "  partitions:\n    - name: default\n      pkey: 0x7fff\n      ipoib: true\n"
         "      members: [{device: ALL, membership: full}]\n"
     )
+    # Slurm, the one path to the scheduler (deploy reboots, day-2 waves, the drain hook, the health check)
+    out.append('deploy:\n  reboot:\n    drain: [scontrol, update, "nodename={hosts}", state=drain, "reason={reason}"]\n'
+               '    resume: [scontrol, update, "nodename={hosts}", state=resume]\n'
+               'health_check:\n  enabled: true\n')
     return "".join(out)
 
 

@@ -83,7 +83,8 @@ def test_drain_resume_format_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
 
     calls: list[tuple[str, bool]] = []
     monkeypatch.setattr(lab_cli, "_running", lambda env: SimpleNamespace(state_dir=tmp_path, hosts={"gpu01": {}}))
-    monkeypatch.setattr(lab_cli, "set_drained", lambda _d, host, drain, _hosts: calls.append((host, drain)) or True)
+    monkeypatch.setattr(lab_cli, "set_drained",
+                        lambda _d, host, drain, _hosts, _why=None: calls.append((host, drain)) or True)
     result = CliRunner().invoke(app, ["lab", verb, "inventories/lab", "gpu01", "--format", "json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {"message": f"gpu01 {word}", "host": "gpu01", "state": word, "changed": True}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ def test_diff_steps_are_a_table_one_row_per_step_when_piped(tmp_path: Path) -> N
         assert step["action"] in row  # markup-like text ("[rack U2]") is printed as it is
         assert step["subject"] in row
         if step["argv"]:
-            assert row.endswith(" ".join(step["argv"]))
+            assert row.endswith(shlex.join(step["argv"]))  # as a shell would read it back
         assert row == row.rstrip()
     # the rack (or phase) is named on the first row of its group only
     firsts = [r for r in rows if "rack lab-su01-r01" in r]

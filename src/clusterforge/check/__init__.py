@@ -10,7 +10,20 @@ from collections.abc import Callable
 
 from ..model.index import Index
 from ..util.errors import InventoryIssue
-from . import addressing, cabling, compat, firmware, ha, hardware, monitoring, placement, services, storage, uniqueness
+from . import (
+    addressing,
+    cabling,
+    compat,
+    firmware,
+    ha,
+    hardware,
+    health,
+    monitoring,
+    placement,
+    services,
+    storage,
+    uniqueness,
+)
 
 Rule = Callable[[Index], list[InventoryIssue]]
 
@@ -26,6 +39,7 @@ RULES: tuple[Rule, ...] = (
     compat.check,
     firmware.check,
     monitoring.check,
+    health.check,
 )
 
 

@@ -58,6 +58,6 @@ def check(index: Index) -> list[InventoryIssue]:
         if routes.page is not None and routes.page.drain and not index.inv.deploy.reboot.drain:
             out.append(InventoryIssue(("monitoring", "alerts", "page", "drain"),
                                       "level 3 drains through deploy.reboot.drain, which is empty: give the drain "
-                                      "argv (e.g. [scontrol, update, nodename={host}, state=drain, reason=cf]) or "
-                                      "set drain: false", rule="INV-MONITORING"))
+                                      "argv (e.g. [scontrol, update, nodename={hosts}, state=drain, "
+                                      "'reason={reason}']) or set drain: false", rule="INV-MONITORING"))
     return out

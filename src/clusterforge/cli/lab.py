@@ -457,10 +457,11 @@ def cable_replace(
 
 @app.command("drain")
 def lab_drain(args: list[str] = typer.Argument(..., metavar="[ENV] HOST"), env_opt: Path | None = _ENV_OPT,
-             fmt: Format = _FMT) -> None:
+              reason: str | None = typer.Option(None, "--reason", help="why (the drain hook's {reason})"),
+              fmt: Format = _FMT) -> None:
     """Lab only: mark a host drained (the lab's stand-in for a scheduler; the lab inventory's drain hook)."""
     env, (host,) = _env_first(args, env_opt, 1, "drain [ENV] HOST")
-    _drain(env, host, True, fmt)
+    _drain(env, host, True, fmt, reason)
 
 
 @app.command("resume")
@@ -471,13 +472,13 @@ def lab_resume(args: list[str] = typer.Argument(..., metavar="[ENV] HOST"), env_
     _drain(env, host, False, fmt)
 
 
-def _drain(env: Path, host: str, drain: bool, fmt: Format = Format.text) -> None:
+def _drain(env: Path, host: str, drain: bool, fmt: Format = Format.text, reason: str | None = None) -> None:
     from . import lab_monitoring
 
     state = _running(env)
     try:
         lab_monitoring.drained(state.state_dir, set(state.hosts))  # what the containers asked for comes first
-        changed = set_drained(state.state_dir, host, drain, set(state.hosts))
+        changed = set_drained(state.state_dir, host, drain, set(state.hosts), reason)
     except (LabError, OSError) as exc:
         _fail(exc)
     word = "drained" if drain else "resumed"

@@ -30,7 +30,7 @@ import dataclasses
 from collections.abc import Callable
 
 from ..model.cabling import Cable
-from ..model.hooks import hook_calls, takes_many
+from ..model.hooks import DAY2_REASON, hook_calls, takes_many
 from ..model.index import Index, PortKey
 from ..util.hostlist import compress as hostlist
 from .firmware import (
@@ -440,7 +440,7 @@ class _Planner:
                                  "MASTER)")
                             master = standby
                     if node.role == "compute" and policy.drain:
-                        [(_, argv)] = hook_calls(policy.drain, [h])
+                        [(_, argv)] = hook_calls(policy.drain, [h], DAY2_REASON)
                         emit("drain", rack, h, f"drain: {why}", argv)
                     else:
                         verb = "drain" if node.role == "compute" else f"take out of service ({node.role})"
@@ -457,7 +457,7 @@ class _Planner:
                         take_out(rack)
                     if batched:
                         why = wave.why or _reasons_text([r for h in batched for r in self.reasons[h]])
-                        [(_, argv)] = hook_calls(policy.drain, batched)
+                        [(_, argv)] = hook_calls(policy.drain, batched, DAY2_REASON)
                         emit("drain", self._one_rack(batched), hostlist(batched),
                              f"drain {_hosts_text(batched)}: {why}", argv)
                 for phase in phases:
@@ -515,14 +515,14 @@ class _Planner:
             resumed = ([h for h in back if h in self.old.nodes and self.new.nodes[h].role == "compute"
                         and h not in self.g.sms] if takes_many(policy.resume) else [])
             if resumed:  # a `{hosts}` resume hook: the wave's compute back in one call
-                [(_, argv)] = hook_calls(policy.resume, resumed)
+                [(_, argv)] = hook_calls(policy.resume, resumed, DAY2_REASON)
                 emit("resume", self._one_rack(resumed), hostlist(resumed), f"resume {_hosts_text(resumed)}", argv)
             for h in back:
                 node = self.new.nodes[h]
                 if h not in self.old.nodes or h in resumed:
                     continue
                 if node.role == "compute" and policy.resume:
-                    [(_, argv)] = hook_calls(policy.resume, [h])
+                    [(_, argv)] = hook_calls(policy.resume, [h], DAY2_REASON)
                     emit("resume", node.rack, h, "resume", argv)
                 else:
                     emit("return", node.rack, h, "resume" if node.role == "compute" else "return to service")

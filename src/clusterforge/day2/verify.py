@@ -46,7 +46,7 @@ from typing import Any
 
 from ..inventory.selection import SelectionError, select_nodes, split_tokens
 from ..model.cabling import Cable
-from ..model.hooks import hook_calls
+from ..model.hooks import DAY2_REASON, hook_calls
 from ..model.index import Index
 from ..util.hostlist import HostlistError, expand
 from .firmware import ACTIVATE, FLASH, Bump, activation, bumps, by_hand, cabled_nodes, card_models, version_key
@@ -233,7 +233,7 @@ class _Replay:
         except HostlistError as exc:
             self.bad("HOOK", f"{step.phase} of {step.subject!r}: not a host or hostlist ({exc})")
             return []
-        calls = hook_calls(template, hosts)
+        calls = hook_calls(template, hosts, DAY2_REASON)
         if len(calls) != 1 or calls[0][1] != step.argv:
             want = " ".join(calls[0][1]) if len(calls) == 1 else f"{len(calls)} calls (one a host)"
             self.bad("HOOK", f"{step.phase} of {step.subject}: the command is not the inventory's "

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..model.hooks import hook_calls, takes_many
+from ..model.hooks import REBOOT_REASON, hook_calls, takes_many
 from ..model.inventory import RebootPolicy
 from .component import HostPlan
 
@@ -57,7 +57,7 @@ def reboot_hosts(plans: Sequence[HostPlan], policy: RebootPolicy,
 def _run_calls(template: Sequence[str], hosts: Sequence[str]) -> dict[str, str]:
     """Run the template's calls for `hosts`; host -> the error of the call that covered it (none: it ran)."""
     errors: dict[str, str] = {}
-    for covered, argv in hook_calls(template, hosts):
+    for covered, argv in hook_calls(template, hosts, REBOOT_REASON):
         try:
             subprocess.run(argv, check=True, timeout=HOOK_TIMEOUT_S, capture_output=True)
         except (subprocess.SubprocessError, OSError) as exc:

@@ -4,7 +4,7 @@ The lab inventory's `deploy.reboot.drain` is `clusterforge lab drain {host} --en
 lab machine that records the drain in `<state>/drained.json` (`technician.set_drained`). The drain hook runs
 it on the monitoring node, inside a container, where clusterforge is not installed. So every container gets
 a LAB-ONLY `clusterforge` stand-in in /usr/local/sbin (the lab's guest tools, `STANDIN`) that understands
-only `lab drain|resume HOST [--env ENV]` and leaves the request as a JSON file in OUTBOX, a writable bind
+only `lab drain|resume HOST [--reason WHY] [--env ENV]` and leaves the request as a JSON file in OUTBOX, a writable bind
 mount of `<state>/drain-outbox`; `fold` (run by `lab status`, `lab drain` and `lab resume` on the lab
 machine) applies each request to drained.json exactly as `lab drain` does, noting where it came from, and
 removes it. Nothing else is writable from a container.
@@ -28,19 +28,24 @@ STANDIN = '''#!/usr/bin/python3
 # LAB-ONLY STAND-IN for clusterforge, installed by `clusterforge lab up` (read-only, /usr/local/sbin).
 # clusterforge is not installed in the lab's containers. This understands only what the lab inventory's
 # deploy.reboot.drain/resume run (the monitoring node's drain hook): `clusterforge lab drain|resume HOST
-# [--env ENV]`, and leaves the request in OUTBOX; the lab machine applies it to the lab's drained.json
+# [--reason WHY] [--env ENV]`, and leaves the request in OUTBOX; the lab machine applies it to the lab's drained.json
 # (clusterforge.lab.drain_outbox.fold) as `clusterforge lab drain` would there.
 import json, os, socket, sys, time
 OUTBOX = "@OUTBOX@"
 args = sys.argv[1:]
-env = None
-if "--env" in args:
-    i = args.index("--env")
-    env = args[i + 1] if i + 1 < len(args) else None
-    args = args[:i] + args[i + 2:]
-if len(args) != 3 or args[0] != "lab" or args[1] not in ("drain", "resume") or env == "":
-    sys.exit("clusterforge (lab stand-in): only `clusterforge lab drain|resume HOST [--env ENV]` runs here")
+opts = {"--env": None, "--reason": None}
+for key in opts:
+    if key in args:
+        i = args.index(key)
+        opts[key] = args[i + 1] if i + 1 < len(args) else ""
+        args = args[:i] + args[i + 2:]
+env, reason = opts["--env"], opts["--reason"]
+if len(args) != 3 or args[0] != "lab" or args[1] not in ("drain", "resume") or "" in (env, reason):
+    sys.exit("clusterforge (lab stand-in): only `clusterforge lab drain|resume HOST [--reason WHY] [--env ENV]` "
+             "runs here")
 req = {"event": args[1], "host": args[2], "env": env, "from": socket.gethostname(), "when": time.time()}
+if reason is not None:
+    req["reason"] = reason
 name = "%d-%s.json" % (time.time_ns(), socket.gethostname())
 tmp = os.path.join(OUTBOX, "." + name + ".tmp")
 with open(tmp, "w", encoding="utf-8") as f:
@@ -74,7 +79,9 @@ def fold(state_dir: Path, known: set[str]) -> list[dict[str, Any]]:
             if not isinstance(req, dict) or req.get("event") not in ("drain", "resume") \
                     or not isinstance(req.get("host"), str):
                 raise ValueError("not a drain or resume request")
-            set_drained(state_dir, req["host"], req["event"] == "drain", known)
+            why = req.get("reason")
+            set_drained(state_dir, req["host"], req["event"] == "drain", known,
+                        why if isinstance(why, str) else None)
             req["applied"] = True
         except (OSError, ValueError, FaultError) as exc:
             req = {"file": path.name, "applied": False, "error": str(exc)}

@@ -238,8 +238,9 @@ def drained(state_dir: Path) -> dict[str, object]:
     return data
 
 
-def set_drained(state_dir: Path, host: str, drain: bool, known: set[str]) -> bool:
-    """Drain (or resume) `host`; returns whether its state changed. Unknown hosts are refused."""
+def set_drained(state_dir: Path, host: str, drain: bool, known: set[str], reason: str | None = None) -> bool:
+    """Drain (or resume) `host`; returns whether its state changed. Unknown hosts are refused. `reason`: why
+    (the drain hook's `{reason}`), kept with the event and, for a drained host, in `reasons`."""
     if host not in known:
         raise FaultError(f"no host {host!r} in this lab")
     with _drained_lock(state_dir):  # a wave's drain hooks run at once: each read-change-write is whole
@@ -249,8 +250,14 @@ def set_drained(state_dir: Path, host: str, drain: bool, known: set[str]) -> boo
         changed = (host not in now) if drain else (host in now)
         now = now | {host} if drain else now - {host}
         events = list(past) if isinstance(past, list) else []
-        events.append({"host": host, "event": "drain" if drain else "resume", "when": time.time()})
-        write_atomic(state_dir / DRAINED, json.dumps({"drained": sorted(now), "events": events}, indent=1))
+        events.append({"host": host, "event": "drain" if drain else "resume", "when": time.time()}
+                      | ({"reason": reason} if reason is not None else {}))
+        old = data.get("reasons")
+        reasons = {str(k): str(v) for k, v in old.items() if k in now} if isinstance(old, dict) else {}
+        if drain and changed and reason is not None:  # a drained host keeps the reason it was drained with
+            reasons[host] = reason
+        write_atomic(state_dir / DRAINED, json.dumps({"drained": sorted(now), "reasons": reasons,
+                                                      "events": events}, indent=1))
     return changed
 
 

@@ -27,7 +27,10 @@ def _all_checks() -> list[Check]:
 
 
 class HealthCheck(Model):
-    enabled: bool = Field(default=True, description="render the check and Slurm's HealthCheck* lines")
+    enabled: bool = Field(default=False,
+                          description="render the check and Slurm's HealthCheck* lines; it drains and re-admits "
+                                      "through deploy.reboot.drain / .resume, which must then be declared "
+                                      "(INV-HEALTH)")
     interval_s: int = Field(default=300, ge=30, le=86400,
                             description="Slurm's HealthCheckInterval: seconds between two runs on a node")
     node_state: list[NodeState] = Field(

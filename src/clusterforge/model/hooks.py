@@ -9,17 +9,28 @@ A template names its hosts one of two ways:
   util/hostlist.py: only a trailing run of digits is ranged, as Slurm reads it): at 2,048 nodes a wave of
   256 hosts is one `scontrol` call, not 256.
 
-A template with both is refused by the model (a call would not say which hosts it is for). Pure.
+A template with both is refused by the model (a call would not say which hosts it is for).
+
+`{reason}` is why (the scheduler's drain reason, so that a person reading `sinfo -R` knows who drained a node
+and why, and the health check knows its own drains): each caller says it, starting with its own prefix
+(`cf-deploy:`, `cf-day2:`, `cf-alert:`, the health check's `cf-health:`). These hooks are the one path to
+the scheduler: deploy reboots, day-2 plans, the monitoring drain hook and cf-nodecheck all run them. Pure.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..util.hostlist import compress
 
 HOST = "{host}"
 HOSTS = "{hosts}"
+REASON = "{reason}"
+
+REBOOT_REASON = "cf-deploy: reboot after the deploy"
+DAY2_REASON = "cf-day2: change plan"
+ALERT_REASON = "cf-alert: level 3 alert"
 
 
 def takes_many(template: Sequence[str]) -> bool:
@@ -27,17 +38,30 @@ def takes_many(template: Sequence[str]) -> bool:
     return any(HOSTS in part for part in template)
 
 
-def hook_argv(template: Sequence[str], host: str) -> list[str]:
-    """The template for one host (`{host}` or `{hosts}` is that host)."""
-    return [part.replace(HOSTS, host).replace(HOST, host) for part in template]
+def _fill(part: str, hosts: str, reason: str | None) -> str:
+    # one pass: a host name or a reason holding `{reason}`/`{host}` text is never substituted again
+    table = {HOSTS: hosts, HOST: hosts} | ({REASON: reason} if reason is not None else {})
+    return re.sub("|".join(re.escape(k) for k in table), lambda m: table[m.group(0)], part)
 
 
-def hook_calls(template: Sequence[str], hosts: Sequence[str]) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+def hook_argv(template: Sequence[str], host: str, reason: str | None = None) -> list[str]:
+    """The template for one host (`{host}` or `{hosts}` is that host; `{reason}` is `reason`, or left for the
+    caller to fill in when None: the health check's reason is known on the node only)."""
+    return [_fill(part, host, reason) for part in template]
+
+
+def fill_reason(argv: Sequence[str], reason: str) -> list[str]:
+    """An argv from `hook_argv(..., reason=None)` with its `{reason}` filled in."""
+    return [part.replace(REASON, reason) for part in argv]
+
+
+def hook_calls(template: Sequence[str], hosts: Sequence[str],
+               reason: str) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     """Each call the template makes for `hosts`: (the hosts it covers, its argv). None for an empty template
     or no hosts; one for a `{hosts}` template; else one a host, in the order given."""
     if not template or not hosts:
         return []
     if takes_many(template):
         nodes = compress(hosts)
-        return [(tuple(hosts), tuple(part.replace(HOSTS, nodes) for part in template))]
-    return [((h,), tuple(hook_argv(template, h))) for h in hosts]
+        return [(tuple(hosts), tuple(_fill(part, nodes, reason) for part in template))]
+    return [((h,), tuple(hook_argv(template, h, reason))) for h in hosts]

@@ -75,9 +75,11 @@ class RebootPolicy(Model):
     mode: Literal["none", "when-needed", "rolling-by-rack"] = Field(default="when-needed",
         description="when the deploy reboots hosts")
     drain: list[Text] = Field(default_factory=list,
-                              description="argv run before a reboot or a day-2 wave takes compute out: `{host}` "
+                              description="argv that drains hosts (the one path to the scheduler: deploy reboots, "
+                                          "day-2 waves, the monitoring drain hook, the node health check): `{host}` "
                                           "for one call a host, or `{hosts}` for one call a group, as a Slurm "
-                                          "hostlist (`scontrol update nodename={hosts} state=drain reason=cf`)")
+                                          "hostlist; `{reason}`: who drains and why (`scontrol update "
+                                          "nodename={hosts} state=drain reason={reason}`)")
     resume: list[Text] = Field(default_factory=list,
                                description="argv run after the host is back (`{host}` or `{hosts}`, as drain)")
     timeout_s: int = Field(default=900, ge=30, description="seconds to wait for a host to come back")

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ..deploy.reboot import HOOK_TIMEOUT_S
-from ..model.hooks import hook_argv
+from ..model.hooks import ALERT_REASON, hook_argv
 from ..model.index import Index
 
 MAX_BODY = 4 * 1024 * 1024
@@ -67,7 +67,7 @@ class DrainHook:
             for host in hosts:
                 if host in self.drained and self.drained[host] == 0:
                     continue
-                code = self.run(hook_argv(self.template, host))
+                code = self.run(hook_argv(self.template, host, ALERT_REASON))
                 self.drained[host] = code
                 self._note(f"drain {host}: exit {code}")
                 now.append(host)

@@ -28,7 +28,7 @@ import json
 from typing import Any
 
 from ..model.expect import route_text
-from ..model.hooks import hook_argv
+from ..model.hooks import ALERT_REASON, hook_argv
 from ..model.index import Index
 from ..model.monitoring import Monitoring
 from ..model.nodes import Node
@@ -203,7 +203,7 @@ def monitoring_files(fab: FabricView) -> list[FileSpec]:
     if page is not None and page.drain:
         argv = list(index.inv.deploy.reboot.drain)
         drain = {"port": page.drain_hook_port, "script": DRAIN_HOOK, "targets": DRAIN_TARGETS,
-                 "hosts": {n.name: hook_argv(argv, n.name) for n in index.inv.nodes}}
+                 "hosts": {n.name: hook_argv(argv, n.name, ALERT_REASON) for n in index.inv.nodes}}
     for srv in stores:
         base = f"monitoring/{srv}"
         if drain is not None:

@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..model.hooks import hook_argv
 from ..parse import _common, errors, ibstat, nvidia_smi_nvlink, nvidia_smi_query_gpu
 from ..util import echo, guid
 from .context_lustre import clients
@@ -62,6 +63,10 @@ def expectations(fab: FabricView, node: str, mounts: dict[str, list[str]] | None
         "hca_ports": [{"hca": h.name, "port": p.port, "rate": p.rate, "gbps": index.cat.rates[p.rate].gbps}
                       for h in hw.hcas for p in h.ports],
         "mounts": mine,
+        # the one path to the scheduler (model/hooks.py): the inventory's hooks, this node filled in, `{reason}`
+        # left for the check to fill with the part it found wrong
+        "drain": hook_argv(index.inv.deploy.reboot.drain, node),
+        "resume": hook_argv(index.inv.deploy.reboot.resume, node),
     }
 
 

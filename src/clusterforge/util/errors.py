@@ -61,6 +61,7 @@ RULES: dict[str, str] = {
     "INV-HA": "a redundant group (SM pair, Lustre pair, a node's rails) cabled to one switch only",
     "INV-COMPAT": "the OFED and Lustre client versions cannot work together",
     "INV-MONITORING": "the monitoring section: collector, store, alert routes",
+    "INV-HEALTH": "the node health check: the scheduler hooks it drains and re-admits through",
     "INV-PLAN": "the fabric spec cannot be planned",
 }
 """Rule ids of inventory issues (`clusterforge check`), one per family of rules, and what each covers."""

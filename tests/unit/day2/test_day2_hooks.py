@@ -21,7 +21,7 @@ from clusterforge.day2 import ChangePlan, change_plan
 from clusterforge.day2.verify import verify
 from clusterforge.inventory.load import load_inventory
 from clusterforge.model import Inventory
-from clusterforge.model.hooks import hook_argv, hook_calls, takes_many
+from clusterforge.model.hooks import DAY2_REASON, fill_reason, hook_argv, hook_calls, takes_many
 from clusterforge.model.index import Index
 from clusterforge.model.inventory import RebootPolicy
 from clusterforge.util.hostlist import expand
@@ -30,18 +30,31 @@ ROOT = Path(__file__).resolve().parents[3]
 NODES = 2048
 DRAIN_ONE = ["scontrol", "update", "nodename={host}", "state=drain", "reason=clusterforge"]
 DRAIN_MANY = ["scontrol", "update", "nodename={hosts}", "state=drain", "reason=clusterforge"]
+DRAIN_WHY = ["scontrol", "update", "nodename={hosts}", "state=drain", "reason={reason}"]
 RESUME_MANY = ["scontrol", "update", "nodename={hosts}", "state=resume"]
 
 
 def test_hook_calls() -> None:
     hosts = ["gpu0001", "gpu0002", "gpu0003", "gpu0007", "sm01"]
-    assert hook_calls(DRAIN_MANY, hosts) == [(tuple(hosts), ("scontrol", "update", "nodename=gpu[0001-0003,0007],sm01",
-                                                             "state=drain", "reason=clusterforge"))]
-    one = hook_calls(DRAIN_ONE, hosts[:2])
+    assert hook_calls(DRAIN_MANY, hosts, "x") == [(tuple(hosts), ("scontrol", "update",
+                                                                  "nodename=gpu[0001-0003,0007],sm01",
+                                                                  "state=drain", "reason=clusterforge"))]
+    one = hook_calls(DRAIN_ONE, hosts[:2], "x")
     assert [c[0] for c in one] == [("gpu0001",), ("gpu0002",)] and one[1][1][2] == "nodename=gpu0002"
-    assert hook_calls([], hosts) == [] and hook_calls(DRAIN_MANY, []) == []
+    assert hook_calls([], hosts, "x") == [] and hook_calls(DRAIN_MANY, [], "x") == []
     assert takes_many(DRAIN_MANY) and not takes_many(DRAIN_ONE)
     assert hook_argv(DRAIN_MANY, "gpu0001")[2] == hook_argv(DRAIN_ONE, "gpu0001")[2] == "nodename=gpu0001"
+
+
+def test_the_reason_is_filled_once() -> None:
+    (_, argv), = hook_calls(DRAIN_WHY, ["gpu01", "gpu02"], DAY2_REASON)
+    assert argv[-1] == f"reason={DAY2_REASON}" and argv[2] == "nodename=gpu[01-02]"
+    # left for the node to fill in (the health check), then filled; text that looks like a placeholder
+    # in a host name or a reason is data, never substituted again
+    later = hook_argv(DRAIN_WHY, "gpu01")
+    assert later[-1] == "reason={reason}"
+    assert fill_reason(later, "cf-health: {hosts} odd") == [*later[:-1], "reason=cf-health: {hosts} odd"]
+    assert hook_argv(DRAIN_WHY, "gpu01", "why {host}")[-1] == "reason=why {host}"
 
 
 def test_a_hook_naming_both_is_refused() -> None:
@@ -105,7 +118,8 @@ def test_the_verifier_checks_a_group_hook(big: dict[str, Any]) -> None:
     assert any(f.startswith("HOOK: drain of ") and "not the inventory's deploy.reboot.drain hook" in f
                for f in found), found
     # the step names fewer hosts than the wave takes out: the rest are unplugged/deployed while in service
-    fewer = dataclasses.replace(steps[i], subject=first[0], argv=tuple(hook_calls(DRAIN_MANY, first[:1])[0][1]))
+    (_, one_argv), = hook_calls(DRAIN_MANY, first[:1], DAY2_REASON)
+    fewer = dataclasses.replace(steps[i], subject=first[0], argv=one_argv)
     assert any(f.startswith("DRAIN:") for f in with_step(fewer))
     # a subject that is no hostlist
     found = with_step(dataclasses.replace(steps[i], subject="gpu[00001-"))

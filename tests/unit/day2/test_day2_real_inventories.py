@@ -16,6 +16,7 @@ from clusterforge.api import load_checked
 from clusterforge.cli.main import app
 from clusterforge.day2 import ChangePlan, change_plan
 from clusterforge.day2.verify import verify
+from clusterforge.util.hostlist import expand
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -48,7 +49,8 @@ def _subjects(plan: ChangePlan, *phases: str) -> list[str]:
 
 
 def _out(plan: ChangePlan) -> list[str]:
-    return _subjects(plan, "drain", "takeout")
+    """The hosts taken out (prod and staging drain through Slurm's `{hosts}` hook: a step may name a hostlist)."""
+    return sorted(h for s in _subjects(plan, "drain", "takeout") for h in expand(s))
 
 
 def test_prod_retire_a_middle_rack(tmp_path: Path) -> None:

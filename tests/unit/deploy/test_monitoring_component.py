@@ -24,6 +24,7 @@ from clusterforge.deploy.desired import host_plans
 from clusterforge.deploy.facts import FileFact, HostFacts, PackageFact
 from clusterforge.deploy.options import DeployOptions
 from clusterforge.deploy.runner import SshSettings
+from clusterforge.model.hooks import ALERT_REASON
 from clusterforge.model.index import Index
 from clusterforge.render import render
 from clusterforge.render.env import environment
@@ -116,7 +117,8 @@ def test_rendered_files_deployed_byte_for_byte(checked: Checked, plans: dict[str
     assert gpu["/etc/default/prometheus-node-exporter"].content == files["monitoring/nodes/prometheus-node-exporter"]
     assert sm["/usr/local/lib/clusterforge/drain-hook"].mode == 0o755
     targets = json.loads(sm["/etc/clusterforge/monitoring/drain-targets.json"].content)
-    assert targets["gpu01"] == ["clusterforge", "lab", "drain", "gpu01", "--env", "inventories/lab"]
+    assert targets["gpu01"] == ["clusterforge", "lab", "drain", "gpu01", "--reason", ALERT_REASON, "--env",
+                                "inventories/lab"]
     assert set(targets) == {n.name for n in checked.index.inv.nodes}
     args = gpu["/etc/default/prometheus-node-exporter"].content
     assert "--collector.infiniband" in args and "--collector.textfile.directory=" in args

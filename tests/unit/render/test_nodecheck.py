@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge.api import load_checked
+from clusterforge.model.hooks import hook_argv
 from clusterforge.render import render_environment
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -28,6 +29,9 @@ IBSTAT = FIX / "ibstat" / "gpud-a100-hdr-200g.txt"
 IBSTAT_DOWN = FIX / "ibstat" / "gpud-h100-some-down-disabled.txt"
 SHOW = FIX / "scontrol-show-node" / \
     "jp-blog-slurm22.05-6xh100pcie-idle-drain-kill-task-failed.txt"
+
+
+PROD_HOOKS = load_checked(ROOT / "inventories" / "prod").index.inv.deploy.reboot  # Slurm's scontrol, {hosts}
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +49,10 @@ def test_the_render_writes_each_compute_nodes_expectations(rendered: Path) -> No
     assert cfg["gpus"] == 8 and cfg["nvlink"] and cfg["nvidia_driver"] == "550.90.07"
     assert [(p["hca"], p["port"], p["gbps"]) for p in cfg["hca_ports"]] == [("mlx5_0", 1, 200), ("mlx5_1", 1, 200)]
     assert cfg["mounts"] == ["/lustre/lfs01"] and cfg["reason_prefix"] == "cf-health"
+    # it drains and resumes through the inventory's hooks (the lab's: its stand-in scheduler), this node filled
+    # in and the reason left to the check
+    assert cfg["drain"] == ["clusterforge", "lab", "drain", "gpu01", "--reason", "{reason}", "--env", "inventories/lab"]
+    assert cfg["resume"] == ["clusterforge", "lab", "resume", "gpu01", "--env", "inventories/lab"]
     assert not (rendered / "hosts/sm01/etc/clusterforge/nodecheck.json").exists()  # compute nodes only
     conf = (rendered / "slurm/healthcheck.conf").read_text()
     assert "HealthCheckProgram=/usr/local/lib/clusterforge/cf-nodecheck\nHealthCheckInterval=300\n" in conf
@@ -70,7 +78,8 @@ def _config(tmp: Path, **over: object) -> Path:
     cfg = {"node": "gpu07", "reason_prefix": "cf-health", "tool_timeout_s": 10,
            "checks": ["gpus", "driver", "nvlink", "hca", "mounts"], "gpus": 1, "nvidia_driver": "590.48.01",
            "nvlink": True, "mounts": ["/"],
-           "hca_ports": [{"hca": f"mlx5_{i}", "port": 1, "rate": "HDR", "gbps": 200} for i in range(9)], **over}
+           "hca_ports": [{"hca": f"mlx5_{i}", "port": 1, "rate": "HDR", "gbps": 200} for i in range(9)],
+           "drain": hook_argv(PROD_HOOKS.drain, "gpu07"), "resume": hook_argv(PROD_HOOKS.resume, "gpu07"), **over}
     path = tmp / "nodecheck.json"
     path.write_text(json.dumps(cfg))
     return path
@@ -105,13 +114,13 @@ def test_a_person_s_drain_survives_a_healthy_check(rendered: Path, tmp_path: Pat
 
 def test_its_own_drain_is_resumed_after_a_clean_run(rendered: Path, tmp_path: Path) -> None:
     code, _, calls = _run(rendered, tmp_path, show=_show("IDLE+DRAIN", "cf-health: 7 of 8 GPUs visible"))
-    assert (code, calls) == (0, ["update NodeName=gpu07 State=RESUME"])
+    assert (code, calls) == (0, ["update nodename=gpu07 state=resume"])
 
 
 def test_a_missing_gpu_drains_with_the_part_named(rendered: Path, tmp_path: Path) -> None:
     code, _, calls = _run(rendered, tmp_path, show=_show("IDLE", None), gpus=8)
     assert code == 1
-    assert calls == ["update NodeName=gpu07 State=DRAIN Reason=cf-health: 1 of 8 GPUs visible"]
+    assert calls == ["update nodename=gpu07 state=drain reason=cf-health: 1 of 8 GPUs visible"]
 
 
 def test_ports_down_and_slow_drain_once_naming_the_first(rendered: Path, tmp_path: Path) -> None:
@@ -119,7 +128,7 @@ def test_ports_down_and_slow_drain_once_naming_the_first(rendered: Path, tmp_pat
     code, out, calls = _run(rendered, tmp_path, show=_show("MIXED", None), ibstat=IBSTAT_DOWN, hca_ports=ports)
     assert code == 1
     assert "mlx5_1 port 1 at 100 Gb/s, declared NDR (400 Gb/s)" in out and "mlx5_2 port 1 Down/Disabled" in out
-    assert calls == ["update NodeName=gpu07 State=DRAIN Reason=cf-health: mlx5_1 port 1 at 100 Gb/s, declared "
+    assert calls == ["update nodename=gpu07 state=drain reason=cf-health: mlx5_1 port 1 at 100 Gb/s, declared "
                      "NDR (400 Gb/s); and 3 more"]
 
 
@@ -132,4 +141,9 @@ def test_an_unhealthy_node_a_person_drained_keeps_their_reason(rendered: Path, t
 
 def test_a_node_that_cannot_be_checked_is_not_healthy(rendered: Path, tmp_path: Path) -> None:
     code, _, calls = _run(rendered, tmp_path, show=_show("IDLE", None), nvidia=False)
-    assert code == 1 and calls == ["update NodeName=gpu07 State=DRAIN Reason=cf-health: nvidia-smi is not installed"]
+    assert code == 1 and calls == ["update nodename=gpu07 state=drain reason=cf-health: nvidia-smi is not installed"]
+
+
+def test_without_a_hook_to_drain_through_it_is_a_config_error(rendered: Path, tmp_path: Path) -> None:
+    code, out, calls = _run(rendered, tmp_path, show=_show("IDLE", None), gpus=8, drain=[])
+    assert (code, calls) == (2, []) and "no drain or resume hook" in out
