@@ -82,7 +82,8 @@ def test_drain_resume_format_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     from clusterforge.cli import lab as lab_cli
 
     calls: list[tuple[str, bool]] = []
-    monkeypatch.setattr(lab_cli, "_running", lambda env: SimpleNamespace(state_dir=tmp_path, hosts={"gpu01": {}}))
+    monkeypatch.setattr(lab_cli, "_running", lambda env: SimpleNamespace(state_dir=tmp_path, hosts={"gpu01": {}},
+                                                                         slurm_controller=""))
     monkeypatch.setattr(lab_cli, "set_drained",
                         lambda _d, host, drain, _hosts, _why=None: calls.append((host, drain)) or True)
     result = CliRunner().invoke(app, ["lab", verb, "inventories/lab", "gpu01", "--format", "json"])

@@ -101,6 +101,8 @@ def lab_up(
     systemd: bool = typer.Option(False, "--systemd/--no-systemd",
                                  help="systemd as PID 1 in every container (podman --systemd=always): the deploy "
                                       "enables and starts its units (OpenSM, persistenced, Lustre mounts)"),
+    slurm: bool = typer.Option(False, "--slurm", help="real Slurm (podman mode): slurmctld on the SM node, slurmd "
+                               "on each compute node, munge; the drain hooks reach it (docs/health.md)"),
     fmt: Format = _FMT,
 ) -> None:
     """Build (cached) and start the lab of an environment; idempotent. Inventory addresses are mapped onto
@@ -109,7 +111,7 @@ def lab_up(
     try:
         with ticked(f"lab up {env.name}") as ticks:  # a bar on a terminal only (image, hosts, fabric, OpenSM)
             res = labenv.bring_up(checked, env, limit=split_tokens(limit), cidr=cidr, mode=mode, start_sm=start_sm,
-                                  systemd=systemd, replace=replace, ticks=ticks)
+                                  systemd=systemd, replace=replace, ticks=ticks, slurm=slurm)
     except (LabError, OSError, ValueError) as exc:
         _fail(exc)
     state = res.state
@@ -479,6 +481,13 @@ def _drain(env: Path, host: str, drain: bool, fmt: Format = Format.text, reason:
     try:
         lab_monitoring.drained(state.state_dir, set(state.hosts))  # what the containers asked for comes first
         changed = set_drained(state.state_dir, host, drain, set(state.hosts), reason)
+        if state.slurm_controller:  # the lab's real Slurm (lab up --slurm): scontrol in the controller's container
+            from ..lab import containers
+            from ..lab.slurm import scontrol_argv
+
+            if host in state.hosts and state.hosts[host].role == "compute":
+                containers.exec_in(state.hosts[state.slurm_controller].container,
+                                   scontrol_argv(host, drain, reason), timeout=30)
     except (LabError, OSError) as exc:
         _fail(exc)
     word = "drained" if drain else "resumed"

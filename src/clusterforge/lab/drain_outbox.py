@@ -30,7 +30,9 @@ STANDIN = '''#!/usr/bin/python3
 # deploy.reboot.drain/resume run (the monitoring node's drain hook): `clusterforge lab drain|resume HOST
 # [--reason WHY] [--env ENV]`, and leaves the request in OUTBOX; the lab machine applies it to the lab's drained.json
 # (clusterforge.lab.drain_outbox.fold) as `clusterforge lab drain` would there.
-import json, os, socket, sys, time
+# With the lab's real Slurm (`lab up --slurm`: /etc/slurm/slurm.conf here) it also tells Slurm itself:
+# `scontrol update nodename=HOST state=drain reason=WHY` (or state=resume), and exits with scontrol's status.
+import json, os, socket, subprocess, sys, time
 OUTBOX = "@OUTBOX@"
 args = sys.argv[1:]
 opts = {"--env": None, "--reason": None}
@@ -53,6 +55,9 @@ with open(tmp, "w", encoding="utf-8") as f:
 os.replace(tmp, os.path.join(OUTBOX, name))
 print("%s %s: requested from %s (the lab applies it)" % (args[2], "drained" if args[1] == "drain" else "resumed",
                                                          socket.gethostname()))
+if os.path.exists("/etc/slurm/slurm.conf"):
+    act = ["state=drain", "reason=" + (reason or "cf-lab: drained")] if args[1] == "drain" else ["state=resume"]
+    sys.exit(subprocess.run(["scontrol", "update", "nodename=" + args[2]] + act, check=False).returncode)
 '''.replace("@OUTBOX@", OUTBOX)
 
 

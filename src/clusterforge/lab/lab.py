@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusterforge.lab import containers, drain_outbox, hostns, netns
+from clusterforge.lab import containers, drain_outbox, hostns, netns, slurm
 from clusterforge.lab.errors import CommandError, LabError
 from clusterforge.lab.fabric_tools import (
     FabricClient,
@@ -125,7 +125,9 @@ def up(
         down(state_dir)
 
     chosen = _choose_mode(mode)
-    ticks.expect(len(spec.hosts) + 2 + (chosen == "podman") + (spec.start_sm or spec.sm_sim_host is not None))
+    slurm_here = spec.slurm is not None and chosen == "podman"
+    ticks.expect(len(spec.hosts) + 2 + (chosen == "podman") + (spec.start_sm or spec.sm_sim_host is not None)
+                 + slurm_here)
     deadline = time.monotonic() + timeout
     state = LabState(
         lab=spec.name, mode=chosen, state_dir=state_dir, spec_digest=digest,
@@ -179,6 +181,9 @@ def up(
             ticks.tick("fabric active")
         _wait_ssh(state, deadline)
         ticks.tick("ssh up")
+        if slurm_here:
+            _start_slurm(spec, state, deadline)
+            ticks.tick("slurm up")
         state.complete = True
         write_state(state)
         return state
@@ -351,7 +356,8 @@ def _choose_mode(mode: str) -> str:
 def _up_podman_hosts(spec: LabSpec, state: LabState, packages: Sequence[str], ticks: Ticks) -> None:
     if spec.systemd:
         check_systemd_room(len(spec.hosts))
-    state.image = build_image(packages, systemd=spec.systemd)
+    wanted = tuple(packages) + (tuple(p for p in slurm.PACKAGES if p not in packages) if spec.slurm else ())
+    state.image = build_image(wanted, systemd=spec.systemd)
     write_state(state)
     ticks.tick("image ready")
     state.network = containers.network_name(spec.name)
@@ -363,6 +369,9 @@ def _up_podman_hosts(spec: LabSpec, state: LabState, packages: Sequence[str], ti
     write_state(state)
     write_guest_files(spec, state)
     drain_outbox.install_standin(state.state_dir / "guest" / "sbin")
+    if spec.slurm is not None:  # the daemons start once every container answers ssh (_start_slurm)
+        slurm.write_files(spec.slurm, {h.name: h.address for h in spec.hosts},
+                          {h.name: state.state_dir / "hosts" / h.name for h in spec.hosts})
     for rec in state.hosts.values():
         rec.container_id = _start_container(spec, state, rec)
         write_state(state)
@@ -431,6 +440,20 @@ def _start_opensm(spec: LabSpec, state: LabState, host: str) -> None:
                        sweep_interval=spec.sm_sweep_interval)
     argv[0] = GUEST_SBIN + "/opensm"  # the wrapper: LD_PRELOAD + simulator address
     containers.exec_detached(rec.container, argv)
+
+
+def _start_slurm(spec: LabSpec, state: LabState, deadline: float) -> None:
+    """munged + slurmctld on the controller, then munged + slurmd on each node; wait until all respond."""
+    lab = spec.slurm
+    assert lab is not None
+    ctl = state.hosts[lab.controller].container
+    containers.exec_in(ctl, slurm.start_argv("controller"), timeout=60)
+    state.slurm_controller = lab.controller
+    write_state(state)
+    for node in lab.nodes:
+        containers.exec_in(state.hosts[node].container, slurm.start_argv("node"), timeout=60)
+    slurm.wait_nodes_up(lambda: containers.exec_in(ctl, ["sinfo", "-h", "-N", "-o", "%N %T"], timeout=20).stdout,
+                        lab.nodes, timeout=max(30.0, deadline - time.monotonic()))
 
 
 def _wait_fabric_active(state: LabState, deadline: float) -> None:

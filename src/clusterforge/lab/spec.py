@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from clusterforge.lab.errors import LabSpecError
+from clusterforge.lab.slurm import SlurmLab
 
 #: The role whose host runs OpenSM inside its container.
 SM_ROLE = "subnet-manager"
@@ -86,6 +87,8 @@ class LabSpec:
     #: systemd as PID 1 in every container (``--systemd=always``): the deploy enables and starts real
     #: units. OpenSM is then a unit (``opensm.service``) that ``up`` starts only with ``start_sm``.
     systemd: bool = False
+    #: Real Slurm (podman mode): slurmctld on `slurm.controller`, slurmd on `slurm.nodes` (lab/slurm.py).
+    slurm: SlurmLab | None = None
 
     @property
     def network(self) -> ipaddress.IPv4Network:

@@ -53,6 +53,7 @@ class LabState:
     ibsim: IbSim | None = None
     opensm_host: str = ""
     opensm: OpenSm | None = None  # host-side OpenSM (netns mode)
+    slurm_controller: str = ""  # the host running slurmctld (podman mode, lab/slurm.py); "" = no Slurm
     hosts: dict[str, HostRecord] = field(default_factory=dict)
     complete: bool = False
 
@@ -87,6 +88,7 @@ class LabState:
             "ibsim": self.ibsim.to_json() if self.ibsim else None,
             "opensm_host": self.opensm_host,
             "opensm": self.opensm.to_json() if self.opensm else None,
+            "slurm_controller": self.slurm_controller,
             "hosts": {
                 name: {
                     "name": h.name, "address": h.address, "role": h.role,
@@ -136,6 +138,7 @@ class LabState:
             ibsim=IbSim.from_json(ibsim_raw) if isinstance(ibsim_raw, dict) else None,
             opensm_host=str(data.get("opensm_host", "")),
             opensm=OpenSm.from_json(opensm_raw) if isinstance(opensm_raw, dict) else None,
+            slurm_controller=str(data.get("slurm_controller", "")),
             hosts=hosts,
             complete=bool(data.get("complete", False)),
         )

@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..model.health import HealthCheck
 from ..model.hooks import hook_argv
 from ..parse import _common, errors, ibstat, nvidia_smi_nvlink, nvidia_smi_query_gpu
 from ..util import echo, guid
@@ -75,6 +76,14 @@ def sources() -> str:
     """The embedded modules as one Python literal (full module name -> source text; read once a process: a
     day-2 diff builds both sides' plans)."""
     return repr({name: Path(str(mod.__file__)).read_text(encoding="utf-8") for name, mod in MODULES.items()})
+
+
+def healthcheck_lines(hc: HealthCheck) -> list[str]:
+    """slurm.conf's HealthCheck* lines (slurm/healthcheck.conf; the lab's Slurm writes the same), or none."""
+    if not hc.enabled:
+        return []
+    return [f"HealthCheckProgram={PATH}", f"HealthCheckInterval={hc.interval_s}",
+            f"HealthCheckNodeState={','.join(hc.node_state)}"]
 
 
 def nodecheck_files(fab: FabricView) -> list[FileSpec]:

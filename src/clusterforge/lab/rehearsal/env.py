@@ -27,6 +27,7 @@ from ...inventory.selection import SelectionError, default_rehearsal, select_nod
 from ...model.index import Index
 from ...render import render, write_tree
 from ...render.context_opensm import install_path, plane_services
+from ...render.nodecheck import healthcheck_lines
 from ...sim import nvidia_smi
 from ...util.fsutil import write_atomic
 from ...util.ticks import Ticks
@@ -37,6 +38,7 @@ from ..ibsim import MAX_CLIENTS
 from ..monitoring_standins import MonitoredHost, write_initial
 from ..netfile import parse_netfile
 from ..proc import run
+from ..slurm import SlurmLab
 
 LAB_ROOT = Path(os.environ.get("CLUSTERFORGE_LAB_ROOT", ".lab"))
 SM_ETC = "/etc/opensm"
@@ -306,15 +308,18 @@ class LabUp:
 
 def bring_up(checked: Checked, env: Path, *, limit: tuple[str, ...] = (), cidr: str | None = None,
              mode: str = "auto", start_sm: bool = True, root: Path | None = None, systemd: bool = False,
-             replace: bool = False, sm_timeout_s: float = 120.0, ticks: Ticks | None = None) -> LabUp:
+             replace: bool = False, sm_timeout_s: float = 120.0, ticks: Ticks | None = None,
+             slurm: bool = False) -> LabUp:
     """`clusterforge lab up`: prepare, start the containers and the whole simulated fabric, OpenSM on every
     selected SM node (master first: an HA pair elects by priority) or beside the simulator, the GPU
     stand-ins; record the address mapping. Idempotent (a healthy lab of the same spec is kept); a lab of this
     environment started otherwise is refused, or with `replace` brought down first. `ticks` is told each
-    host and stage as it is done (a progress bar)."""
+    host and stage as it is done (a progress bar). `slurm`: real Slurm in the lab (lab/slurm.py)."""
     t0 = time.monotonic()
     ticks = ticks if ticks is not None else Ticks()
     spec, p = prepare(checked, env, root, limit=limit, cidr=cidr, systemd=systemd)
+    if slurm:
+        spec = dataclasses.replace(spec, slurm=slurm_lab(checked.index, spec))
     if not start_sm:  # the SM nodes' OpenSM is left to the deploy (beside the simulator it still runs)
         spec = dataclasses.replace(spec, start_sm=False)
     existing = read_state(p.state_dir)
@@ -345,6 +350,18 @@ def bring_up(checked: Checked, env: Path, *, limit: tuple[str, ...] = (), cidr: 
     write_monitoring_standins(state, checked)
     ticks.tick("stand-ins installed")
     return LabUp(state, p, spec, tuple(started), standins, time.monotonic() - t0)
+
+
+def slurm_lab(index: Index, spec: LabSpec) -> SlurmLab:
+    """The lab's Slurm: slurmctld on the first selected SM node (by priority), slurmd on each selected compute
+    node, the health check's slurm.conf lines as the render writes them."""
+    here = {h.name: h for h in spec.hosts}
+    sms = [sm for sm in sm_nodes_by_priority(index) if sm in here]
+    nodes = tuple(h.name for h in spec.hosts if h.role == "compute")
+    if not sms or not nodes:
+        raise LabError("lab up --slurm: slurmctld runs on a subnet-manager node and slurmd on compute nodes: "
+                       f"select at least one of each (selected: {', '.join(here) or 'none'})")
+    return SlurmLab(sms[0], nodes, tuple(healthcheck_lines(index.inv.health_check)))
 
 
 def wait_sm_master(state: LabState, host: str, timeout_s: float = 120.0, hca: str | None = None) -> str:
