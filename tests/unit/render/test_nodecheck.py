@@ -55,7 +55,7 @@ def test_the_render_writes_each_compute_nodes_expectations(rendered: Path) -> No
     assert cfg["resume"] == ["clusterforge", "lab", "resume", "gpu01", "--env", "inventories/lab"]
     assert not (rendered / "hosts/sm01/etc/clusterforge/nodecheck.json").exists()  # compute nodes only
     conf = (rendered / "slurm/healthcheck.conf").read_text()
-    assert "HealthCheckProgram=/usr/local/lib/clusterforge/cf-nodecheck\nHealthCheckInterval=300\n" in conf
+    assert "HealthCheckProgram=/usr/local/lib/clusterforge/cf-nodecheck\nHealthCheckInterval=30\n" in conf
     assert "HealthCheckNodeState=ANY,CYCLE" in conf
 
 
