@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from cf_lab_net import cf, free_subnet, lab_copy
+from cf_lab_net import cf, lab_copy, own_network
 from clusterforge.lab.netfile import parse_netfile
 from clusterforge.lab.rehearsal.env import paths
 
@@ -44,17 +44,9 @@ def journal(plan: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in Path(f"{plan}.journal").read_text().splitlines()[1:]]
 
 
-def _own_network(env: Path) -> None:
-    """A free management /24 clear of the lab's IPoIB subnets (198.18.128.0/21, 198.18.136.0/21); the drain and
-    resume hooks pointed at the copy."""
-    prefix = free_subnet("198.18", 40 + os.getpid() % 60).rsplit(".", 1)[0] + "."
-    for f in env.glob("*.yaml"):
-        f.write_text(f.read_text().replace("198.18.10.", prefix).replace("inventories/lab", str(env)))
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, container_tools: None) -> Iterator[Path]:
-    with lab_copy(tmp_path_factory, ROOT / "inventories" / "lab", "dayapply", edit=_own_network) as env:
+    with lab_copy(tmp_path_factory, ROOT / "inventories" / "lab", "dayapply", edit=own_network) as env:
         mp = pytest.MonkeyPatch()
         mp.chdir(env.parent)  # apply's deploy steps write out/dayapply/ here
         try:

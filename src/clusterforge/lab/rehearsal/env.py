@@ -33,6 +33,7 @@ from ...util.fsutil import write_atomic
 from ...util.ticks import Ticks
 from ...validate.planes import switch_plane
 from .. import SM_ROLE, LabHca, LabHost, LabSpec, LabState, PortRef, down, read_state, ssh_command, up
+from .. import firmware_standin as fw_standin
 from ..errors import LabError
 from ..ibsim import MAX_CLIENTS
 from ..monitoring_standins import MonitoredHost, write_initial
@@ -295,6 +296,21 @@ def install_gpu_standins(state: LabState, checked: Checked) -> int:
     return done
 
 
+def install_fw_standins(state: LabState, checked: Checked) -> int:
+    """The LAB-ONLY mlxfwmanager/mlxfwreset stand-ins on every lab host with a pinned card (lab.firmware_standin),
+    each card at its pin; none when the environment pins no firmware."""
+    todo = {n: c for n in sorted(state.hosts) if (c := fw_standin.cards(checked.index, n))}
+
+    def install(name: str) -> None:
+        put_file(state, name, fw_standin.STATE, json.dumps(todo[name], indent=1))
+        for tool in fw_standin.TOOLS:
+            put_file(state, name, f"/usr/local/bin/{tool}", fw_standin.STANDIN, mode="0755")
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(install, todo))
+    return len(todo)
+
+
 @dataclass(frozen=True)
 class LabUp:
     state: LabState
@@ -346,7 +362,7 @@ def bring_up(checked: Checked, env: Path, *, limit: tuple[str, ...] = (), cidr: 
             ports = plane_ports(checked.index, started[0])
             for hca, _ in ports.values() or [(None, 0)]:  # rail planes: a master in every plane
                 wait_sm_master(state, started[0], sm_timeout_s, hca)
-    standins = install_gpu_standins(state, checked)
+    standins = install_gpu_standins(state, checked) + install_fw_standins(state, checked)
     write_monitoring_standins(state, checked)
     ticks.tick("stand-ins installed")
     return LabUp(state, p, spec, tuple(started), standins, time.monotonic() - t0)
