@@ -56,6 +56,16 @@ def nccl(old: Data) -> Data:
     return new
 
 
+def firmware(version: str) -> Callable[[Data], Data]:
+    """The generated nodes' ConnectX-7 pinned at `version` (a fleet-wide firmware bump: both sides pinned)."""
+    def pin(old: Data) -> Data:
+        new = copy.deepcopy(old)
+        new["firmware"] = {"hcas": [{"model": "ConnectX-7", "version": version,
+                                     "image": f"firmware/fw-ConnectX7-rel-{version.replace('.', '_')}.bin"}]}
+        return new
+    return pin
+
+
 def retire_middle(old: Data) -> Data:
     new = copy.deepcopy(old)
     racks = _racks(old)
@@ -126,6 +136,7 @@ SCENARIOS: dict[str, Callable[[Data], tuple[Data, Data]]] = {
     "replace a failed leaf (new GUID)": lambda d: (_locked(d, _first_leaf(d)), d),
     "convert a rack's cooling": lambda d: (d, cooling(d)),
     "a spine and its links out": lambda d: (d, spine_out(d)),
+    "firmware bump (ConnectX-7, every node)": lambda d: (firmware("28.43.1014")(d), firmware("28.44.1000")(d)),
 }
 
 

@@ -38,10 +38,15 @@ def takes_many(template: Sequence[str]) -> bool:
     return any(HOSTS in part for part in template)
 
 
+_PLACEHOLDER = re.compile("|".join(re.escape(k) for k in (HOSTS, HOST, REASON)))
+
+
 def _fill(part: str, hosts: str, reason: str | None) -> str:
     # one pass: a host name or a reason holding `{reason}`/`{host}` text is never substituted again
-    table = {HOSTS: hosts, HOST: hosts} | ({REASON: reason} if reason is not None else {})
-    return re.sub("|".join(re.escape(k) for k in table), lambda m: table[m.group(0)], part)
+    if "{" not in part:
+        return part
+    table = {HOSTS: hosts, HOST: hosts, REASON: REASON if reason is None else reason}
+    return _PLACEHOLDER.sub(lambda m: table[m.group(0)], part)
 
 
 def hook_argv(template: Sequence[str], host: str, reason: str | None = None) -> list[str]:

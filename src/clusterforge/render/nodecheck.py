@@ -48,15 +48,17 @@ def mounts_of(fab: FabricView) -> dict[str, list[str]]:
     return out
 
 
-def expectations(fab: FabricView, node: str, mounts: dict[str, list[str]] | None = None) -> dict[str, Any]:
-    """What `node` must show, as the check reads it (its config file). `mounts`: `mounts_of(fab)`."""
+def expectations(fab: FabricView, node: str, mounts: dict[str, list[str]] | None = None,
+                 name: str | None = None) -> dict[str, Any]:
+    """What `node` must show, as the check reads it (its config file). `mounts`: `mounts_of(fab)`; `name`: the
+    name written for it (default `node`)."""
     index = fab.index
     hc = index.inv.health_check
     hw = index.hardware[node]
     gpus = hw.gpus.count if hw.gpus is not None else 0
     mine = (mounts if mounts is not None else mounts_of(fab)).get(node, [])
     return {
-        "node": node, "reason_prefix": hc.reason_prefix, "tool_timeout_s": hc.tool_timeout_s,
+        "node": name or node, "reason_prefix": hc.reason_prefix, "tool_timeout_s": hc.tool_timeout_s,
         "checks": list(hc.checks),
         "gpus": gpus,
         "nvidia_driver": index.inv.software.nvidia_driver if gpus else None,
@@ -66,8 +68,8 @@ def expectations(fab: FabricView, node: str, mounts: dict[str, list[str]] | None
         "mounts": mine,
         # the one path to the scheduler (model/hooks.py): the inventory's hooks, this node filled in, `{reason}`
         # left for the check to fill with the part it found wrong
-        "drain": hook_argv(index.inv.deploy.reboot.drain, node),
-        "resume": hook_argv(index.inv.deploy.reboot.resume, node),
+        "drain": hook_argv(index.inv.deploy.reboot.drain, name or node),
+        "resume": hook_argv(index.inv.deploy.reboot.resume, name or node),
     }
 
 
@@ -97,7 +99,18 @@ def nodecheck_files(fab: FabricView) -> list[FileSpec]:
                     {"program": PATH, "interval": hc.interval_s, "node_state": ",".join(hc.node_state)}),
            FileSpec(f"slurm/nodes{PATH}", TEMPLATE, {"sources": sources(), "config": CONFIG})]
     mounts = mounts_of(fab)
+    texts: dict[str, str] = {}  # nodes that expect the same (one profile, the same mounts) share one encoding
     for node in nodes:
+        mine = expectations(fab, node, mounts, name=_SELF)
+        key = json.dumps(mine, sort_keys=True)  # the C encoder: fast
+        if key not in texts:
+            texts[key] = json.dumps(mine, indent=1, sort_keys=True)
         out.append(FileSpec(f"hosts/{node}{CONFIG}", "slurm/nodecheck.json.j2",
-                            {"json": json.dumps(expectations(fab, node, mounts), indent=1, sort_keys=True)}))
+                            {"json": texts[key].replace(_SELF_JSON, json.dumps(node)[1:-1])}))
     return out
+
+
+# Where a node's own name goes in its expectations, encoded once for all its like: a NUL can never be in an
+# inventory's text (free text refuses control characters), so nothing else is ever replaced
+_SELF = "\x00self\x00"
+_SELF_JSON = json.dumps(_SELF)[1:-1]
