@@ -335,11 +335,18 @@ def bench_accept(tmp: Path) -> list[dict[str, object]]:
     return run(tmp, envs)
 
 
+def bench_health(tmp: Path) -> list[dict[str, object]]:
+    """The node health check's own run time on a node (bench/health_bench.py)."""
+    from health_bench import bench_health as run
+
+    return run(tmp)
+
+
 BENCHES = {"cli": bench_cli, "load": bench_load, "yaml": bench_yaml, "validate": bench_validate, "plan": bench_plan,
            "planes": bench_planes,
            "day2": bench_day2, "hostile": bench_hostile, "monitoring": bench_monitoring, "lab": bench_lab,
            "pyinfra-ops": bench_pyinfra_ops, "deploy": bench_deploy, "scale": bench_scale,
-           "accept": bench_accept}
+           "accept": bench_accept, "health": bench_health}
 
 
 def main() -> None:
