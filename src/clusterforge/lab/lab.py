@@ -125,7 +125,10 @@ def up(
         down(state_dir)
 
     chosen = _choose_mode(mode)
-    slurm_here = spec.slurm is not None and chosen == "podman"
+    if spec.slurm is not None and chosen != "podman":
+        raise LabError("lab up --slurm needs podman mode (Slurm is installed in the lab image); this lab would "
+                       f"run in {chosen} mode: nothing started")
+    slurm_here = spec.slurm is not None
     ticks.expect(len(spec.hosts) + 2 + (chosen == "podman") + (spec.start_sm or spec.sm_sim_host is not None)
                  + slurm_here)
     deadline = time.monotonic() + timeout

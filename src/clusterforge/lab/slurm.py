@@ -13,7 +13,8 @@ container, munge between them, all from Debian's packages in the lab image (docs
 Then it waits until the controller sees every node respond. `scontrol` inside the lab is real: the lab
 inventory's drain and resume hooks (`clusterforge lab drain|resume`) reach it from the lab machine
 (`scontrol_argv`, run in the controller's container) and from inside a container (the guest stand-in runs
-scontrol there itself). netns mode runs no Slurm (no image to install it in), and says so.
+scontrol there itself). netns mode has no image to install Slurm in: `lab up --slurm` refuses it, starting
+nothing.
 """
 
 from __future__ import annotations
