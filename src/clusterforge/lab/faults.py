@@ -49,6 +49,7 @@ from clusterforge.lab.netfile import (
 )
 from clusterforge.lab.observe import GBPS_TO_SPEED, Discovery, ParseError, PortKey, parse_ibnetdiscover
 from clusterforge.util.fsutil import write_atomic
+from clusterforge.util.poll import wait_until
 
 # ibsim's console prints enabled speeds as lane rates ("53.125 Gbps"); the bits are netfile's
 _WIDTH_TEXT = WIDTH_BITS
@@ -249,21 +250,17 @@ class FaultInjector:
         HCA port included) until its LinkState is Active. A healed link shows in ibnetdiscover before the SM
         has swept it, and a validate in that window saw the host's port Initializing (a lab test, now and
         then; a switch port Active says nothing of its peer's state: the SM activates each port itself)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            waiting: list[str] = []
+        def waiting() -> list[str]:
             try:
                 disc = self.discover()
-                waiting = [f"{ep} is {state or '?'}" for ep in endpoints
-                           if (state := self._portinfo(ep, disc).get("LinkState")) != "Active"]
+                return [f"{ep} is {state or '?'}" for ep in endpoints
+                        if (state := self._portinfo(ep, disc).get("LinkState")) != "Active"]
             except (CommandError, ParseError, FaultError) as exc:
-                waiting = [f"(PortInfo did not answer: {exc})"]
-            if not waiting:
-                return
-            if time.monotonic() >= deadline:
-                raise FaultError(f"{len(waiting)} port(s) not Active {timeout:g}s after healing (first: "
-                                 f"{waiting[0]}): is the subnet manager running?")
-            time.sleep(0.5)
+                return [f"(PortInfo did not answer: {exc})"]
+
+        wait_until(waiting, timeout, 0.5, lambda left: FaultError(
+            f"{len(left)} port(s) not Active {timeout:g}s after healing (first: {left[0]}): is the subnet manager "
+            "running?"))
 
     def _enabled_now(self, ep: Endpoint, disc: Discovery) -> PortSettings:
         fields = self._portinfo(ep, disc)

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import os
 import secrets
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from clusterforge.lab.errors import LabError
+from clusterforge.util.poll import wait_until
 
 PACKAGES: tuple[str, ...] = ("munge", "slurmctld", "slurmd", "slurm-client")
 CLUSTER = "cf-lab"
@@ -147,18 +147,14 @@ def node_states(sinfo: str) -> dict[str, str]:
 
 def wait_nodes_up(query: Callable[[], str], nodes: Sequence[str], timeout: float = 90.0) -> None:
     """Poll `query()` (sinfo's text) until no node is unknown, down or not responding (`*`)."""
-    deadline = time.monotonic() + timeout
-    last: dict[str, str] = {}
-    while True:
+    def waiting() -> list[str]:
         try:
             last = node_states(query())
         except LabError as exc:
             last = {"(sinfo)": str(exc)[:200]}
-        waiting = [n for n in nodes if last.get(n, "unknown").rstrip("*") in ("unknown", "down", "")
-                   or last.get(n, "").endswith("*")]
-        if not waiting:
-            return
-        if time.monotonic() >= deadline:
-            raise LabError(f"slurm: {len(waiting)} node(s) not up {timeout:g}s after start (first: {waiting[0]} "
-                           f"{last.get(waiting[0], '?')}; see /var/log/slurm/ in its container)")
-        time.sleep(1.0)
+        return [f"{n} {last.get(n, '?')}" for n in nodes
+                if last.get(n, "unknown").rstrip("*") in ("unknown", "down", "") or last.get(n, "").endswith("*")]
+
+    wait_until(waiting, timeout, 1.0, lambda left: LabError(
+        f"slurm: {len(left)} node(s) not up {timeout:g}s after start (first: {left[0]}; see /var/log/slurm/ in "
+        "its container)"))
