@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 import typer
 
 from ..inventory.selection import split_tokens
-from ..lab import LabError, LabState, PortRef, down, fault_injector, status
-from ..lab.lab import technician
+from ..lab import SM_ROLE, LabError, LabState, PortRef, down, fault_injector, status
+from ..lab.lab import technician, wait_hcas_active
 from ..lab.rehearsal import env as labenv
 from ..lab.rehearsal import services as labservices
 from ..lab.technician import Technician, set_drained
@@ -373,13 +373,28 @@ def _technician_does(env: Path, work: Callable[[Technician], _T]) -> tuple[Techn
         tech = technician(state)
         done = work(tech)
         _settle(state)
-        if tech.plugged and (state.opensm_host or state.opensm is not None):
-            # a plugged port shows in ibnetdiscover before the SM swept it: a validate right after a
-            # `cable move` back saw the host's port Initializing (CI, session 9)
-            fault_injector(state).wait_active(tech.plugged)
     except (LabError, OSError) as exc:
         _fail(exc)
+    _wait_plugged_active(state, tech)
     return tech, done
+
+
+def _wait_plugged_active(state: LabState, tech: Technician) -> None:
+    """A plugged port shows in ibnetdiscover before the subnet manager has swept it: a validate right after a
+    `cable move` back saw the host's port Initializing (CI, sessions 9 and 10, a rail-plane lab whose OpenSM
+    the deploy runs). When the lab has a subnet manager (its own OpenSM, or SM nodes), wait until each HCA
+    the technician plugged reads Active in its own ibstat; past a minute, say so (the work is done: the port
+    is as the fabric left it, and validate will say what it sees)."""
+    has_sm = bool(state.opensm_host) or state.opensm is not None or any(
+        rec.role == SM_ROLE for rec in state.hosts.values())
+    plugged = {ep.node for ep in tech.plugged}
+    if not (has_sm and plugged):
+        return
+    try:
+        wait_hcas_active(state, plugged)
+    except LabError as exc:
+        err.print(f"lab cable: done, but a plugged port is not Active yet ({exc}): is the subnet manager "
+                  "running?", markup=False)
 
 
 def _port(end: str) -> PortRef:

@@ -459,10 +459,11 @@ def _start_slurm(spec: LabSpec, state: LabState, deadline: float) -> None:
                         lab.nodes, timeout=max(30.0, deadline - time.monotonic()))
 
 
-def _wait_fabric_active(state: LabState, deadline: float) -> None:
-    """Every declared HCA reports its port Active (needs the SM to have swept)."""
+def _wait_fabric_active(state: LabState, deadline: float, only: set[str] | None = None) -> None:
+    """Every declared HCA (or those of `only`, ibsim node ids) reports its port Active (needs the SM to have
+    swept)."""
     client = fabric_client(state)
-    sim_hosts = [s for r in state.hosts.values() for _, s in r.hcas]
+    sim_hosts = [s for r in state.hosts.values() for _, s in r.hcas if only is None or s in only]
     if not sim_hosts:
         return
     pending = list(sim_hosts)
@@ -483,6 +484,12 @@ def _wait_fabric_active(state: LabState, deadline: float) -> None:
             detail = ", ".join(f"{s}: {last.get(s)}" for s in pending)
             raise LabError(f"HCAs not Active before the deadline: {detail}")
         time.sleep(0.5)
+
+
+def wait_hcas_active(state: LabState, sim_hosts: set[str], timeout: float = 60.0) -> None:
+    """The lab HCAs among `sim_hosts` (ibsim node ids; others are ignored) report their ports Active, as
+    their own `ibstat` reads them: plane by plane, whatever subnet each is in. A LabError past `timeout`."""
+    _wait_fabric_active(state, time.monotonic() + timeout, sim_hosts)
 
 
 def _wait_ssh(state: LabState, deadline: float) -> None:
