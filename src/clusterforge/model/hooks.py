@@ -55,11 +55,6 @@ def hook_argv(template: Sequence[str], host: str, reason: str | None = None) -> 
     return [_fill(part, host, reason) for part in template]
 
 
-def fill_reason(argv: Sequence[str], reason: str) -> list[str]:
-    """An argv from `hook_argv(..., reason=None)` with its `{reason}` filled in."""
-    return [part.replace(REASON, reason) for part in argv]
-
-
 def hook_calls(template: Sequence[str], hosts: Sequence[str],
                reason: str) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     """Each call the template makes for `hosts`: (the hosts it covers, its argv). None for an empty template

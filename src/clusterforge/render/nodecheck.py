@@ -95,8 +95,7 @@ def nodecheck_files(fab: FabricView) -> list[FileSpec]:
     nodes = [n.name for n in fab.index.inv.nodes if n.role == "compute"]
     if not nodes:
         return []
-    out = [FileSpec("slurm/healthcheck.conf", "slurm/healthcheck.conf.j2",
-                    {"program": PATH, "interval": hc.interval_s, "node_state": ",".join(hc.node_state)}),
+    out = [FileSpec("slurm/healthcheck.conf", "slurm/healthcheck.conf.j2", {"lines": healthcheck_lines(hc)}),
            FileSpec(f"slurm/nodes{PATH}", TEMPLATE, {"sources": sources(), "config": CONFIG})]
     mounts = mounts_of(fab)
     texts: dict[str, str] = {}  # nodes that expect the same (one profile, the same mounts) share one encoding

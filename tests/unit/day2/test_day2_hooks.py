@@ -21,7 +21,7 @@ from clusterforge.day2 import ChangePlan, change_plan
 from clusterforge.day2.verify import verify
 from clusterforge.inventory.load import load_inventory
 from clusterforge.model import Inventory
-from clusterforge.model.hooks import DAY2_REASON, fill_reason, hook_argv, hook_calls, takes_many
+from clusterforge.model.hooks import DAY2_REASON, hook_argv, hook_calls, takes_many
 from clusterforge.model.index import Index
 from clusterforge.model.inventory import RebootPolicy
 from clusterforge.util.hostlist import expand
@@ -53,7 +53,7 @@ def test_the_reason_is_filled_once() -> None:
     # in a host name or a reason is data, never substituted again
     later = hook_argv(DRAIN_WHY, "gpu01")
     assert later[-1] == "reason={reason}"
-    assert fill_reason(later, "cf-health: {hosts} odd") == [*later[:-1], "reason=cf-health: {hosts} odd"]
+    assert hook_argv(DRAIN_WHY, "gpu01", "cf-health: {hosts} odd") == [*later[:-1], "reason=cf-health: {hosts} odd"]
     assert hook_argv(DRAIN_WHY, "gpu01", "why {host}")[-1] == "reason=why {host}"
 
 
