@@ -69,16 +69,9 @@ def _run(env: Path, index: Any, plan: AcceptPlan, run_dir: Path) -> None:
     """The plan's tests over SSH into `run_dir`: the environment's lab when one is up for it (its containers at
     their lab addresses, the lab's keys), else the real hosts (management addresses, `deploy`'s SSH settings)."""
     from ..accept.run import run_plan
-    from ..collect.live import ssh_config
     from ..lab.rehearsal import env as labenv
 
-    state = labenv.running(env)
-    if state is not None:
-        addresses = {name: rec.address for name, rec in state.hosts.items()}
-        cfg = labenv.collect_config(state)
-    else:
-        addresses = {n: index.addresses.text(ip) for n, ip in index.addresses.mgmt.items()}
-        cfg = ssh_config(env, index)
+    addresses, cfg = labenv.ssh_reach(env, index)
     run_dir.mkdir(parents=True, exist_ok=True)
     outcome = run_plan(plan, addresses, cfg, run_dir,
                        on_stage=lambda msg: err.print(f"accept: {msg}", markup=False))

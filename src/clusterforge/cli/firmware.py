@@ -36,15 +36,11 @@ def make_runner(env: Path, checked: Checked) -> Runner:
     """SSH to the environment's lab when one is up for it (its containers at their lab addresses, the lab's
     keys), else to the inventory's hosts (their management addresses; the deploy's SSH user, port,
     known_hosts)."""
-    from ..collect.live import ssh_config
     from ..day2.fwtool import ssh_runner
     from ..lab.rehearsal import env as labenv
 
-    state = labenv.running(env)
-    if state is not None:
-        return ssh_runner(labenv.collect_config(state), {name: rec.address for name, rec in state.hosts.items()})
-    addrs = checked.index.addresses
-    return ssh_runner(ssh_config(env, checked.index), {n: addrs.text(ip) for n, ip in addrs.mgmt.items()})
+    addresses, cfg = labenv.ssh_reach(env, checked.index)
+    return ssh_runner(cfg, addresses)
 
 
 def _hosts(checked: Checked, limit: str | None, model: str | None) -> list[str]:

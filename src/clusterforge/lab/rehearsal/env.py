@@ -441,6 +441,18 @@ def collect_config(state: LabState) -> SshConfig:
                      parallel=max(2, min(8, MAX_CLIENTS - 1 - sms)))
 
 
+def ssh_reach(env: Path, index: Index) -> tuple[dict[str, str], SshConfig]:
+    """Where and how commands reach ENV's hosts (accept --run, firmware flash|activate): its lab when one is up
+    for it (the containers at their lab addresses, the lab's keys), else the inventory's hosts (management
+    addresses; the deploy's SSH user, port, known_hosts)."""
+    from ...collect.live import ssh_config
+
+    state = running(env)
+    if state is not None:
+        return {name: rec.address for name, rec in state.hosts.items()}, collect_config(state)
+    return {n: index.addresses.text(ip) for n, ip in index.addresses.mgmt.items()}, ssh_config(env, index)
+
+
 def collect_targets(state: LabState, checked: Checked) -> tuple[list[Target], Target | None]:
     """Where validate collects from: the lab's containers only, at their lab addresses. The fabric is read
     from the master SM node's container, or from any lab host with an HCA when that node has none."""
