@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from typing import TYPE_CHECKING
 
 import typer
 
 from ..inventory.selection import split_tokens
-from ..lab import SM_ROLE, LabError, LabState, PortRef, down, fault_injector, status
-from ..lab.lab import technician, wait_hcas_active
+from ..lab import LabError, down, fault_injector, status
 from ..lab.rehearsal import env as labenv
 from ..lab.rehearsal import services as labservices
-from ..lab.technician import Technician, set_drained
+from ..lab.technician import set_drained
 from ..util.errors import ExitCode
 from .common import Format, err, load_or_fail, out, print_json, print_table, ticked
+from .lab_cable import cable_app
+from .lab_common import _ENV_OPT, _FMT, DEFAULT_ENV, _env_first, _fail, _running, _say
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -24,11 +24,6 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="The local lab: containers with sshd on a simulated InfiniBand fabric.",
                   no_args_is_help=True)
-
-
-def _fail(exc: Exception) -> NoReturn:
-    err.print(f"lab: {exc}", markup=False)
-    raise typer.Exit(int(ExitCode.FAILURE))
 
 
 def _table(*columns: str) -> Table:
@@ -44,44 +39,6 @@ def _cells(*values: str) -> list[Text]:
     from rich.text import Text
 
     return [Text(v) for v in values]  # names and tool output are data, never markup
-
-
-DEFAULT_ENV = Path("inventories/lab")
-_ENV_OPT = typer.Option(None, "--env", hidden=True, help="the environment (old form: ENV goes first now)")
-
-
-def _env_first(args: list[str], env_opt: Path | None, want: int, usage: str,
-               exact: bool = True) -> tuple[Path, list[str]]:
-    """ENV is the first argument, as in every command; the older `--env ENV` (hidden) is still understood.
-    With neither, the lab environment (inventories/lab) when the other arguments fill `want` exactly."""
-    if env_opt is not None:
-        env, rest = env_opt, args
-    elif len(args) > want:
-        env, rest = Path(args[0]), args[1:]
-    else:
-        env, rest = DEFAULT_ENV, args
-    if len(rest) < want or (exact and len(rest) != want):
-        err.print(f"usage: clusterforge lab {usage}", markup=False)
-        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
-    return env, rest
-
-
-_FMT = typer.Option(Format.text, "--format", help="text or json")
-
-
-def _say(fmt: Format, text: str, **data: object) -> None:
-    """The command's one-line result: the line, or with --format json an object with it and its fields."""
-    if fmt is Format.json:
-        print_json({"message": text, **data})
-    else:
-        out.print(text, markup=False)
-
-
-def _running(env: Path) -> LabState:
-    state = labenv.running(env)
-    if state is None:
-        _fail(LabError(f"no lab is up for {env}: run `clusterforge lab up {env}`"))
-    return state
 
 
 @app.command("up")
@@ -356,122 +313,6 @@ def lab_accept_run(
         lab_accept.run(env, output, fmt)
 
 
-# -- the technician's physical work (lab only; day-2 `apply --lab-technician` does the same per step) --
-
-cable_app = typer.Typer(help="Lab only: a technician's physical work in the simulated fabric (it stays done: "
-                             "`lab heal` undoes faults, not this).", no_args_is_help=True)
-app.add_typer(cable_app, name="cable")
-
-
-_T = TypeVar("_T")
-
-
-def _technician_does(env: Path, work: Callable[[Technician], _T]) -> tuple[Technician, _T]:
-    """The running lab's technician does WORK; then wait until the fabric shows it (a lab error exits)."""
-    state = _running(env)
-    try:
-        tech = technician(state)
-        done = work(tech)
-        _settle(state)
-    except (LabError, OSError) as exc:
-        _fail(exc)
-    _wait_plugged_active(state, tech)
-    return tech, done
-
-
-def _wait_plugged_active(state: LabState, tech: Technician) -> None:
-    """A plugged port shows in ibnetdiscover before the subnet manager has swept it: a validate right after a
-    `cable move` back saw the host's port Initializing (CI, sessions 9 and 10, a rail-plane lab whose OpenSM
-    the deploy runs). When the lab has a subnet manager (its own OpenSM, or SM nodes), wait until each HCA
-    the technician plugged reads Active in its own ibstat; past a minute, say so (the work is done: the port
-    is as the fabric left it, and validate will say what it sees)."""
-    has_sm = bool(state.opensm_host) or state.opensm is not None or any(
-        rec.role == SM_ROLE for rec in state.hosts.values())
-    plugged = {ep.node for ep in tech.plugged}
-    if not (has_sm and plugged):
-        return
-    try:
-        wait_hcas_active(state, plugged)
-    except LabError as exc:
-        err.print(f"lab cable: done, but a plugged port is not Active yet ({exc}): is the subnet manager "
-                  "running?", markup=False)
-
-
-def _port(end: str) -> PortRef:
-    from ..day2.lab_technician import lab_port
-
-    try:
-        return lab_port(end)
-    except ValueError:
-        err.print(f"lab cable: {end!r} is not a port: write node/HCA/PORT or switch/PORT", markup=False)
-        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
-
-
-def _settle(state: LabState) -> None:
-    """Wait until ibnetdiscover shows the fabric as now cabled (the technician's work, minus faults)."""
-    fault_injector(state).wait_converged()
-
-
-@cable_app.command("unplug")
-def cable_unplug(
-    args: list[str] = typer.Argument(..., metavar="[ENV] END",
-                                     help="environment; the port the cable is in: node/HCA/PORT or switch/PORT"),
-    env_opt: Path | None = _ENV_OPT,
-    fmt: Format = _FMT,
-) -> None:
-    """Pull the cable out of END (and of whatever port its other end is in)."""
-    env, (end,) = _env_first(args, env_opt, 1, "cable unplug [ENV] END")
-    tech, peer = _technician_does(env, lambda t: t.unplug(_port(end)))
-    _say(fmt, f"unplugged {end} (it went to {tech.net.nodes[peer.node].desc} port {peer.port})", unplugged=end)
-
-
-@cable_app.command("plug")
-def cable_plug(
-    args: list[str] = typer.Argument(..., metavar="[ENV] END PEER",
-                                     help="environment; two free ports: node/HCA/PORT or switch/PORT"),
-    env_opt: Path | None = _ENV_OPT,
-    fmt: Format = _FMT,
-) -> None:
-    """Plug a cable between two free ports."""
-    env, (end, peer) = _env_first(args, env_opt, 2, "cable plug [ENV] END PEER")
-    _technician_does(env, lambda t: t.plug(_port(end), _port(peer)))
-    _say(fmt, f"plugged {end} - {peer}", plugged=[end, peer])
-
-
-@cable_app.command("move")
-def cable_move(
-    args: list[str] = typer.Argument(..., metavar="[ENV] END TO",
-                                     help="environment; the port whose cable moves (stays plugged here): "
-                                          "node/HCA/PORT; the free port its other end goes to: switch/PORT"),
-    env_opt: Path | None = _ENV_OPT,
-    fmt: Format = _FMT,
-) -> None:
-    """Move the far end of END's cable to another port (a node re-cabled to another leaf port)."""
-    env, (end, to) = _env_first(args, env_opt, 2, "cable move [ENV] END TO")
-    tech, old = _technician_does(env, lambda t: t.move(_port(end), _port(to)))
-    _say(fmt, f"moved {end}: {tech.net.nodes[old.node].desc} port {old.port} -> {to}", moved=end, to=to)
-
-
-@cable_app.command("replace")
-def cable_replace(
-    args: list[str] = typer.Argument(..., metavar="[ENV] SWITCH", help="environment; the switch replaced by a new box"),
-    guid: str | None = typer.Option(None, "--guid", help="the new box's node GUID (default: a fresh one)"),
-    env_opt: Path | None = _ENV_OPT,
-    fmt: Format = _FMT,
-) -> None:
-    """Replace a switch with a new one (another GUID), every cable back in the same port."""
-    from ..day2.lab_technician import new_switch_guid
-
-    env, (switch,) = _env_first(args, env_opt, 1, "cable replace [ENV] SWITCH")
-    def replace(t: Technician) -> tuple[str, int]:
-        new = guid or new_switch_guid(switch, str(len(t.journal())))
-        return new, t.replace(switch, new)
-
-    _, (new, n) = _technician_does(env, replace)
-    _say(fmt, f"replaced {switch}: new GUID {new}, {n} cable(s) back in their ports", switch=switch, guid=new,
-         cables=n)
-
-
 @app.command("drain")
 def lab_drain(args: list[str] = typer.Argument(..., metavar="[ENV] HOST"), env_opt: Path | None = _ENV_OPT,
               reason: str | None = typer.Option(None, "--reason", help="why (the drain hook's {reason})"),
@@ -508,3 +349,6 @@ def _drain(env: Path, host: str, drain: bool, fmt: Format = Format.text, reason:
     word = "drained" if drain else "resumed"
     _say(fmt, f"{host} {word}" if changed else f"{host} was already {word}", host=host, state=word,
          changed=changed)
+
+
+app.add_typer(cable_app, name="cable")  # the technician's physical work (cli/lab_cable.py)

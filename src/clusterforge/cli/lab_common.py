@@ -1,0 +1,57 @@
+"""What every `clusterforge lab` command shares: ENV first (or the old hidden `--env`), the one-line result
+in text or JSON, the running lab of an environment, and a lab error as exit 1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+
+from ..lab import LabError, LabState
+from ..lab.rehearsal import env as labenv
+from ..util.errors import ExitCode
+from .common import Format, err, out, print_json
+
+
+def _fail(exc: Exception) -> NoReturn:
+    err.print(f"lab: {exc}", markup=False)
+    raise typer.Exit(int(ExitCode.FAILURE))
+
+
+DEFAULT_ENV = Path("inventories/lab")
+_ENV_OPT = typer.Option(None, "--env", hidden=True, help="the environment (old form: ENV goes first now)")
+
+
+def _env_first(args: list[str], env_opt: Path | None, want: int, usage: str,
+               exact: bool = True) -> tuple[Path, list[str]]:
+    """ENV is the first argument, as in every command; the older `--env ENV` (hidden) is still understood.
+    With neither, the lab environment (inventories/lab) when the other arguments fill `want` exactly."""
+    if env_opt is not None:
+        env, rest = env_opt, args
+    elif len(args) > want:
+        env, rest = Path(args[0]), args[1:]
+    else:
+        env, rest = DEFAULT_ENV, args
+    if len(rest) < want or (exact and len(rest) != want):
+        err.print(f"usage: clusterforge lab {usage}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    return env, rest
+
+
+_FMT = typer.Option(Format.text, "--format", help="text or json")
+
+
+def _say(fmt: Format, text: str, **data: object) -> None:
+    """The command's one-line result: the line, or with --format json an object with it and its fields."""
+    if fmt is Format.json:
+        print_json({"message": text, **data})
+    else:
+        out.print(text, markup=False)
+
+
+def _running(env: Path) -> LabState:
+    state = labenv.running(env)
+    if state is None:
+        _fail(LabError(f"no lab is up for {env}: run `clusterforge lab up {env}`"))
+    return state
