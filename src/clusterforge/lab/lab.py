@@ -128,9 +128,8 @@ def up(
     if spec.slurm is not None and chosen != "podman":
         raise LabError("lab up --slurm needs podman mode (Slurm is installed in the lab image); this lab would "
                        f"run in {chosen} mode: nothing started")
-    slurm_here = spec.slurm is not None
     ticks.expect(len(spec.hosts) + 2 + (chosen == "podman") + (spec.start_sm or spec.sm_sim_host is not None)
-                 + slurm_here)
+                 + (spec.slurm is not None))
     deadline = time.monotonic() + timeout
     state = LabState(
         lab=spec.name, mode=chosen, state_dir=state_dir, spec_digest=digest,
@@ -184,8 +183,8 @@ def up(
             ticks.tick("fabric active")
         _wait_ssh(state, deadline)
         ticks.tick("ssh up")
-        if slurm_here:
-            _start_slurm(spec, state, deadline)
+        if spec.slurm is not None:
+            slurm.start(spec.slurm, state, max(30.0, deadline - time.monotonic()))
             ticks.tick("slurm up")
         state.complete = True
         write_state(state)
@@ -443,20 +442,6 @@ def _start_opensm(spec: LabSpec, state: LabState, host: str) -> None:
                        sweep_interval=spec.sm_sweep_interval)
     argv[0] = GUEST_SBIN + "/opensm"  # the wrapper: LD_PRELOAD + simulator address
     containers.exec_detached(rec.container, argv)
-
-
-def _start_slurm(spec: LabSpec, state: LabState, deadline: float) -> None:
-    """munged + slurmctld on the controller, then munged + slurmd on each node; wait until all respond."""
-    lab = spec.slurm
-    assert lab is not None
-    ctl = state.hosts[lab.controller].container
-    containers.exec_in(ctl, slurm.start_argv("controller"), timeout=60)
-    state.slurm_controller = lab.controller
-    write_state(state)
-    for node in lab.nodes:
-        containers.exec_in(state.hosts[node].container, slurm.start_argv("node"), timeout=60)
-    slurm.wait_nodes_up(lambda: containers.exec_in(ctl, ["sinfo", "-h", "-N", "-o", "%N %T"], timeout=20).stdout,
-                        lab.nodes, timeout=max(30.0, deadline - time.monotonic()))
 
 
 def _wait_fabric_active(state: LabState, deadline: float, only: set[str] | None = None) -> None:

@@ -25,7 +25,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from clusterforge.lab import containers
 from clusterforge.lab.errors import LabError
+from clusterforge.lab.state import LabState, write_state
 from clusterforge.util.poll import wait_until
 
 PACKAGES: tuple[str, ...] = ("munge", "slurmctld", "slurmd", "slurm-client")
@@ -125,6 +127,19 @@ def write_files(lab: SlurmLab, addresses: dict[str, str], host_dirs: dict[str, P
 
 def start_argv(role: str) -> list[str]:
     return ["/bin/sh", f"/etc/clusterforge-lab/{START}", role]
+
+
+def start(lab: SlurmLab, state: LabState, timeout: float) -> None:
+    """munged + slurmctld on the controller (recorded in the lab's state), then munged + slurmd on each node;
+    wait until slurmctld sees them all."""
+    ctl = state.hosts[lab.controller].container
+    containers.exec_in(ctl, start_argv("controller"), timeout=60)
+    state.slurm_controller = lab.controller
+    write_state(state)
+    for node in lab.nodes:
+        containers.exec_in(state.hosts[node].container, start_argv("node"), timeout=60)
+    wait_nodes_up(lambda: containers.exec_in(ctl, ["sinfo", "-h", "-N", "-o", "%N %T"], timeout=20).stdout,
+                  lab.nodes, timeout=timeout)
 
 
 def scontrol_argv(hosts: Sequence[str] | str, drain: bool, reason: str | None) -> list[str]:
