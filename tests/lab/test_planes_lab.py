@@ -5,9 +5,9 @@ a port in each plane. A systemd lab whose OpenSM is left to the deploy (`lab up 
 the deploy installs opensm-plane@.service and /etc/opensm/plane<P>/ on each SM node and enables and starts
 `opensm-plane@0` / `opensm-plane@1` (run through the lab's LAB-ONLY drop-in: each instance attaches as the
 SM node's HCA in its plane). Then: a MASTER (sm01) and a STANDBY (sm02) in every plane, each bound to its
-port in that plane; a second deploy changes nothing; `lab up`'s own start of an SM node's instances;
-`validate` clean; one cable moved into the other plane is exactly the cross-plane finding naming that
-cable; `lab down` leaves nothing.
+port in that plane; a second deploy changes nothing; `validate` clean; one cable moved into the other
+plane is exactly the cross-plane finding naming that cable; `lab up`'s own start of an SM node's instances
+(last: see that test); `lab down` leaves nothing.
 
 Both planes run in one ibsim: disjoint subnets in one net file (nothing links them), which is what lets
 a technician move a cable from one plane into the other (one simulator links only its own ports).
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -106,6 +105,37 @@ def test_the_deploy_starts_one_opensm_per_plane_master_and_standby_in_each(plane
     assert sum(len(r["changes"]) for r in json.loads(plan.read_text())["hosts"].values()) == 0
 
 
+def _validate(env: Path) -> tuple[int, dict[str, Any]]:
+    code, out = cf("validate", str(env), "--format", "json")
+    return code, json.loads(out[out.index("{"):])
+
+
+def test_validate_clean_then_a_cable_moved_across_planes(planes_env: Path) -> None:
+    code, data = _validate(planes_env)
+    assert (code, data["findings"]) == (0, []), data["findings"]
+    assert data["fabric_checked"] and len(data["hosts_checked"]) == 6
+    # gpu02's rail-1 cable (plane 1's leaf-su01-r1/2) moved to a free port of plane 0's leaf
+    code, out = cf("lab", "cable", "move", "gpu02/mlx5_1/1", "leaf-su01-r0/6", "--env", str(planes_env))
+    assert code == 0 and "not Active yet" not in out, out
+    try:
+        code, data = _validate(planes_env)
+        found = data["findings"]
+        assert code == 4
+        assert [f["rule"] for f in found] == ["FAB-PLANE"], found
+        (f,) = found
+        assert f["message"].startswith("rail 1 HCA reaches plane 0's leaf leaf-su01-r0 (leaf-su01-r0/6)")
+        assert "leaf-su01-r1.2" in f["message"] and "declared leaf-su01-r1/2" in f["message"]
+        assert f["action"].startswith("move cable leaf-su01-r1.2") or "leaf-su01-r1/2" in f["action"]
+    finally:
+        code, out = cf("lab", "cable", "move", "gpu02/mlx5_1/1", "leaf-su01-r1/2", "--env", str(planes_env))
+        assert code == 0 and "not Active yet" not in out, out
+    code, data = _validate(planes_env)
+    assert (code, data["findings"]) == (0, []), data["findings"]
+
+
+# last: stopping sm02's instances while the masters run can leave a master waiting forever for an SMInfo answer
+# (umad2sim has no MAD timeouts, docs/lab.md), and that plane then never sweeps again: run before the cable test,
+# it left plane 0 wedged (session 11) and fits the port CI saw stay Initializing (sessions 9, 10)
 def test_lab_up_starts_an_sm_nodes_plane_instances_itself(planes_env: Path) -> None:
     # what `lab up` (without --no-start-sm) does on each SM node: its files where the deploy puts them, the units
     _ssh(planes_env, "sm02", "systemctl", "disable", "--now", "opensm-plane@0", "opensm-plane@1")
@@ -120,37 +150,3 @@ def test_lab_up_starts_an_sm_nodes_plane_instances_itself(planes_env: Path) -> N
     assert sorted(sms) == ["sm01 plane0", "sm01 plane1", "sm02 plane0", "sm02 plane1"]
     assert all("priority 14" in sms[f"sm02 plane{p}"] and "SMINFO_STANDBY" in sms[f"sm02 plane{p}"]
                for p in (0, 1)), sms
-
-
-def _validate(env: Path) -> tuple[int, dict[str, Any]]:
-    code, out = cf("validate", str(env), "--format", "json")
-    return code, json.loads(out[out.index("{"):])
-
-
-def test_validate_clean_then_a_cable_moved_across_planes(planes_env: Path) -> None:
-    code, data = _validate(planes_env)
-    assert (code, data["findings"]) == (0, []), data["findings"]
-    assert data["fabric_checked"] and len(data["hosts_checked"]) == 6
-    # gpu02's rail-1 cable (plane 1's leaf-su01-r1/2) moved to a free port of plane 0's leaf
-    code, out = cf("lab", "cable", "move", "gpu02/mlx5_1/1", "leaf-su01-r0/6", "--env", str(planes_env))
-    assert code == 0, out
-    try:
-        code, data = _validate(planes_env)
-        found = data["findings"]
-        assert code == 4
-        assert [f["rule"] for f in found] == ["FAB-PLANE"], found
-        (f,) = found
-        assert f["message"].startswith("rail 1 HCA reaches plane 0's leaf leaf-su01-r0 (leaf-su01-r0/6)")
-        assert "leaf-su01-r1.2" in f["message"] and "declared leaf-su01-r1/2" in f["message"]
-        assert f["action"].startswith("move cable leaf-su01-r1.2") or "leaf-su01-r1/2" in f["action"]
-    finally:
-        code, out = cf("lab", "cable", "move", "gpu02/mlx5_1/1", "leaf-su01-r1/2", "--env", str(planes_env))
-        assert code == 0, out
-    # clean once plane 1's OpenSM has activated the port again: in CI that took longer than `lab cable`'s own
-    # wait (the port read Initializing at the first validate); it must be clean within 90 s
-    deadline = time.monotonic() + 90
-    code, data = _validate(planes_env)
-    while (code, data["findings"]) != (0, []) and time.monotonic() < deadline:
-        time.sleep(5)
-        code, data = _validate(planes_env)
-    assert (code, data["findings"]) == (0, []), data["findings"]

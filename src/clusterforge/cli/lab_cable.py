@@ -11,7 +11,7 @@ from typing import TypeVar
 import typer
 
 from ..lab import SM_ROLE, LabError, LabState, PortRef, fault_injector
-from ..lab.lab import technician, wait_hcas_active
+from ..lab.lab import SM_WEDGE, technician, wait_hcas_active
 from ..lab.technician import Technician
 from ..util.errors import ExitCode
 from .common import Format, err
@@ -38,11 +38,10 @@ def _technician_does(env: Path, work: Callable[[Technician], _T]) -> tuple[Techn
 
 
 def _wait_plugged_active(state: LabState, tech: Technician) -> None:
-    """A plugged port shows in ibnetdiscover before the subnet manager has swept it: a validate right after a
-    `cable move` back saw the host's port Initializing (CI, sessions 9 and 10, a rail-plane lab whose OpenSM
-    the deploy runs). When the lab has a subnet manager (its own OpenSM, or SM nodes), wait until each HCA
-    the technician plugged reads Active in its own ibstat; past a minute, say so (the work is done: the port
-    is as the fabric left it, and validate will say what it sees)."""
+    """A plugged port shows in ibnetdiscover before the subnet manager has swept it (ibsim links it
+    Initializing and sends the switch's trap 128). When the lab has a subnet manager (its own OpenSM, or SM
+    nodes), wait until each HCA the technician plugged reads Active in its own ibstat; past a minute, say so
+    (the work is done: the port is as the fabric left it, and validate will say what it sees)."""
     has_sm = bool(state.opensm_host) or state.opensm is not None or any(
         rec.role == SM_ROLE for rec in state.hosts.values())
     plugged = {ep.node for ep in tech.plugged}
@@ -51,8 +50,8 @@ def _wait_plugged_active(state: LabState, tech: Technician) -> None:
     try:
         wait_hcas_active(state, plugged)
     except LabError as exc:
-        err.print(f"lab cable: done, but a plugged port is not Active yet ({exc}): is the subnet manager "
-                  "running?", markup=False)
+        err.print(f"lab cable: done, but a plugged port is not Active yet ({exc}): is its plane's subnet manager "
+                  f"running and sweeping? ({SM_WEDGE})", markup=False)
 
 
 def _port(end: str) -> PortRef:

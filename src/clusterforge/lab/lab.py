@@ -444,47 +444,43 @@ def _start_opensm(spec: LabSpec, state: LabState, host: str) -> None:
     containers.exec_detached(rec.container, argv)
 
 
-def _wait_fabric_active(state: LabState, deadline: float, only: set[str] | None = None,
-                        stable_s: float = 0.0) -> None:
+def _wait_fabric_active(state: LabState, deadline: float, only: set[str] | None = None) -> None:
     """Every declared HCA (or those of `only`, ibsim node ids) reports its port Active (needs the SM to have
-    swept), and has stayed Active for `stable_s` seconds."""
+    swept)."""
     client = fabric_client(state)
     sim_hosts = [s for r in state.hosts.values() for _, s in r.hcas if only is None or s in only]
     if not sim_hosts:
         return
-    since: dict[str, float] = {}  # when each was first seen Active, in the run it is in now
+    pending = list(sim_hosts)
     last: dict[str, str] = {}
     while True:
-        pending = [sh for sh in sim_hosts if sh not in since or time.monotonic() - since[sh] < stable_s]
-        if not pending:
-            return
-        for sh, res in ibstat_many(client, pending, timeout=20).items():
+        results = ibstat_many(client, pending, timeout=20)
+        still = []
+        for sh, res in results.items():
             cas = parse_ibstat(res.stdout) if res.returncode == 0 else []
             port_states = [p.state for ca in cas for p in ca.ports]
             last[sh] = ",".join(port_states) or (res.stderr.strip()[-200:] or "no output")
             if not port_states or any(s != "Active" for s in port_states):
-                since.pop(sh, None)
-            else:
-                since.setdefault(sh, time.monotonic())
+                still.append(sh)
+        pending = still
+        if not pending:
+            return
         if time.monotonic() >= deadline:
             detail = ", ".join(f"{s}: {last.get(s)}" for s in pending)
             raise LabError(f"HCAs not Active before the deadline: {detail}")
         time.sleep(0.5)
 
 
-PLUGGED_STABLE_S = 12.0
-"""How long a re-plugged HCA port must read Active before it counts: right after a plug its ibstat can still
-read the Active it had before (a cable moved back across rail planes), until its subnet manager's next sweep
-(10 s, OpenSM's light sweep as rendered) resets and re-activates it; a validate in that window saw it
-Initializing (CI, sessions 9 and 10)."""
+SM_WEDGE = ("in the lab, an OpenSM that was querying an SM stopped at that moment waits for the answer forever: "
+            "umad2sim has no MAD timeouts (docs/lab.md); restart that plane's master OpenSM")
+"""Why a lab subnet manager can stop sweeping (seen on a rail-plane lab: an SM node's instances stopped and
+started again, then that plane's master never swept again, and a port plugged there stayed Initializing)."""
 
 
-def wait_hcas_active(state: LabState, sim_hosts: set[str], timeout: float = 60.0,
-                     stable_s: float = PLUGGED_STABLE_S) -> None:
+def wait_hcas_active(state: LabState, sim_hosts: set[str], timeout: float = 60.0) -> None:
     """The lab HCAs among `sim_hosts` (ibsim node ids; others are ignored) report their ports Active, as
-    their own `ibstat` reads them (plane by plane, whatever subnet each is in), for `stable_s` seconds on end.
-    A LabError past `timeout`."""
-    _wait_fabric_active(state, time.monotonic() + timeout, sim_hosts, stable_s)
+    their own `ibstat` reads them: plane by plane, whatever subnet each is in. A LabError past `timeout`."""
+    _wait_fabric_active(state, time.monotonic() + timeout, sim_hosts)
 
 
 def _wait_ssh(state: LabState, deadline: float) -> None:
