@@ -132,4 +132,15 @@ def _collect_live(env: Path, checked: Checked, no_lab: bool = False) -> tuple[Ob
         cfg = ssh_config(env, checked.index)
     # a bar on stderr while the hosts answer, on a terminal only (never in --format json's stdout)
     with progress(f"collect {env.name}", total=len(hosts) + (fabric is not None)) as advance:
-        return collect(cfg, hosts, fabric, advance), state
+        obs = collect(cfg, hosts, fabric, advance)
+    if fabric is not None:  # phase two: the pinned switches' firmware, in-band, by the LIDs phase one found
+        from ..collect.plan import Target, plane_ports
+        from ..validate.switch_firmware import query_commands
+
+        queries = query_commands(checked.index, obs, plane_ports(checked.index, fabric.host))
+        if queries:
+            more = collect(cfg, [], Target(fabric.host, fabric.address, queries))
+            obs.fabric.update(more.fabric)
+            for host, why in more.unreachable.items():
+                obs.unreachable.setdefault(host, why)
+    return obs, state

@@ -47,6 +47,7 @@ RULES: dict[str, str] = {
     "PARSE": "a collected output could not be parsed",
     "FW-DRIFT": "a card runs another firmware version than its pin (or a flashed image waits for a reset)",
     "FW-PSID": "a card's PSID (board identity) is not one its firmware pin allows",
+    "FW-NO-DATA": "pinned switches seen on the fabric whose firmware was not read in-band (not checked)",
     "ACC-NO-DATA": "acceptance: a planned test's output is missing (never counted as passed)",
     "ACC-PARSE": "acceptance: a test's output could not be parsed",
     "ACC-DCGM": "acceptance: dcgmi diag failed or warned on a node",

@@ -13,6 +13,7 @@ from ..model.index import Index
 from ..parse import (
     ParseError,
     dpkg_query,
+    flint_q,
     iblinkinfo,
     ibnetdiscover,
     ibstat,
@@ -37,6 +38,7 @@ from .gpus import check_nvlink, check_topo
 from .hosts import check_host
 from .lustre import check_hsm, check_lfs_df
 from .software import check_driver, check_nids, check_ofed, check_packages
+from .switch_firmware import check_switch_firmware, pinned_switches, saved_queries
 
 T = TypeVar("T")
 
@@ -68,6 +70,7 @@ def _validate(index: Index, obs: Observations, fabric_only: bool = False) -> Rep
     report = Report()
     report.findings += coverage_findings(index, obs, hosts=not fabric_only)
     _fabric(index, obs, report)
+    _switch_firmware(index, obs, report)
     for host, reason in sorted(obs.unreachable.items()):
         name = one_line(host)  # a capture's directory name and the text of its UNREACHABLE: onto one line
         report.findings.append(
@@ -201,6 +204,19 @@ def _planes(index: Index, obs: Observations, report: Report) -> None:
     where = f" in {one_line(str(obs.root))}/fabric" if obs.root is not None else ""
     report.findings += planes.uncollected(index, diff_fabric(index, topo, links), missing, failed, where)
     report.fabric_checked = True
+
+
+def _switch_firmware(index: Index, obs: Observations, report: Report) -> None:
+    """The pinned switches' in-band firmware queries (fabric/flint-q@<switch>.txt) against their pins."""
+    if not pinned_switches(index):
+        return
+    queries = {}
+    for name, (stem, text) in saved_queries(obs).items():
+        parsed = _parse(obs, None, stem, text, flint_q.parse, report)
+        if parsed is not None:
+            queries[name] = parsed
+    unseen = {f.subject for f in report.findings if f.rule == "FAB-DEVICE-MISSING"}
+    report.findings += check_switch_firmware(index, obs, queries, unseen)
 
 
 # saved output (file stem) -> its parser -> the check over the parsed records
