@@ -572,10 +572,10 @@ class _Planner:
                 emit("upgrade", rack, sw, f"update {sw}'s firmware ({b}) from its switch OS, {image}; it reboots: "
                      "confirm once it is back with its links up")
             else:
-                emit("flash", rack, sw, f"flash {sw}'s firmware ({b}) through the fabric (mlxfwmanager -d lid-<LID>)",
+                emit("flash", rack, sw, f"flash {sw}'s firmware ({b}) through the fabric (flint -d lid-<LID> burn)",
                      flash_argv(self.env, b, switch=sw))
-                emit("activate", rack, sw, f"activate {sw}'s firmware {b.new}: mlxfwreset through the fabric",
-                     activate_argv(self.env, "mlxfwreset", switch=sw))
+                emit("activate", rack, sw, f"activate {sw}'s firmware {b.new}: flint swreset through the fabric",
+                     activate_argv(self.env, "swreset", switch=sw))
 
     def _one_rack(self, hosts: list[str]) -> str | None:
         racks = {self._rack_of(h, self.new) for h in hosts}

@@ -10,7 +10,8 @@ a bump. Shared by the planner (day2/changeplan.py), which turns each into waves 
   (`fw_activation`: `mlxfwreset` per card, or a reboot), validated, and resumed;
 * a switch pin: every switch of that model, one at a time, the nodes cabled to it out of service first (a
   spine: none), flashed from its switch OS by a person (`fw_tool: switch-os`: a manual `upgrade` step) or
-  through the fabric (`mlxfwmanager-inband`: machine `flash` and `activate` steps), then validated.
+  through the fabric (`mlxfwmanager-inband`: machine `flash` and `activate --how swreset` steps: flint in-band
+  from the fabric node, `flint -d lid-<LID> -i IMAGE -y burn`, then `swreset`), then validated.
 
 A bump to an older version is refused unless the new inventory sets `firmware.allow_downgrade` (the flash then
 carries `--allow-downgrade`). A pin only the new inventory has flashes nothing: what runs is unknown to the
@@ -27,7 +28,7 @@ from ..model.firmware import FirmwarePin
 from ..model.index import Index
 
 Kind = Literal["hcas", "switches"]
-Activation = Literal["mlxfwreset", "reboot"]
+Activation = Literal["mlxfwreset", "reboot", "swreset"]
 
 DEFAULT_IMAGE_DIR = "/var/lib/clusterforge/firmware"  # where `firmware flash` expects the image on each host
 FLASH = ("clusterforge", "firmware", "flash")

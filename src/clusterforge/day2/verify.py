@@ -628,6 +628,9 @@ class _Replay:
                 continue
             if switch is None and not self._is_out(t):
                 self.bad("FIRMWARE", f"{t}'s firmware is activated while it is in service")
+            if (switch is not None) != (how == "swreset"):
+                self.bad("FIRMWARE", f"{t}'s firmware is activated by {how}: a switch by swreset (in-band), a host "
+                                     "by mlxfwreset or a reboot")
             if how == "reboot":
                 done = set(pending)
             else:

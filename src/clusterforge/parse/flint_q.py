@@ -4,7 +4,10 @@
 ``Security Attributes``, ...); ``Rom Info`` continues on indented lines; the second ``Description`` row is
 the ``UID  GuidsNumber`` header of the ``Base GUID`` / ``Base MAC`` rows that follow it (a value and a
 count). OEM images carry their own PSID (``IBM...``, ``HP_...``) and a ``Product Version`` that is not the
-FW version; switch ASICs a four-part version and ``FW ISSU Version``. A line of only backticks or tildes
+FW version; switch ASICs a four-part version and ``FW ISSU Version``. After a burn that has not been activated
+(a reset, or an in-band switch's ``swreset``), flint prints ``FW Version(Running):`` under ``FW Version`` (the
+image on the flash): ``fw_running`` is then what runs (mstflint's flint/subcommands.cpp, QuerySubCommand, prints
+that row when the running version differs). A line of only backticks or tildes
 (a markdown fence pasted with the output) is skipped. No ``FW Version``, a line that is not a row, and
 empty input are a :class:`ParseError`.
 """
@@ -22,7 +25,7 @@ TOOL = "flint-q"
 
 __all__ = ["FlintQuery", "parse", "to_json"]
 
-_ROW_RE = re.compile(r"^([A-Za-z][A-Za-z ]*?):\s+(.*)$")
+_ROW_RE = re.compile(r"^([A-Za-z][A-Za-z ]*?(?:\(Running\))?):\s+(.*)$")
 _FENCE_RE = re.compile(r"^(?:`{3,}|~{3,})\w*$")
 
 
@@ -42,6 +45,15 @@ class FlintQuery:
     roms: tuple[str, ...]
     fields: Mapping[str, str]
     """Every row as printed (the first of a repeated key)."""
+
+    @property
+    def fw_running(self) -> str:
+        """What runs: the ``FW Version(Running)`` row when there is one (an activation pending), else the flash's."""
+        return self.fields.get("FW Version(Running)", self.fw_version)
+
+    @property
+    def activation_pending(self) -> bool:
+        return self.fw_running != self.fw_version
 
 
 def parse(text: str) -> FlintQuery:

@@ -88,14 +88,19 @@ def check_switch_firmware(index: Index, obs: Observations, queries: Mapping[str,
         tool = index.cat.switches[sw.model].fw_tool if sw.model in index.cat.switches else None
         floor = device_floor(index, name)
         which = f"{name} ({sw.model}, {floor})"
-        if q.fw_version != pin.version:
+        if q.fw_running != pin.version:
             how = ("a managed switch: a person runs the update from its own OS, the plan names it"
                    if tool == "switch-os" else "flashed in-band from the fabric node, then reset")
+            pending = q.activation_pending and q.fw_version == pin.version
             out.append(Finding(
-                "FW-DRIFT", "error", name, f"{which} runs firmware {q.fw_version}, pinned {pin.version}",
-                expected=pin.version, observed=q.fw_version, floor=floor,
-                action=f"bump it through a day-2 plan (`clusterforge diff` with the new pin): the nodes cabled to "
-                       f"it are drained first, the switch is updated ({how}), validated, and they resume",
+                "FW-DRIFT", "error", name, f"{which} runs firmware {q.fw_running}, pinned {pin.version}"
+                + (f" (flashed {q.fw_version}: not activated yet)" if q.activation_pending else ""),
+                expected=pin.version, observed=q.fw_running, floor=floor,
+                action=(f"activate the flashed image: drain the nodes cabled to {name}, then `clusterforge firmware "
+                        f"activate ENV --switch {name} --how swreset` (flint swreset, in-band; the switch restarts)"
+                        if pending else
+                        f"bump it through a day-2 plan (`clusterforge diff` with the new pin): the nodes cabled to "
+                        f"it are drained first, the switch is updated ({how}), validated, and they resume"),
                 inventory=("firmware", "switches", at)))
         if pin.psids and q.psid not in pin.psids:
             out.append(Finding(

@@ -171,6 +171,19 @@ def test_an_unmanaged_switch_is_flashed_and_reset_through_the_fabric() -> None:
         sw = s.argv[s.argv.index("--switch") + 1]
         act = plan.steps[s.n]  # the next step
         assert act.phase == "activate" and act.argv[act.argv.index("--switch") + 1] == sw
+        assert act.argv[act.argv.index("--how") + 1] == "swreset"
+
+
+def test_a_switch_activated_like_a_card_is_rejected() -> None:
+    old, new = _pinned(switch=OLD_SW, switch_model="QM8790"), _pinned(switch=NEW_SW, switch_model="QM8790")
+    plan = _plan(old, new)
+    act = next(s for s in plan.steps if s.phase == "activate")
+    argv = list(act.argv)
+    argv[argv.index("--how") + 1] = "mlxfwreset"
+    wrong = dataclasses.replace(act, argv=tuple(argv))
+    found = _rules(_check(_with(plan, [wrong if s is act else s for s in plan.steps]), old, new))
+    sw = act.subject
+    assert any(f"FIRMWARE: {sw}'s firmware is activated by mlxfwreset: a switch by swreset" in f for f in found), found
 
 
 # -- the verifier: hand-broken plans --------------------------------------------------------------------

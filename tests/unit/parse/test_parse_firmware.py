@@ -64,6 +64,18 @@ def test_flint_q_full_keeps_the_vendor_description_not_the_uid_header() -> None:
     assert q.roms == ("type=UEFI version=14.25.17 cpu=AMD64", "type=PXE version=3.6.502 cpu=AMD64")
 
 
+def test_flint_a_burn_not_yet_activated_shows_what_runs() -> None:
+    q = flint_q.parse(_text("flint-query", "mlxsw-doc-mstflint-spectrum"))
+    assert (q.fw_running, q.activation_pending) == ("13.2010.3146", False)
+    # CONSTRUCTED, not a capture: the real Spectrum query with the row mstflint's QuerySubCommand prints under
+    # `FW Version` when the running version differs ("FW Version(Running):   %s", flint/subcommands.cpp)
+    lines = _text("flint-query", "mlxsw-doc-mstflint-spectrum").splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("FW Version:"))
+    lines.insert(at + 1, "FW Version(Running):   13.2010.1006")
+    q = flint_q.parse("\n".join(lines) + "\n")
+    assert (q.fw_version, q.fw_running, q.activation_pending) == ("13.2010.3146", "13.2010.1006", True)
+
+
 @pytest.mark.parametrize("text", ["hello\n", "PSID: MT_1\n", "FW Version 1.2.3\n"])
 def test_flint_garbage_is_a_parse_error(text: str) -> None:
     with pytest.raises(ParseError):

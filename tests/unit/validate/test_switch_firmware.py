@@ -115,6 +115,19 @@ def test_a_switch_behind_its_pin_and_of_another_board(tmp_path: Path) -> None:
     assert nodata.severity == "warning" and f"of {len(checked.inv.switches) - 1} pinned" in nodata.message
 
 
+def test_a_switch_flashed_but_not_reset_is_told_to_activate(tmp_path: Path) -> None:
+    checked = _prod(tmp_path, SPECTRUM_FW)
+    leaf = checked.inv.switches[0].name
+    # CONSTRUCTED: the real query with mstflint's `FW Version(Running)` row (an in-band burn not yet swreset)
+    pending = SPECTRUM.replace(f"FW Version:            {SPECTRUM_FW}\n",
+                               f"FW Version:            {SPECTRUM_FW}\nFW Version(Running):   13.2010.1006\n")
+    assert pending != SPECTRUM
+    report = validate(checked.index, _obs_with(checked.index, {leaf: pending}), fabric_only=True)
+    (drift,) = [f for f in report.findings if f.rule == "FW-DRIFT"]
+    assert drift.observed == "13.2010.1006" and "not activated yet" in drift.message
+    assert f"activate ENV --switch {leaf} --how swreset" in drift.action
+
+
 def test_switches_at_their_pin_are_quiet(tmp_path: Path) -> None:
     checked = _prod(tmp_path, SPECTRUM_FW, f"[{SPECTRUM_PSID}]")
     answers = {sw.name: SPECTRUM for sw in checked.inv.switches}
