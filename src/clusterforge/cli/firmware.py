@@ -1,8 +1,10 @@
-"""`clusterforge firmware flash|activate ENV --limit HOSTS ...`: the machine steps of a day-2 firmware bump
-(day2/fwtool.py; `diff` plans them between a drain and a validation; a deploy never flashes)."""
+"""`clusterforge firmware flash|activate ENV --limit HOSTS|--switch NAME ...`: the machine steps of a day-2
+firmware bump (day2/fwtool.py for hosts' cards, day2/fwswitch.py for an unmanaged switch through the fabric;
+`diff` plans them between a drain and a validation; a deploy never flashes)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import NoReturn
@@ -10,13 +12,15 @@ from typing import NoReturn
 import typer
 
 from ..check.checked import Checked
+from ..day2.fwswitch import SwitchJob
 from ..day2.fwtool import DEFAULT_IMAGE_DIR, QUERY, FlashJob, HostReport, Runner, staged_path
 from ..util.errors import ExitCode
 from ..util.hostlist import HostlistError, expand
 from .common import Format, err, load_or_fail, out, print_json
 
-app = typer.Typer(no_args_is_help=True, help="Flash and activate HCA/DPU firmware on drained hosts: the machine "
-                  "steps of a day-2 firmware bump (`diff` plans them; a deploy never flashes).")
+app = typer.Typer(no_args_is_help=True, help="Flash and activate HCA/DPU firmware on drained hosts, or an unmanaged "
+                  "switch's through the fabric: the machine steps of a day-2 firmware bump (`diff` plans them; a "
+                  "deploy never flashes).")
 
 
 _FMT = typer.Option(Format.text, "--format", help="text or json (one document on stdout: each host's outcome)")
@@ -25,6 +29,7 @@ _FMT = typer.Option(Format.text, "--format", help="text or json (one document on
 class How(StrEnum):
     mlxfwreset = "mlxfwreset"
     reboot = "reboot"
+    swreset = "swreset"
 
 
 def _usage(message: str) -> NoReturn:
@@ -100,18 +105,42 @@ def _report(reports: list[HostReport], verb: str, fmt: Format = Format.text) -> 
         raise typer.Exit(int(ExitCode.FAILURE))
 
 
-def _no_switch(switch: str | None, what: str) -> None:
-    if switch is not None:
-        _usage(f"--switch {switch}: {what} of an unmanaged switch through the fabric is not built yet; from a host "
-               "on the fabric run `mlxfwmanager -d lid-<its LID> ...` (the LID from `ibswitches`), then confirm "
-               "the plan's step with `apply --confirm-through`")
+@dataclass(frozen=True)
+class _Switch:
+    name: str
+    node: str  # the fabric node the switch is reached from (the master SM node)
+    via: dict[int, tuple[str, int]]  # rail planes: the node's HCA port in each plane
+
+
+def _switch(checked: Checked, env: Path, switch: str, limit: str | None, model: str | None) -> _Switch:
+    """The unmanaged switch a `--switch` step works on, and the fabric node it is reached from."""
+    from ..collect.plan import plane_ports, sm_node
+
+    index = checked.index
+    if limit is not None:
+        _usage("--switch and --limit: a step works on one switch or on hosts, not both")
+    sw = index.switches.get(switch)
+    if sw is None:
+        _usage(f"--switch {switch}: not a switch of {env}")
+    if model is not None and model != sw.model:
+        _usage(f"--switch {switch}: a {sw.model}, not a {model}")
+    info = index.cat.switches.get(sw.model)
+    if info is None or info.fw_tool != "mlxfwmanager-inband":
+        _usage(f"--switch {switch}: a {sw.model} is updated from its own switch OS (catalog fw_tool "
+               f"{info.fw_tool if info else 'unknown'}), by a person: the plan's upgrade step names it")
+    node = sm_node(index)
+    if node is None or node not in index.addresses.mgmt:
+        _usage(f"--switch {switch}: no subnet-manager node with a management address to reach the fabric from "
+               "(opensm.sm_nodes)")
+    return _Switch(switch, node, plane_ports(index, node))
 
 
 @app.command("flash")
 def flash(
     env: Path = typer.Argument(..., help="environment directory, e.g. inventories/prod"),
     limit: str | None = typer.Option(None, "--limit", help="the (drained) hosts: names or ranges, gpu[0001-0008]"),
-    model: str = typer.Option(..., "--model", help="the pinned HCA/DPU model (firmware.hcas[].model), e.g. ConnectX-7"),
+    model: str = typer.Option(..., "--model", help="the pinned model: an HCA/DPU (firmware.hcas[].model, e.g. "
+                                                  "ConnectX-7) or, with --switch, the switch's (firmware.switches[])"),
     version: str = typer.Option(..., "--version", help="the pin's version (refused when the pin says another)"),
     allow_downgrade: bool = typer.Option(False, "--allow-downgrade",
                                          help="flash an older version (the inventory must allow it too: "
@@ -119,30 +148,40 @@ def flash(
     reflash: bool = typer.Option(False, "--reflash", help="flash cards already at the version (another image)"),
     image_dir: str = typer.Option(DEFAULT_IMAGE_DIR, "--image-dir",
                                   help="where the image is staged on each host (the pin image's file name in it)"),
-    switch: str | None = typer.Option(None, "--switch", help="an unmanaged switch (not built yet)"),
+    switch: str | None = typer.Option(None, "--switch", help="an unmanaged switch (catalog fw_tool "
+                                      "mlxfwmanager-inband), flashed through the fabric from the SM node"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what would run; connect to nothing"),
     fmt: Format = _FMT,
 ) -> None:
-    """Flash the pinned firmware onto each host's cards of MODEL (exit 1 when a host failed; the others go on).
+    """Flash the pinned firmware onto each host's cards of MODEL (exit 1 when a host failed; the others go on),
+    or onto an unmanaged switch (--switch) through the fabric.
 
     Per host: `mlxfwmanager --query`; a card whose PSID the pin does not list is refused (never cross-flashed),
     one at the version skipped, an older version refused without --allow-downgrade; then `mlxfwmanager -d
-    <card> -u -i <image> -y` from the image staged on the host. Activate it after (`firmware activate`).
+    <card> -u -i <image> -y` from the image staged on the host. A switch: from the SM node, its LID from
+    `ibnetdiscover`, `flint -d lid-<LID> q` (the same refusals), then `flint -d lid-<LID> -i <image> -y burn` from
+    the image staged on the SM node. Activate it after (`firmware activate`).
     """
-    _no_switch(switch, "a flash")
     checked = load_or_fail(env)
+    kind = "switches" if switch is not None else "hcas"
     fw = checked.inv.firmware
-    pins = fw.hcas if fw is not None else []
+    pins = (fw.switches if switch is not None else fw.hcas) if fw is not None else []
     at = next((i for i, p in enumerate(pins) if p.model == model), None)
     if fw is None or at is None:
-        _usage(f"--model {model}: not pinned in {env}'s firmware.hcas")
+        _usage(f"--model {model}: not pinned in {env}'s firmware.{kind}")
     pin = pins[at]
     if version != pin.version:
-        _usage(f"--version {version}: firmware.hcas[{at}] ({model}) pins {pin.version}")
+        _usage(f"--version {version}: firmware.{kind}[{at}] ({model}) pins {pin.version}")
     if allow_downgrade and not fw.allow_downgrade:
         _usage(f"--allow-downgrade: {env}'s firmware.allow_downgrade is false")
     if pin.image is None:
-        _usage(f"firmware.hcas[{at}] ({model}) names no image: add `image:` (its file is staged on each host)")
+        _usage(f"firmware.{kind}[{at}] ({model}) names no image: add `image:` (its file is staged on "
+               f"{'the SM node' if switch is not None else 'each host'})")
+    if switch is not None:
+        target = _switch(checked, env, switch, limit, model)
+        _flash_switch(env, checked, target, SwitchJob(switch, version, staged_path(str(pin.image), image_dir),
+                                                      tuple(pin.psids), allow_downgrade, reflash), dry_run, fmt)
+        return
     device_type = _device_type(checked, model)
     hosts = _hosts(checked, limit, model)
     job = FlashJob(model, device_type, version, staged_path(str(pin.image), image_dir), tuple(pin.psids),
@@ -169,17 +208,22 @@ def activate(
     env: Path = typer.Argument(..., help="environment directory, e.g. inventories/prod"),
     limit: str | None = typer.Option(None, "--limit", help="the (drained, flashed) hosts"),
     how: How = typer.Option(..., "--how", help="mlxfwreset (each card of --model) or reboot (the catalog's "
-                                               "fw_activation)"),
+                                               "fw_activation); swreset for a --switch"),
     model: str | None = typer.Option(None, "--model", help="the model whose cards are reset (--how mlxfwreset)"),
-    switch: str | None = typer.Option(None, "--switch", help="an unmanaged switch (not built yet)"),
+    switch: str | None = typer.Option(None, "--switch", help="an unmanaged switch, reset through the fabric "
+                                      "(--how swreset)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print what would run; connect to nothing"),
     fmt: Format = _FMT,
 ) -> None:
     """Make the flashed firmware run: `mlxfwreset -d <card> -y reset` for each card of MODEL with a reset pending,
-    or a reboot (waited for up to deploy.reboot.timeout_s); a query then proves the flash runs (exit 1 when a
-    host failed)."""
-    _no_switch(switch, "an activation")
+    or a reboot (waited for up to deploy.reboot.timeout_s), or a switch's `flint -d lid-<LID> swreset`
+    (--switch, --how swreset); a query then proves the flash runs (exit 1 when a host failed)."""
     checked = load_or_fail(env)
+    if (switch is not None) != (how is How.swreset):
+        _usage("--how swreset is a switch's (--switch NAME); a host's cards take mlxfwreset or reboot")
+    if switch is not None:
+        _activate_switch(env, checked, _switch(checked, env, switch, limit, model), dry_run, fmt)
+        return
     device_type = ""
     if how is How.mlxfwreset:
         if model is None:
@@ -204,3 +248,37 @@ def activate(
     else:
         reports = each(hosts, lambda h: reboot_host(h, run, timeout), checked.inv.deploy.parallel)
     _report(reports, "activated", fmt)
+
+
+def _flash_switch(env: Path, checked: Checked, target: _Switch, job: SwitchJob, dry_run: bool, fmt: Format) -> None:
+    if dry_run:
+        _dry([(target.node, f"ibnetdiscover (the LID of {target.name}); flint -d lid-<LID> q; then, when its PSID "
+                            f"the pin allows and it is not at {job.version}: flint -d lid-<LID> -i {job.image} -y "
+                            "burn")], fmt)
+        return
+    from ..day2.fwswitch import flash_switch, locate
+
+    run = make_runner(env, checked)
+    device, why = locate(target.node, target.name, checked.index, target.via, run)
+    report = HostReport(target.name).fail(why) if device is None else flash_switch(target.node, device, job, run)
+    _report([report], "flashed or at the version", fmt)
+
+
+def _activate_switch(env: Path, checked: Checked, target: _Switch, dry_run: bool, fmt: Format) -> None:
+    timeout = checked.inv.deploy.reboot.timeout_s
+    if dry_run:
+        _dry([(target.node, f"ibnetdiscover (the LID of {target.name}); flint -d lid-<LID> swreset when its flash "
+                            f"is not what runs; then flint -d lid-<LID> q until it runs it (up to {timeout} s)")],
+             fmt)
+        return
+    from ..day2.fwswitch import locate, reset_switch
+
+    run = make_runner(env, checked)
+    index = checked.index
+    device, why = locate(target.node, target.name, index, target.via, run)
+    if device is None:
+        _report([HostReport(target.name).fail(why)], "activated", fmt)
+        return
+    report = reset_switch(target.node, device, target.name, run,
+                          lambda: locate(target.node, target.name, index, target.via, run)[0], timeout)
+    _report([report], "activated", fmt)

@@ -44,8 +44,9 @@ COMMANDS: dict[str, Entry] = {
                                "Print hosts, groups by role and rack, and hostvars with every file rendered"),
     "diff": Entry("diff", "diff", "Devices, cables and hosts that change, and the ordered plan"),
     "apply": Entry("apply", "apply", "Run the plan's machine steps"),
-    "firmware": Entry("firmware", "app", "Flash and activate HCA/DPU firmware on drained hosts: the machine steps of "
-                      "a day-2 firmware bump (`diff` plans them; a deploy never flashes)."),
+    "firmware": Entry("firmware", "app", "Flash and activate HCA/DPU firmware on drained hosts, or an unmanaged "
+                      "switch's through the fabric: the machine steps of a day-2 firmware bump (`diff` plans them; a "
+                      "deploy never flashes)."),
     "alerts": Entry("alerts", "alerts", "List the active alerts with host, rack, U"),
     "lab": Entry("lab", "app", "The local lab: containers with sshd on a simulated InfiniBand fabric."),
     "plan": Entry("plan", "app", "Plan the fabric: generate, size, compare, BOM."),

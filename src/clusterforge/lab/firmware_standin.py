@@ -16,6 +16,16 @@ protocol as `clusterforge firmware` and `validate` read it:
   skipped without --force; else the card's flashed version changes and a reset is pending;
 * `mlxfwreset -d DEV -y reset`: the flashed version runs.
 
+And, on the fabric node (the master SM node) when switches are pinned (`firmware.switches`), a LAB-ONLY `flint`
+for the in-band switch queries and flashes (ibsim answers no vendor MADs): the switch at `-d lid-<LID>[,HCA,PORT]`
+is found through the simulated fabric for real (`smpquery nodedesc`/`nodeinfo <LID>`, through that HCA port),
+its firmware read from /var/lib/clusterforge-lab/fw/switches.json (`switches`):
+
+* `flint -d DEV q`: flint's query rows (tests/fixtures/flint-query), with `FW Version(Running)` when a burn
+  waits for its reset;
+* `flint -d DEV -i IMAGE -y burn`: a LAB image (`lab_image`) of the switch's device type and a PSID it lists;
+* `flint -d DEV swreset`: the burned version runs.
+
 Anything else exits 2 naming itself. Pure here: the install is in lab/rehearsal/env.py.
 """
 
@@ -27,6 +37,7 @@ from typing import Any
 from ..model.index import Index
 
 STATE = "/var/lib/clusterforge-lab/fw/cards.json"
+SWITCH_STATE = "/var/lib/clusterforge-lab/fw/switches.json"
 TOOLS = ("mlxfwmanager", "mlxfwreset")
 DEFAULT_PSID = "MT_0000000000"  # a LAB board identity for a pin that lists none
 
@@ -105,6 +116,108 @@ else:
     sys.stderr.write("clusterforge lab %s stand-in: unsupported arguments: %s\\n" % (tool, " ".join(args)))
     sys.exit(2)
 '''.replace("@STATE@", STATE)
+
+
+SWITCH_STANDIN = '''#!/usr/bin/python3
+# LAB-ONLY STAND-IN for flint's in-band switch access, installed by `clusterforge lab up` on the fabric node. This
+# is not NVIDIA software: ibsim answers no vendor MADs. The switch at the LID is found through the simulated fabric
+# (smpquery); its firmware is read from @STATE@, which a burn and a swreset change.
+import json, os, subprocess, sys
+STATE = "@STATE@"
+args = sys.argv[1:]
+
+
+def fail(msg, code=1):
+    sys.stderr.write("-E- " + msg + "\\n")
+    sys.exit(code)
+
+
+def opt(name):
+    return args[args.index(name) + 1] if name in args and args.index(name) + 1 < len(args) else None
+
+
+def smp(attr, lid, via):
+    argv = ["smpquery"] + (["-C", via[0]] if via else []) + (["-P", via[1]] if len(via) > 1 else []) + [attr, lid]
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    if res.returncode != 0:
+        fail("Cannot open %s: no device answers at LID %s (%s)" % (opt("-d"), lid, res.stderr.strip()[-200:]))
+    for line in res.stdout.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("Node Description", "NodeDesc", "NodeGuid", "Node Guid"):
+            return value.lstrip(".").strip()
+    fail("Cannot open %s: smpquery %s printed no answer" % (opt("-d"), attr))
+
+
+dev = opt("-d") or ""
+if not dev.startswith("lid-"):
+    fail("clusterforge lab flint stand-in: only in-band switch access (-d lid-<LID>[,HCA,PORT]): %s" % dev, 2)
+lid, *via = dev[4:].split(",")
+with open(STATE, encoding="utf-8") as f:
+    switches = json.load(f)
+name = smp("nodedesc", lid, via)
+sw = switches.get(name)
+if sw is None:
+    fail("Cannot open %s: %s is not a pinned switch of this LAB stand-in" % (dev, name))
+guid = smp("nodeinfo", lid, via)
+
+
+def save():
+    with open(STATE + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(switches, f, indent=1)
+    os.replace(STATE + ".tmp", STATE)
+
+
+rest = [a for a in args if a not in ("-d", dev, "-y", "-i", opt("-i"))]
+if rest in (["q"], ["query"]):
+    print("Image type:            FS4")
+    print("FW Version:            " + sw["fw"])
+    if sw["fw_running"] != sw["fw"]:
+        print("FW Version(Running):   " + sw["fw_running"])
+    print("Description:           UID                GuidsNumber")
+    print("Base GUID:             %016x        128" % int(guid, 16))
+    print("Image VSD:             N/A")
+    print("Device VSD:            N/A")
+    print("PSID:                  " + sw["psid"])
+    print("Security Attributes:   N/A")
+elif rest in (["b"], ["burn"]) and opt("-i"):
+    try:
+        with open(opt("-i"), encoding="utf-8") as f:
+            image = json.load(f)
+        assert image.get("lab_firmware_image") is True
+    except (OSError, ValueError, AssertionError):
+        fail("%s: not a firmware image this LAB stand-in can burn (clusterforge.lab.firmware_standin.lab_image)"
+             % opt("-i"))
+    if image["device_type"] != sw["device_type"] or (image["psids"] and sw["psid"] not in image["psids"]):
+        fail("PSID mismatch: the image is for %s %s, the device is %s %s"
+             % (image["device_type"], ",".join(image["psids"]), sw["device_type"], sw["psid"]))
+    print("    Current FW version on flash:  " + sw["fw"])
+    print("    New FW version:               " + image["version"])
+    print("\\nBurning FW image without signatures - OK\\n-I- To load new FW run swreset (LAB stand-in)")
+    sw["fw"] = image["version"]
+    save()
+elif rest == ["swreset"]:
+    print("-I- Sending reset command to device %s ..." % dev)
+    print("-I- Reset command accepted by the device.")
+    sw["fw_running"] = sw["fw"]
+    save()
+else:
+    fail("clusterforge lab flint stand-in: unsupported arguments: %s" % " ".join(args), 2)
+'''.replace("@STATE@", SWITCH_STATE)
+
+
+def switches(index: Index) -> dict[str, dict[str, Any]]:
+    """The pinned switches as the flint stand-in starts them (by node description, which in the lab is the
+    switch's name): each at its pin's version and first PSID, its device type the catalog family."""
+    fw = index.inv.firmware
+    pins = {p.model: p for p in fw.switches} if fw is not None else {}
+    out: dict[str, dict[str, Any]] = {}
+    for sw in index.inv.switches:
+        pin, info = pins.get(sw.model), index.cat.switches.get(sw.model)
+        if pin is None or info is None:
+            continue
+        out[sw.name] = {"model": sw.model, "device_type": info.family, "psid": pin.psids[0] if pin.psids
+                        else DEFAULT_PSID, "fw": pin.version, "fw_running": pin.version}
+    return out
 
 
 def cards(index: Index, host: str) -> list[dict[str, Any]]:

@@ -102,6 +102,13 @@ def check_switch_firmware(index: Index, obs: Observations, queries: Mapping[str,
                         f"bump it through a day-2 plan (`clusterforge diff` with the new pin): the nodes cabled to "
                         f"it are drained first, the switch is updated ({how}), validated, and they resume"),
                 inventory=("firmware", "switches", at)))
+        elif q.fw_version != pin.version:  # runs the pin, but its next reset would not
+            out.append(Finding(
+                "FW-DRIFT", "error", name, f"{which} runs its pin {pin.version} but its flash holds {q.fw_version}: "
+                "its next reset (or power cycle) runs that", expected=pin.version, observed=q.fw_version,
+                floor=floor, action=f"burn the pin's image back before anything resets it (`clusterforge firmware "
+                                    f"flash ENV --switch {name} ... --reflash`), or bump the pin through a plan",
+                inventory=("firmware", "switches", at)))
         if pin.psids and q.psid not in pin.psids:
             out.append(Finding(
                 "FW-PSID", "error", name,

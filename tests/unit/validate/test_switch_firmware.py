@@ -126,6 +126,12 @@ def test_a_switch_flashed_but_not_reset_is_told_to_activate(tmp_path: Path) -> N
     (drift,) = [f for f in report.findings if f.rule == "FW-DRIFT"]
     assert drift.observed == "13.2010.1006" and "not activated yet" in drift.message
     assert f"activate ENV --switch {leaf} --how swreset" in drift.action
+    # the other way round: it runs the pin, but its flash holds another version (burned, not reset)
+    latent = SPECTRUM.replace(f"FW Version:            {SPECTRUM_FW}\n",
+                              f"FW Version:            13.2012.1000\nFW Version(Running):   {SPECTRUM_FW}\n")
+    report = validate(checked.index, _obs_with(checked.index, {leaf: latent}), fabric_only=True)
+    (drift,) = [f for f in report.findings if f.rule == "FW-DRIFT"]
+    assert drift.observed == "13.2012.1000" and "its next reset" in drift.message and "--reflash" in drift.action
 
 
 def test_switches_at_their_pin_are_quiet(tmp_path: Path) -> None:

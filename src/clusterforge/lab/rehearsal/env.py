@@ -308,7 +308,20 @@ def install_fw_standins(state: LabState, checked: Checked) -> int:
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(install, todo))
-    return len(todo)
+    return len(todo) + _install_switch_standin(state, checked)
+
+
+def _install_switch_standin(state: LabState, checked: Checked) -> int:
+    """The LAB-ONLY in-band `flint` on the fabric node (where validate reads the fabric: the master SM node, else
+    the first host with an HCA), each pinned switch at its pin; none when no switch is pinned."""
+    pinned = fw_standin.switches(checked.index)
+    sms = sm_nodes_by_priority(checked.index)
+    node = sms[0] if sms and sms[0] in state.hosts else next((n for n, rec in state.hosts.items() if rec.hcas), None)
+    if not pinned or node is None:
+        return 0
+    put_file(state, node, fw_standin.SWITCH_STATE, json.dumps(pinned, indent=1))
+    put_file(state, node, "/usr/local/bin/flint", fw_standin.SWITCH_STANDIN, mode="0755")
+    return 1
 
 
 @dataclass(frozen=True)
