@@ -135,6 +135,11 @@ def test_a_pin_bump_planned_proven_and_applied_on_the_lab(fw_env: Path) -> None:
     (found,) = _fw_findings(fw_env)
     assert found["rule"] == "FW-DRIFT" and "gpu03" in str(found["message"]) and "0000:3b:00.0" in str(found["message"])
     assert found["observed"] == "20.41.0100" and found["expected"] == NEW
+    for argv in (["mlxfwmanager", "-d", "0000:3b:00.0", "-u", "-i",  # back to the pin: the next test starts clean
+                  "/var/lib/clusterforge/firmware/fw-ConnectX6-rel-20_40_1000.bin", "-y", "--force"],
+                 ["mlxfwreset", "-d", "0000:3b:00.0", "-y", "reset"]):
+        assert run(ssh_command(state, "gpu03", argv), timeout=60, check=False).returncode == 0
+    assert _fw_findings(fw_env) == []
 
 
 def _switch_fw(env: Path, switch: str) -> tuple[str, str]:

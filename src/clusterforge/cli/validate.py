@@ -36,6 +36,9 @@ def validate(
     fabric_only: bool = typer.Option(
         False, "--fabric-only", help="check the fabric alone: host outputs are neither expected nor checked"
     ),
+    switch: str | None = typer.Option(None, "--switch", help="a switch's firmware wave (day-2): only this "
+                                      "switch's firmware is checked against its pin (the others are bumped in "
+                                      "their own waves), and its findings are kept under --limit"),
     no_lab: bool = typer.Option(False, "--no-lab", help="collect from the inventory's hosts even when a lab of "
                                 "this environment is up (by default a running lab is what is validated)"),
 ) -> None:
@@ -55,6 +58,9 @@ def validate(
     except HostlistError as exc:
         err.print(f"--limit: {exc}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
+    if switch is not None and switch not in checked.index.switches:
+        err.print(f"--switch: not a switch of {env}: {switch}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     unknown = sorted((hosts or set()) - checked.index.nodes.keys())
     if unknown:  # before collecting: a typo in --limit should not cost a whole collection first
         err.print(f"--limit: not a node of {env}: {', '.join(unknown)}", markup=False)
@@ -74,13 +80,14 @@ def validate(
         obs, lab = _collect_live(env, checked, no_lab)
         if save is not None:
             save_dir(save, obs)
-    report = run_validate(checked.index, obs, fabric_only=fabric_only)
+    report = run_validate(checked.index, obs, fabric_only=fabric_only, switch=switch)
     if lab is not None:
         _lab_partial(env, lab, checked, report.findings)
     if hosts is not None:
         # the fabric's own data problems (FAB-NO-DATA, an unparsable ibnetdiscover) concern every
         # host's ports: they stay, so a wave is never "clean" on a fabric that was not checked
-        report.findings = [f for f in report.findings if f.subject.split(" ", 1)[0] in hosts or f.subject == "fabric"]
+        keep = hosts | {"fabric"} | ({switch} if switch is not None else set())
+        report.findings = [f for f in report.findings if f.subject.split(" ", 1)[0] in keep]
     for i, f in enumerate(report.findings):
         if f.inventory:
             file, line, col = checked.source.locate(f.inventory)

@@ -505,13 +505,13 @@ class _Planner:
                     emit("validate", None, "fabric and hosts",
                          "validate against the new inventory; resume only when clean",
                          ("clusterforge", "validate", self.env))
-            elif back:
+            elif back:  # a switch's wave also checks that switch's firmware (its findings kept under --limit)
                 emit("validate", None, _hosts_text(back), f"validate wave {wi + 1}'s hosts against the new "
                      "inventory; resume them only when clean",
-                     ("clusterforge", "validate", self.env, "--limit", hostlist(back)))
+                     ("clusterforge", "validate", self.env, "--limit", hostlist(back), *_switch_arg(wave.switches)))
             elif wave.switches:  # a spine: no host of its own, its links are the fabric's
                 emit("validate", None, "fabric", f"validate the fabric after {', '.join(wave.switches)}'s firmware",
-                     ("clusterforge", "validate", self.env, "--fabric-only"))
+                     ("clusterforge", "validate", self.env, "--fabric-only", *_switch_arg(wave.switches)))
             resumed = ([h for h in back if h in self.old.nodes and self.new.nodes[h].role == "compute"
                         and h not in self.g.sms] if takes_many(policy.resume) else [])
             if resumed:  # a `{hosts}` resume hook: the wave's compute back in one call
@@ -713,3 +713,9 @@ def _hosts_text(hosts: list[str]) -> str:
 def _value(v: object) -> str:
     """A field's value as a step says it: a number as a cable's length is printed (7, not 7.0)."""
     return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _switch_arg(switches: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """`--switch NAME` for a switch's firmware wave (one switch a wave): validate checks that switch's firmware
+    alone, since the bump's other switches are still to come."""
+    return ("--switch", switches[0]) if len(switches) == 1 else ()

@@ -143,7 +143,7 @@ def smp(attr, lid, via):
         fail("Cannot open %s: no device answers at LID %s (%s)" % (opt("-d"), lid, res.stderr.strip()[-200:]))
     for line in res.stdout.splitlines():
         key, _, value = line.partition(":")
-        if key.strip() in ("Node Description", "NodeDesc", "NodeGuid", "Node Guid"):
+        if key.strip() == ("Node Description" if attr == "nodedesc" else "Guid"):  # smpquery's rows
             return value.lstrip(".").strip()
     fail("Cannot open %s: smpquery %s printed no answer" % (opt("-d"), attr))
 

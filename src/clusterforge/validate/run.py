@@ -58,19 +58,20 @@ class Report:
         return sum(1 for f in self.findings if f.rule == "HOST-UNREACHABLE")
 
 
-def validate(index: Index, obs: Observations, *, fabric_only: bool = False) -> Report:
+def validate(index: Index, obs: Observations, *, fabric_only: bool = False, switch: str | None = None) -> Report:
     """Findings for `obs` against the Index; missing data is a finding (validate.coverage).
 
-    `fabric_only`: host outputs are neither expected nor checked."""
+    `fabric_only`: host outputs are neither expected nor checked. `switch`: a switch's firmware wave (a day-2
+    bump): only that switch's firmware is checked against its pin (the others are bumped in their own waves)."""
     with gc_paused():  # 10^5 expected links and findings, acyclic: collector passes would cost ~10%
-        return _validate(index, obs, fabric_only)
+        return _validate(index, obs, fabric_only, switch)
 
 
-def _validate(index: Index, obs: Observations, fabric_only: bool = False) -> Report:
+def _validate(index: Index, obs: Observations, fabric_only: bool = False, switch: str | None = None) -> Report:
     report = Report()
     report.findings += coverage_findings(index, obs, hosts=not fabric_only)
     _fabric(index, obs, report)
-    _switch_firmware(index, obs, report)
+    _switch_firmware(index, obs, report, switch)
     for host, reason in sorted(obs.unreachable.items()):
         name = one_line(host)  # a capture's directory name and the text of its UNREACHABLE: onto one line
         report.findings.append(
@@ -206,17 +207,20 @@ def _planes(index: Index, obs: Observations, report: Report) -> None:
     report.fabric_checked = True
 
 
-def _switch_firmware(index: Index, obs: Observations, report: Report) -> None:
-    """The pinned switches' in-band firmware queries (fabric/flint-q@<switch>.txt) against their pins."""
+def _switch_firmware(index: Index, obs: Observations, report: Report, only: str | None = None) -> None:
+    """The pinned switches' in-band firmware queries (fabric/flint-q@<switch>.txt) against their pins (`only`:
+    that switch's alone)."""
     if not pinned_switches(index):
         return
     queries = {}
     for name, (stem, text) in saved_queries(obs).items():
+        if only is not None and name != only:
+            continue
         parsed = _parse(obs, None, stem, text, flint_q.parse, report)
         if parsed is not None:
             queries[name] = parsed
     unseen = {f.subject for f in report.findings if f.rule == "FAB-DEVICE-MISSING"}
-    report.findings += check_switch_firmware(index, obs, queries, unseen)
+    report.findings += check_switch_firmware(index, obs, queries, unseen, only)
 
 
 # saved output (file stem) -> its parser -> the check over the parsed records

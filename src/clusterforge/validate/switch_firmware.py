@@ -75,10 +75,11 @@ def query_commands(index: Index, obs: Observations, via: Mapping[int, tuple[str,
 
 
 def check_switch_firmware(index: Index, obs: Observations, queries: Mapping[str, FlintQuery],
-                          unseen: set[str]) -> list[Finding]:
+                          unseen: set[str], only: str | None = None) -> list[Finding]:
     """FW-DRIFT / FW-PSID for each read switch (`queries`: switch -> its parsed query), and one FW-NO-DATA for
-    the pinned switches that were seen on the fabric (not in `unseen`) but not read."""
-    pinned = pinned_switches(index)
+    the pinned switches that were seen on the fabric (not in `unseen`) but not read. `only`: that switch alone
+    (a day-2 wave's: the others are bumped in their own waves)."""
+    pinned = {n: p for n, p in pinned_switches(index).items() if only is None or n == only}
     out: list[Finding] = []
     for name, q in sorted(queries.items()):
         if name not in pinned:

@@ -172,6 +172,9 @@ def test_an_unmanaged_switch_is_flashed_and_reset_through_the_fabric() -> None:
         act = plan.steps[s.n]  # the next step
         assert act.phase == "activate" and act.argv[act.argv.index("--switch") + 1] == sw
         assert act.argv[act.argv.index("--how") + 1] == "swreset"
+        check = next(t for t in plan.steps[act.n:] if t.phase == "validate")  # that switch's firmware alone
+        last = check.argv == ("clusterforge", "validate", check.argv[2])  # the plan's last: everything, all bumped
+        assert last or check.argv[check.argv.index("--switch") + 1] == sw, check.argv
 
 
 def test_a_switch_activated_like_a_card_is_rejected() -> None:

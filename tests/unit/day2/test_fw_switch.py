@@ -40,9 +40,12 @@ attr, lid = args[-2], args[-1]
 node = json.load(open(@MAP@)).get(lid)
 if node is None:
     sys.exit("ibwarn: [1] mad_rpc: _do_madrpc failed; dport (Lid %s)" % lid)
-print("# Node info: Lid %s" % lid)
-print(("NodeDesc:........................%s" if attr == "nodedesc" else "NodeGuid:........................%s")
-      % node[0 if attr == "nodedesc" else 1])
+if attr == "nodedesc":  # the rows as the real smpquery prints them (the lab's, over ibsim)
+    print("Node Description:.........................%s" % node[0])
+else:
+    print("# Node info: Lid %s" % lid)
+    print("NodeType:........................Switch")
+    print("Guid:............................%s" % node[1])
 '''
 
 

@@ -134,6 +134,24 @@ def test_a_switch_flashed_but_not_reset_is_told_to_activate(tmp_path: Path) -> N
     assert drift.observed == "13.2012.1000" and "its next reset" in drift.message and "--reflash" in drift.action
 
 
+def test_a_switch_wave_checks_that_switch_alone_and_keeps_it_under_limit(tmp_path: Path) -> None:
+    checked = _prod(tmp_path, "13.2010.4000")
+    names = sorted(sw.name for sw in checked.inv.switches)
+    obs = _obs_with(checked.index, {name: SPECTRUM for name in names})
+    everything = validate(checked.index, obs, fabric_only=True)
+    assert {f.subject for f in everything.findings if f.rule == "FW-DRIFT"} == set(names)
+    one = validate(checked.index, obs, fabric_only=True, switch=names[0])
+    assert [f.subject for f in one.findings if f.rule.startswith("FW-")] == [names[0]]
+    cap = tmp_path / "cap"
+    save_dir(cap, obs)
+    code, out = cf("validate", str(tmp_path / "prod"), "--from", str(cap), "--limit", "gpu0001", "--switch",
+                   names[0], "--format", "json")
+    rules = {(f["rule"], f["subject"]) for f in __import__("json").loads(out[out.index("{"):])["findings"]}
+    assert ("FW-DRIFT", names[0]) in rules and not any(s in {n for n in names[1:]} for _, s in rules), rules
+    code, out = cf("validate", str(tmp_path / "prod"), "--from", str(cap), "--switch", "spine99")
+    assert code == 2 and "--switch: not a switch of" in out
+
+
 def test_switches_at_their_pin_are_quiet(tmp_path: Path) -> None:
     checked = _prod(tmp_path, SPECTRUM_FW, f"[{SPECTRUM_PSID}]")
     answers = {sw.name: SPECTRUM for sw in checked.inv.switches}
@@ -174,3 +192,12 @@ def test_validate_from_a_saved_capture(tmp_path: Path, pinned: bool) -> None:
         assert code == 4 and f"{leaf}" in out and "FW-DRIFT" in out and "firmware.yaml:" in out, out
     else:  # no switch pin: the saved answer is not checked
         assert "FW-" not in out, out
+
+
+def test_the_declared_fabric_fast_path_steps_aside_when_switches_are_pinned(tmp_path: Path) -> None:
+    """validate --from DIR --fabric-only's cache (validate/quick.py) answers only what the full validator finds
+    clean: with switches pinned, a capture without their queries is FW-NO-DATA, so never the fast path."""
+    from clusterforge.validate.declared import _clean_as_simulated
+
+    assert _clean_as_simulated(load_checked(ROOT / "inventories" / "prod").index)
+    assert not _clean_as_simulated(_prod(tmp_path).index)
