@@ -439,6 +439,13 @@ class _Planner:
                                  f"goes out (raise its priority or stop OpenSM on {h}; `sminfo` shows {standby} "
                                  "MASTER)")
                             master = standby
+                    mine = self.g.targets.get(h, ())
+                    takers = sorted({self.g.takeover[t] for t in mine if t in self.g.takeover})
+                    for taker in takers:  # a Lustre server's targets fail over to its partner first
+                        moved = [t for t in mine if self.g.takeover.get(t) == taker]
+                        emit("failover", rack, taker, f"fail {h}'s targets over to {taker} before {h} goes out: "
+                             f"{', '.join(moved)} (unmount them on {h}, mount them on {taker}; `lctl dl` on "
+                             f"{taker} lists them UP, clients recover)")
                     if node.role == "compute" and policy.drain:
                         [(_, argv)] = hook_calls(policy.drain, [h], DAY2_REASON)
                         emit("drain", rack, h, f"drain: {why}", argv)
@@ -526,6 +533,11 @@ class _Planner:
                     emit("resume", node.rack, h, "resume", argv)
                 else:
                     emit("return", node.rack, h, "resume" if node.role == "compute" else "return to service")
+                mine = [t for t in self.g.targets.get(h, ()) if t in self.g.takeover]
+                if mine and h in self.new.nodes:  # back on their own server once it is validated and in service
+                    emit("failback", node.rack, h, f"fail {', '.join(mine)} back to {h} (unmount them on "
+                         f"{', '.join(sorted({self.g.takeover[t] for t in mine}))}, mount them on {h}; `lctl dl` on "
+                         f"{h} lists them UP)")
                 if h in self.g.sms:
                     in_service.add(h)
         return steps

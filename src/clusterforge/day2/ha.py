@@ -19,9 +19,10 @@ Shared by the planner (which packs the work into waves that respect them) and th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..model.index import Index
+from ..model.services import target_name
 from ..util.unionfind import DisjointSets
 from .firmware import bumps, cabled_nodes
 from .inventory_diff import InventoryDiff
@@ -38,6 +39,8 @@ class Groups:
     cluster_cap: int
     forced: tuple[frozenset[str], ...]  # compute nodes that must be drained together
     flashed: tuple[frozenset[str], ...] = ()  # the compute nodes of each switch whose firmware is bumped
+    targets: dict[str, tuple[str, ...]] = field(default_factory=dict)  # Lustre server -> the targets it serves
+    takeover: dict[str, str] = field(default_factory=dict)  # target -> the server that takes it over
 
     def cap_of(self, rack: str) -> int:
         return self.rack_cap.get(rack, 1)
@@ -98,8 +101,18 @@ def groups(old: Index, new: Index, diff: InventoryDiff) -> Groups:
     # own (the planner packs no other work with it, so these groups never widen another wave)
     by_switch = tuple(frozenset(n for n in nodes if n in compute_rack)
                       for _, nodes in sorted(cabled_nodes(old, flashed).items())) if flashed else ()
+    served: dict[str, list[str]] = {}
+    takeover: dict[str, str] = {}
+    for fs in old.inv.lustre:  # the targets as built: a server that goes out serves these until it fails them over
+        for t in getattr(fs, "targets", ()):
+            label = target_name(fs, t)
+            served.setdefault(t.server, []).append(label)
+            other = t.failover or partner.get(t.server)
+            if other is not None:
+                takeover[label] = other
     return Groups(sms, master, partner, unpaired, compute_rack, rack_cap, cluster_cap,
-                  forced_groups(old, new, diff), by_switch)
+                  forced_groups(old, new, diff), by_switch, {s: tuple(ts) for s, ts in served.items()}, takeover)
+
 
 
 def replaced_switches(diff: InventoryDiff) -> set[str]:

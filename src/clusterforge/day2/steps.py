@@ -10,21 +10,24 @@ from ..model.cabling import Cable
 from .host_diff import HostChange
 from .inventory_diff import InventoryDiff
 
-Phase = Literal["drain", "takeout", "handover", "unplug", "remove", "install", "trunks", "plug", "relabel",
+Phase = Literal["drain", "takeout", "handover", "failover", "unplug", "remove", "install", "trunks", "plug", "relabel",
                 "commission", "learn", "deploy", "flash", "activate", "upgrade", "fabric", "validate", "resume",
-                "return"]
+                "return", "failback"]
 PHASES: tuple[Phase, ...] = get_args(Phase)
 # Phases whose steps a person does (or confirms): `apply` waits for the operator. Every other phase is a
 # machine step with the exact argv to run. A phase is always one or the other:
 #   takeout   a host without a drain hook (servers, SMs; compute when deploy.reboot.drain is empty) is taken
-#             out of service by the operator (failover is theirs to arrange)
+#             out of service by the operator
 #   handover  a standby subnet manager becomes master before the master goes out
+#   failover  a Lustre server's failover partner takes over its targets before it goes out
+#   failback  the targets return to their own server once it is back
 #   return    such a host is returned to service (no resume hook)
 #   commission  rack or device commissioning checks (cold-plate leak test, sensors verified)
 #   upgrade   a managed switch's firmware updated from its own OS (`fw_tool: switch-os`); it reboots
 # (`flash` and `activate` are machine steps: `clusterforge firmware flash|activate`, day2/firmware.py)
-MANUAL_PHASES: frozenset[Phase] = frozenset({"takeout", "handover", "unplug", "remove", "install", "trunks",
-                                             "plug", "relabel", "commission", "upgrade", "return"})
+MANUAL_PHASES: frozenset[Phase] = frozenset({"takeout", "handover", "failover", "unplug", "remove", "install",
+                                             "trunks", "plug", "relabel", "commission", "upgrade", "return",
+                                             "failback"})
 # Machine steps that may run at the same time when the plan marks them so (`Step.group`): a run of drain or
 # resume hooks of compute nodes, or a wave's deploys over disjoint hosts (day2/changeplan.py marks them,
 # day2/verify.py's PARALLEL rule checks them, day2/apply.py runs them together).

@@ -17,8 +17,10 @@ subnet manager (highest priority), the trunks laid. Each step acts on it, and mu
   is laid and no cable is patched over it; a patch panel is taken out, or its rack moves, only
   once every trunk to it is pulled (so a trunk is never pulled after its panel is gone).
 * HA: subnet managers go out one at a time and never the master (a standby takes over first,
-  `handover`); Lustre servers one per failover pair; compute within `deploy.max_drain` per rack
-  and cluster, unless the drained nodes are one indivisible piece of work (day2/ha.py).
+  `handover`); Lustre servers one per failover pair, each serving no target when it goes out (its
+  partner took them over: `failover`, the partner in service) and its targets back on it by the end
+  (`failback`, once it is in service again); compute within `deploy.max_drain` per rack and cluster,
+  unless the drained nodes are one indivisible piece of work (day2/ha.py).
 * LEARN: GUIDs of new hardware are learned once it is cabled, and before any OpenSM file
   (which names them) is pushed.
 * RESUME: a host is resumed (or returned) only after a validation that covers it, run after
@@ -120,6 +122,9 @@ class _Replay:
         self.fw_open: str | None = None  # the switch flashed and not yet validated
         switches = {t for b in self.fw.values() if b.kind == "switches" for t in b.targets}
         self.fw_cabled = cabled_nodes(old, switches) if switches else {}
+        # HA (Lustre): which server serves each target now (as built: its own)
+        self.served: dict[str, str] = {t: srv for srv, ts in self.g.targets.items() for t in ts}
+        self.primary: dict[str, str] = dict(self.served)
 
     def bad(self, rule: str, message: str) -> None:
         self.violations.append(Violation(self.n, rule, message))
@@ -210,6 +215,10 @@ class _Replay:
         partner = self.g.partner.get(host)
         if partner is not None and s.host.get(partner) in _OUT:
             self.bad("HA", f"{host} goes out while its failover partner {partner} is out")
+        serving = sorted(t for t, srv in self.served.items() if srv == host)
+        if serving:
+            self.bad("HA", f"{host} goes out while serving {', '.join(serving[:5])}: fail them over to "
+                           f"{partner or 'its failover server'} first")
         s.host[host] = "drained" if how == "drained" else "out"
         s.validated.discard(host)
         if host in self.g.compute_rack:
@@ -252,6 +261,28 @@ class _Replay:
             self.bad("HA", f"{sm} takes over as master while not in service")
         else:
             self.s.master = sm
+
+    def _failover(self, step: Step) -> None:
+        """The subject takes over every target that fails over to it from a server still serving it."""
+        taker = step.subject
+        moved = sorted(t for t, srv in self.served.items() if self.g.takeover.get(t) == taker and srv != taker)
+        if not moved:
+            self.bad("HA", f"{taker} takes over no target (none fails over to it from a server serving it)")
+        elif self.s.host.get(taker) != "in":
+            self.bad("HA", f"{taker} takes over {', '.join(moved[:5])} while not in service")
+        for t in moved:
+            self.served[t] = taker
+
+    def _failback(self, step: Step) -> None:
+        """The subject's own targets come back to it from whoever took them over."""
+        own = step.subject
+        back = sorted(t for t, srv in self.served.items() if self.primary.get(t) == own and srv != own)
+        if not back:
+            self.bad("HA", f"no target of {own} to fail back (all served by it)")
+        elif self.s.host.get(own) != "in":
+            self.bad("HA", f"{', '.join(back[:5])} fail back to {own} while it is not in service")
+        for t in back:
+            self.served[t] = own
 
     def _back(self, step: Step, host: str | None = None) -> None:
         host, s = host or step.subject, self.s
@@ -683,6 +714,11 @@ class _Replay:
             self.bad("END", f"changed hosts never deployed: {', '.join(undeployed[:8])}")
         for rack in sorted(self.cooling - s.commissioned):
             self.bad("END", f"rack {rack}'s new cooling is never commissioned")
+        away = sorted(t for t, srv in self.served.items() if srv != self.primary[t] and srv in new.nodes
+                      and self.primary[t] in new.nodes)
+        if away:
+            self.bad("HA", f"Lustre targets not back on their own server: "
+                           f"{', '.join(f'{t} (on {self.served[t]})' for t in away[:5])}")
         if self.fw_need:
             left = sorted(self.fw_need)
             self.bad("FIRMWARE", f"firmware never flashed and activated: "
