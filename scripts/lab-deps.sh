@@ -12,6 +12,9 @@
 #   access      : openssh-client (ssh, ssh-keygen) iproute2 (ip netns)
 #   monitoring  : prometheus (promtool) prometheus-alertmanager (amtool)
 #                 victoria-metrics (vmagent, vmalert) prometheus-node-exporter
+#   archive (S3): swift swift-proxy swift-account swift-container swift-object
+#                 memcached (the lab's real S3 server: Swift's s3api on loopback,
+#                 lab/s3.py; about 250 MB resident while it runs)
 #
 #   --netns     : also openssh-server, for the fallback mode (one network
 #                 namespace + sshd per host) used when podman cannot run.
@@ -28,12 +31,13 @@ PKGS="$PKGS graphviz dpkg-dev apt-utils"
 PKGS="$PKGS prometheus prometheus-alertmanager victoria-metrics prometheus-node-exporter"
 # the Lustre format step's tests (docs/storage.md): blkid reads a real ext4 made by mkfs.ext4
 PKGS="$PKGS util-linux e2fsprogs"
+PKGS="$PKGS swift swift-proxy swift-account swift-container swift-object memcached"
 
 for arg in "$@"; do
     case "$arg" in
     --netns) PKGS="$PKGS openssh-server" ;;
     -h | --help)
-        sed -n '2,21p' "$0"
+        sed -n '2,24p' "$0"
         exit 0
         ;;
     *)
