@@ -25,6 +25,7 @@ HOST_TOOLS: dict[str, tuple[str, ...]] = {
     "mlxfwmanager": ("mlxfwmanager", "--query"),
     "lfs-df": ("lfs", "df"),
     "lctl-hsm": ("lctl", "get_param", "mdt.*.hsm_control", "mdt.*.hsm.agents"),
+    "lctl-pcc": ("lctl", "get_param", "llite.*.pcc"),
 }
 FABRIC_TOOLS: dict[str, tuple[str, ...]] = {
     "ibnetdiscover": ("ibnetdiscover",),
@@ -98,6 +99,9 @@ def default_targets(index: Index, addresses: dict[str, str]) -> tuple[list[Targe
             cmds["lctl-list-nids"] = HOST_TOOLS["lctl-list-nids"]
         if any(fs.client(node.name, node.role) for fs in index.inv.lustre):
             cmds["lfs-df"] = HOST_TOOLS["lfs-df"]  # the client's view of its file systems' targets
+        if any(fs.pcc is not None and node.role in fs.pcc.roles and fs.client(node.name, node.role)
+               for fs in index.inv.lustre):
+            cmds["lctl-pcc"] = HOST_TOOLS["lctl-pcc"]  # the cache back-ends the client has attached
         if any(node.name in fs.hsm_coordinators() for fs in index.inv.lustre):
             cmds["lctl-hsm"] = HOST_TOOLS["lctl-hsm"]  # the HSM coordinator on a metadata server
         hosts.append(Target(node.name, addr, cmds))

@@ -263,26 +263,21 @@ class _Replay:
             self.s.master = sm
 
     def _failover(self, step: Step) -> None:
-        """The subject takes over every target that fails over to it from a server still serving it."""
-        taker = step.subject
-        moved = sorted(t for t, srv in self.served.items() if self.g.takeover.get(t) == taker and srv != taker)
-        if not moved:
-            self.bad("HA", f"{taker} takes over no target (none fails over to it from a server serving it)")
-        elif self.s.host.get(taker) != "in":
-            self.bad("HA", f"{taker} takes over {', '.join(moved[:5])} while not in service")
-        for t in moved:
-            self.served[t] = taker
+        """The subject takes over every target that fails over to it (from the server serving it)."""
+        self._serve(step.subject, {t for t, to in self.g.takeover.items() if to == step.subject}, "takes over")
 
     def _failback(self, step: Step) -> None:
         """The subject's own targets come back to it from whoever took them over."""
-        own = step.subject
-        back = sorted(t for t, srv in self.served.items() if self.primary.get(t) == own and srv != own)
-        if not back:
-            self.bad("HA", f"no target of {own} to fail back (all served by it)")
-        elif self.s.host.get(own) != "in":
-            self.bad("HA", f"{', '.join(back[:5])} fail back to {own} while it is not in service")
-        for t in back:
-            self.served[t] = own
+        self._serve(step.subject, {t for t, srv in self.primary.items() if srv == step.subject}, "takes back")
+
+    def _serve(self, server: str, targets: set[str], verb: str) -> None:
+        moved = sorted(t for t in targets if self.served.get(t) != server)
+        if not moved:
+            self.bad("HA", f"{server} {verb} no target (each one it could is served by it already)")
+        elif self.s.host.get(server) != "in":
+            self.bad("HA", f"{server} {verb} {', '.join(moved[:5])} while not in service")
+        for t in moved:
+            self.served[t] = server
 
     def _back(self, step: Step, host: str | None = None) -> None:
         host, s = host or step.subject, self.s

@@ -35,7 +35,7 @@ _MODULES = {
     "ofed-info": "ofed_info", "dpkg-query": "dpkg_query", "lustre-state": "lustre_state",
     "mstlink": "mstlink", "perftest": "perftest", "dcgmi-diag": "dcgmi_diag", "dcgmi-diag-json": "dcgmi_diag",
     "mlxfwmanager": "mlxfwmanager", "flint-q": "flint_q", "lfs-df": "lfs_df",
-    "lctl-hsm": "lctl_hsm",
+    "lctl-hsm": "lctl_hsm", "lctl-pcc": "lctl_pcc",
 }
 
 PARSERS: dict[str, Callable[[str], object]]
@@ -85,6 +85,7 @@ _RECORDS: dict[str, tuple[str, str | None]] = {
     "flint-q": ("FlintQuery", None),
     "lfs-df": ("tuple", "LfsFilesystem"),
     "lctl-hsm": ("tuple", "MdtHsm"),
+    "lctl-pcc": ("tuple", "PccMount"),
 }
 _BUILTIN: dict[str, type] = {"tuple": tuple, "dict": dict, "str": str}
 

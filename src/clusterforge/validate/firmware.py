@@ -57,6 +57,16 @@ def check_firmware(index: Index, host: str, devices: Sequence[FwDevice]) -> list
                         "flashed from the pin's image, reset and validated before it resumes"),
                 inventory=("firmware", "hcas", [p.model for p in index.inv.firmware.hcas].index(model_name))
                 if index.inv.firmware else ()))
+        elif d.fw != pin.version:  # runs the pin, but its flash holds another image: its next reset runs that
+            out.append(Finding(
+                "FW-DRIFT", "error", f"{host} {names[0]}" if len(names) == 1 else host,
+                f"{which} runs its pin {pin.version} but its flash holds {d.fw}: its next reset (or reboot) runs "
+                "that", expected=pin.version, observed=d.fw,
+                action="flash the pin's image back before anything resets it (`clusterforge firmware flash ENV "
+                       f"--limit {host} --model {model_name} --version {pin.version} --reflash`, the node drained), "
+                       "or bump the pin through a plan",
+                inventory=("firmware", "hcas", [p.model for p in index.inv.firmware.hcas].index(model_name))
+                if index.inv.firmware else ()))
         if pin.psids and d.psid not in pin.psids:
             out.append(Finding(
                 "FW-PSID", "error", f"{host} {names[0]}" if len(names) == 1 else host,

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from ..model.index import Index
 from ..model.services import failover_of
 from ..parse.lctl_hsm import MdtHsm
+from ..parse.lctl_pcc import PccMount
 from ..parse.lfs_df import LfsFilesystem
 from .findings import Finding
 
@@ -130,4 +131,48 @@ def check_hsm(index: Index, host: str, seen: Sequence[MdtHsm]) -> list[Finding]:
                     observed=f"errors {a.errors}",
                     action=f"read the copytool's log on its agent node; check the bucket {hsm.bucket} at "
                            f"{hsm.endpoint} and the credentials it references"))
+    return out
+
+
+def check_pcc(index: Index, host: str, seen: Sequence[PccMount]) -> list[Finding]:
+    """Each file system with a cache tier the host is a cache client of (its role in `pcc.roles`): the client
+    has the declared back-end attached (`lctl get_param llite.*.pcc`): the cache's mount point, in the declared
+    mode with the declared id, with the declared auto-attach rule."""
+    node = index.nodes[host]
+    out: list[Finding] = []
+    for fs in index.inv.lustre:
+        pcc = fs.pcc
+        if pcc is None or node.role not in pcc.roles or not fs.client(host, node.role):
+            continue
+        mounts = [m for m in seen if m.fsname == fs.name]
+        if not mounts:
+            continue  # not mounted: LUSTRE-NOT-MOUNTED (lfs df) says so
+        unit = f"lustre-pcc-{fs.name}.service"
+        attached = [d for m in mounts for d in m.datasets if d.path.rstrip("/") == pcc.mount.rstrip("/")]
+        if not attached:
+            others = ", ".join(d.path for m in mounts for d in m.datasets) or "none"
+            out.append(Finding(
+                "LUSTRE-PCC", "error", host,
+                f"{host}: no cache back-end at {pcc.mount} is attached to {fs.name} (attached: {others}): its "
+                f"reads and writes go to the OSTs", expected=pcc.mount, observed=others,
+                action=f"check the cache's file system is mounted at {pcc.mount}, then `systemctl enable --now "
+                       f"{unit}` (it runs `lctl pcc add`)"))
+            continue
+        d = attached[0]
+        ident = d.rwid if pcc.mode == "readwrite" else d.roid
+        problems = []
+        if pcc.mode not in d.modes:
+            problems.append(f"mode {'/'.join(d.modes) or 'none'}, declared {pcc.mode}")
+        if ident != pcc.archive_id:
+            problems.append(f"{'rwid' if pcc.mode == 'readwrite' else 'roid'} {ident}, declared {pcc.archive_id}")
+        if d.autocache.split() != pcc.rule.split():
+            problems.append(f"auto-attach rule {d.autocache or 'none'!r}, declared {pcc.rule!r}")
+        if problems:
+            out.append(Finding(
+                "LUSTRE-PCC", "error", host,
+                f"{host}: the cache back-end at {pcc.mount} on {fs.name} is attached with " + "; ".join(problems),
+                expected=f"{pcc.mode} id {pcc.archive_id} rule {pcc.rule}",
+                observed=f"{'/'.join(d.modes) or 'none'} rwid {d.rwid} roid {d.roid} rule {d.autocache}",
+                action=f"`lctl pcc del {fs.mount} {pcc.mount}`, then `systemctl restart {unit}` (it adds it as "
+                       "rendered)"))
     return out

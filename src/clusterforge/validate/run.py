@@ -19,6 +19,7 @@ from ..parse import (
     ibstat,
     lctl_hsm,
     lctl_list_nids,
+    lctl_pcc,
     lfs_df,
     mlxfwmanager,
     nvidia_smi_nvlink,
@@ -36,7 +37,7 @@ from .findings import Finding, sort_key
 from .firmware import check_firmware
 from .gpus import check_nvlink, check_topo
 from .hosts import check_host
-from .lustre import check_hsm, check_lfs_df
+from .lustre import check_hsm, check_lfs_df, check_pcc
 from .software import check_driver, check_nids, check_ofed, check_packages
 from .switch_firmware import check_switch_firmware, pinned_switches, saved_queries
 
@@ -233,6 +234,7 @@ HOST_CHECKS: tuple[tuple[str, Callable[[str], Any], Callable[[Index, str, Any], 
     ("lctl-list-nids", lctl_list_nids.parse, check_nids),
     ("lfs-df", lfs_df.parse, check_lfs_df),
     ("lctl-hsm", lctl_hsm.parse, check_hsm),
+    ("lctl-pcc", lctl_pcc.parse, check_pcc),
     ("mlxfwmanager", mlxfwmanager.parse, check_firmware),
 )
 

@@ -53,6 +53,14 @@ def test_a_flashed_image_not_yet_running_asks_for_a_reset(tmp_path: Path) -> Non
     assert "has not been reset" in found.message and "mlxfwreset -d 0000:8e:00.0 reset" in found.action
 
 
+def test_a_card_running_its_pin_with_another_image_flashed_is_told_before_a_reset(tmp_path: Path) -> None:
+    # the real capture flashed 28.47.1026 and still runs 28.46.3048: pinned at what it runs, its next reset drifts
+    checked = _cx7_prod(tmp_path, "28.46.3048")
+    (found,) = check_firmware(checked.index, "gpu0002", mlxfwmanager.parse(_capture("csegpu")))
+    assert found.rule == "FW-DRIFT" and found.observed == "28.47.1026" and "its next reset" in found.message
+    assert "--reflash" in found.action and "--version 28.46.3048" in found.action
+
+
 def test_cards_at_their_pin_are_quiet(tmp_path: Path) -> None:
     checked = _cx7_prod(tmp_path, "28.40.1000", "[MT_0000000834]")
     assert check_firmware(checked.index, "gpu0001", mlxfwmanager.parse(_capture("aws-ec2"))) == []

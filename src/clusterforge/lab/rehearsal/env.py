@@ -14,13 +14,12 @@ import json
 import os
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...check.checked import Checked
-from ...collect.plan import FABRIC_TOOLS, HOST_TOOLS, Target, default_targets, plane_ports
+from ...collect.plan import FABRIC_TOOLS, Target, default_targets, plane_ports
 from ...collect.ssh import SshConfig
 from ...inventory.env_entries import dir_name
 from ...inventory.selection import SelectionError, default_rehearsal, select_nodes
@@ -28,18 +27,16 @@ from ...model.index import Index
 from ...render import render, write_tree
 from ...render.context_opensm import install_path, plane_services
 from ...render.nodecheck import healthcheck_lines
-from ...sim import nvidia_smi
 from ...util.fsutil import write_atomic
 from ...util.ticks import Ticks
 from ...validate.planes import switch_plane
 from .. import SM_ROLE, LabHca, LabHost, LabSpec, LabState, PortRef, down, read_state, ssh_command, up
-from .. import firmware_standin as fw_standin
 from ..errors import LabError
 from ..ibsim import MAX_CLIENTS
-from ..monitoring_standins import MonitoredHost, write_initial
 from ..netfile import parse_netfile
 from ..proc import run
 from ..slurm import SlurmLab
+from .hostfile import put_file
 
 LAB_ROOT = Path(os.environ.get("CLUSTERFORGE_LAB_ROOT", ".lab"))
 SM_ETC = "/etc/opensm"
@@ -207,13 +204,6 @@ def running(env: Path, root: Path | None = None) -> LabState | None:
     return state if state is not None and state.complete else None
 
 
-def put_file(state: LabState, host: str, path: str, text: str, mode: str = "0644", timeout_s: float = 60) -> None:
-    """Write `text` to `path` on a lab host atomically (temp file + rename), over the lab's SSH.
-    A failure is a LabError (lab.proc's CommandError, with the stderr tail), as every lab command's."""
-    script = 'mkdir -p "$(dirname "$1")" && cat > "$1.tmp" && chmod "$2" "$1.tmp" && mv "$1.tmp" "$1"'
-    run(ssh_command(state, host, ["sh", "-c", script, "put", path, mode]), timeout=timeout_s, input_text=text)
-
-
 def start_subnet_manager(state: LabState, p: LabPaths, sm_node: str, timeout_s: float = 60) -> tuple[str, ...]:
     """Push the rendered OpenSM files to the SM container, where the deploy installs them, and start OpenSM
     there (idempotent): `opensm`, or with rail planes one `opensm-plane@<P>` per plane (its plane's
@@ -240,88 +230,6 @@ def start_subnet_manager(state: LabState, p: LabPaths, sm_node: str, timeout_s: 
               'opensm -B -F "/etc/opensm/plane$p/opensm.conf"; done; fi')
     run(ssh_command(state, sm_node, ["sh", "-c", script, "start-sm", *planes]), timeout=timeout_s)
     return units
-
-
-STANDIN_DIR = "/usr/local/lib/clusterforge-lab/nvidia-smi"
-STANDIN = f"""#!/bin/sh
-# LAB-ONLY STAND-IN for nvidia-smi, installed by `clusterforge lab up`. This is not NVIDIA
-# software: there are no GPUs in the lab. It prints output in nvidia-smi's format derived
-# from this node's declared hardware, so that collect -> parse -> validate can run end to end.
-d={STANDIN_DIR}
-case "$1" in
-  topo) exec cat "$d/topo.txt" ;;
-  nvlink) exec cat "$d/nvlink.txt" ;;
-  --query-gpu=*) exec cat "$d/query-gpu.txt" ;;
-  *) echo "clusterforge lab nvidia-smi stand-in: unsupported arguments: $*" >&2; exit 2 ;;
-esac
-"""
-
-
-def write_monitoring_standins(state: LabState, checked: Checked) -> None:
-    """The initial LAB-ONLY sysfs tree and DCGM metrics of every lab container (lab.monitoring_standins):
-    its HCAs' ports (names from the lab, rates from the inventory), its declared GPUs."""
-    index = checked.index
-    hosts = []
-    for name, rec in sorted(state.hosts.items()):
-        hw = index.hardware.get(name)
-        rates = {(h.name, p.port): p.rate for h in (hw.hcas if hw else []) for p in h.ports}
-        ports = tuple((dev, port, rate) for dev, _ in rec.hcas
-                      for (hca, port), rate in sorted(rates.items()) if hca == dev)
-        gpus = hw.gpus if hw is not None and hw.gpus is not None else None
-        hosts.append(MonitoredHost(name, ports, gpus.model if gpus else "", gpus.count if gpus else 0))
-    write_initial(state.state_dir, hosts)
-
-
-def install_gpu_standins(state: LabState, checked: Checked) -> int:
-    """Install the lab-only nvidia-smi stand-in on every lab host with declared GPUs."""
-    index = checked.index
-    fields = HOST_TOOLS["nvidia-smi-query-gpu"][1].split("=", 1)[1].split(",")
-    todo = [n for n in sorted(state.hosts)
-            if (hw := index.hardware.get(n)) is not None and hw.gpus is not None and hw.gpus.count]
-
-    def install(name: str) -> None:
-        hw = index.hardware[name]
-        texts = {
-            "topo.txt": nvidia_smi.topo_m(hw, index.cat),
-            "nvlink.txt": nvidia_smi.nvlink_status(name, hw, index.cat),
-            "query-gpu.txt": nvidia_smi.query_gpu(name, hw, index.cat, fields, index.inv.software.nvidia_driver),
-        }
-        for fname, text in texts.items():
-            put_file(state, name, f"{STANDIN_DIR}/{fname}", text)
-        put_file(state, name, "/usr/local/bin/nvidia-smi", STANDIN, mode="0755")
-
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(install, todo))
-    done = len(todo)
-    return done
-
-
-def install_fw_standins(state: LabState, checked: Checked) -> int:
-    """The LAB-ONLY mlxfwmanager/mlxfwreset stand-ins on every lab host with a pinned card (lab.firmware_standin),
-    each card at its pin; none when the environment pins no firmware."""
-    todo = {n: c for n in sorted(state.hosts) if (c := fw_standin.cards(checked.index, n))}
-
-    def install(name: str) -> None:
-        put_file(state, name, fw_standin.STATE, json.dumps(todo[name], indent=1))
-        for tool in fw_standin.TOOLS:
-            put_file(state, name, f"/usr/local/bin/{tool}", fw_standin.STANDIN, mode="0755")
-
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(install, todo))
-    return len(todo) + _install_switch_standin(state, checked)
-
-
-def _install_switch_standin(state: LabState, checked: Checked) -> int:
-    """The LAB-ONLY in-band `flint` on the fabric node (where validate reads the fabric: the master SM node, else
-    the first host with an HCA), each pinned switch at its pin; none when no switch is pinned."""
-    pinned = fw_standin.switches(checked.index)
-    sms = sm_nodes_by_priority(checked.index)
-    node = sms[0] if sms and sms[0] in state.hosts else next((n for n, rec in state.hosts.items() if rec.hcas), None)
-    if not pinned or node is None:
-        return 0
-    put_file(state, node, fw_standin.SWITCH_STATE, json.dumps(pinned, indent=1))
-    put_file(state, node, "/usr/local/bin/flint", fw_standin.SWITCH_STANDIN, mode="0755")
-    return 1
 
 
 @dataclass(frozen=True)
@@ -375,6 +283,8 @@ def bring_up(checked: Checked, env: Path, *, limit: tuple[str, ...] = (), cidr: 
             ports = plane_ports(checked.index, started[0])
             for hca, _ in ports.values() or [(None, 0)]:  # rail planes: a master in every plane
                 wait_sm_master(state, started[0], sm_timeout_s, hca)
+    from .standins import install_fw_standins, install_gpu_standins, write_monitoring_standins
+
     standins = install_gpu_standins(state, checked) + install_fw_standins(state, checked)
     write_monitoring_standins(state, checked)
     ticks.tick("stand-ins installed")

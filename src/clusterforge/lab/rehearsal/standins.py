@@ -1,0 +1,98 @@
+"""The lab's LAB-ONLY stand-ins, installed by `lab up` into its containers (lab/rehearsal/env.py's bring_up):
+`nvidia-smi` on every host with declared GPUs (answers from the model, clusterforge.sim), `mlxfwmanager`/
+`mlxfwreset` on every host with a pinned card and the in-band `flint` on the fabric node (lab/firmware_standin.py),
+and the monitoring stand-ins' initial sysfs tree and DCGM metrics (lab/monitoring_standins.py)."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+from ...check.checked import Checked
+from ...collect.plan import HOST_TOOLS, sm_node
+from ...sim import nvidia_smi
+from .. import LabState
+from .. import firmware_standin as fw_standin
+from ..monitoring_standins import MonitoredHost, write_initial
+from .hostfile import put_file
+
+STANDIN_DIR = "/usr/local/lib/clusterforge-lab/nvidia-smi"
+STANDIN = f"""#!/bin/sh
+# LAB-ONLY STAND-IN for nvidia-smi, installed by `clusterforge lab up`. This is not NVIDIA
+# software: there are no GPUs in the lab. It prints output in nvidia-smi's format derived
+# from this node's declared hardware, so that collect -> parse -> validate can run end to end.
+d={STANDIN_DIR}
+case "$1" in
+  topo) exec cat "$d/topo.txt" ;;
+  nvlink) exec cat "$d/nvlink.txt" ;;
+  --query-gpu=*) exec cat "$d/query-gpu.txt" ;;
+  *) echo "clusterforge lab nvidia-smi stand-in: unsupported arguments: $*" >&2; exit 2 ;;
+esac
+"""
+
+
+def write_monitoring_standins(state: LabState, checked: Checked) -> None:
+    """The initial LAB-ONLY sysfs tree and DCGM metrics of every lab container (lab.monitoring_standins):
+    its HCAs' ports (names from the lab, rates from the inventory), its declared GPUs."""
+    index = checked.index
+    hosts = []
+    for name, rec in sorted(state.hosts.items()):
+        hw = index.hardware.get(name)
+        rates = {(h.name, p.port): p.rate for h in (hw.hcas if hw else []) for p in h.ports}
+        ports = tuple((dev, port, rate) for dev, _ in rec.hcas
+                      for (hca, port), rate in sorted(rates.items()) if hca == dev)
+        gpus = hw.gpus if hw is not None and hw.gpus is not None else None
+        hosts.append(MonitoredHost(name, ports, gpus.model if gpus else "", gpus.count if gpus else 0))
+    write_initial(state.state_dir, hosts)
+
+
+def install_gpu_standins(state: LabState, checked: Checked) -> int:
+    """Install the lab-only nvidia-smi stand-in on every lab host with declared GPUs."""
+    index = checked.index
+    fields = HOST_TOOLS["nvidia-smi-query-gpu"][1].split("=", 1)[1].split(",")
+    todo = [n for n in sorted(state.hosts)
+            if (hw := index.hardware.get(n)) is not None and hw.gpus is not None and hw.gpus.count]
+
+    def install(name: str) -> None:
+        hw = index.hardware[name]
+        texts = {
+            "topo.txt": nvidia_smi.topo_m(hw, index.cat),
+            "nvlink.txt": nvidia_smi.nvlink_status(name, hw, index.cat),
+            "query-gpu.txt": nvidia_smi.query_gpu(name, hw, index.cat, fields, index.inv.software.nvidia_driver),
+        }
+        for fname, text in texts.items():
+            put_file(state, name, f"{STANDIN_DIR}/{fname}", text)
+        put_file(state, name, "/usr/local/bin/nvidia-smi", STANDIN, mode="0755")
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(install, todo))
+    done = len(todo)
+    return done
+
+
+def install_fw_standins(state: LabState, checked: Checked) -> int:
+    """The LAB-ONLY mlxfwmanager/mlxfwreset stand-ins on every lab host with a pinned card (lab.firmware_standin),
+    each card at its pin; none when the environment pins no firmware."""
+    todo = {n: c for n in sorted(state.hosts) if (c := fw_standin.cards(checked.index, n))}
+
+    def install(name: str) -> None:
+        put_file(state, name, fw_standin.STATE, json.dumps(todo[name], indent=1))
+        for tool in fw_standin.TOOLS:
+            put_file(state, name, f"/usr/local/bin/{tool}", fw_standin.STANDIN, mode="0755")
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(install, todo))
+    return len(todo) + _install_switch_standin(state, checked)
+
+
+def _install_switch_standin(state: LabState, checked: Checked) -> int:
+    """The LAB-ONLY in-band `flint` on the fabric node (where validate reads the fabric: the master SM node, else
+    the first host with an HCA), each pinned switch at its pin; none when no switch is pinned."""
+    pinned = fw_standin.switches(checked.index)
+    master = sm_node(checked.index)
+    node = master if master in state.hosts else next((n for n, rec in state.hosts.items() if rec.hcas), None)
+    if not pinned or node is None:
+        return 0
+    put_file(state, node, fw_standin.SWITCH_STATE, json.dumps(pinned, indent=1))
+    put_file(state, node, "/usr/local/bin/flint", fw_standin.SWITCH_STANDIN, mode="0755")
+    return 1
