@@ -26,6 +26,7 @@ HOST_TOOLS: dict[str, tuple[str, ...]] = {
     "lfs-df": ("lfs", "df"),
     "lctl-hsm": ("lctl", "get_param", "mdt.*.hsm_control", "mdt.*.hsm.agents"),
     "lctl-pcc": ("lctl", "get_param", "llite.*.pcc"),
+    "lctl-recovery": ("lctl", "get_param", "obdfilter.*.recovery_status", "mdt.*.recovery_status"),
 }
 FABRIC_TOOLS: dict[str, tuple[str, ...]] = {
     "ibnetdiscover": ("ibnetdiscover",),
@@ -102,6 +103,8 @@ def default_targets(index: Index, addresses: dict[str, str]) -> tuple[list[Targe
         if any(fs.pcc is not None and node.role in fs.pcc.roles and fs.client(node.name, node.role)
                for fs in index.inv.lustre):
             cmds["lctl-pcc"] = HOST_TOOLS["lctl-pcc"]  # the cache back-ends the client has attached
+        if any(node.name in fs.servers and fs.targets for fs in index.inv.lustre):
+            cmds["lctl-recovery"] = HOST_TOOLS["lctl-recovery"]  # the targets a server serves, and their recovery
         if any(node.name in fs.hsm_coordinators() for fs in index.inv.lustre):
             cmds["lctl-hsm"] = HOST_TOOLS["lctl-hsm"]  # the HSM coordinator on a metadata server
         hosts.append(Target(node.name, addr, cmds))

@@ -36,6 +36,7 @@ _MODULES = {
     "mstlink": "mstlink", "perftest": "perftest", "dcgmi-diag": "dcgmi_diag", "dcgmi-diag-json": "dcgmi_diag",
     "mlxfwmanager": "mlxfwmanager", "flint-q": "flint_q", "lfs-df": "lfs_df",
     "lctl-hsm": "lctl_hsm", "lctl-pcc": "lctl_pcc",
+    "lctl-recovery": "lctl_recovery",
 }
 
 PARSERS: dict[str, Callable[[str], object]]
@@ -86,6 +87,7 @@ _RECORDS: dict[str, tuple[str, str | None]] = {
     "lfs-df": ("tuple", "LfsFilesystem"),
     "lctl-hsm": ("tuple", "MdtHsm"),
     "lctl-pcc": ("tuple", "PccMount"),
+    "lctl-recovery": ("tuple", "TargetRecovery"),
 }
 _BUILTIN: dict[str, type] = {"tuple": tuple, "dict": dict, "str": str}
 

@@ -45,6 +45,7 @@ RULES: dict[str, str] = {
     "LUSTRE-UNDECLARED": "a client's `lfs df` shows a target the inventory does not declare",
     "LUSTRE-HSM": "an MDT's HSM coordinator is not enabled, or no copytool serves the declared archive",
     "LUSTRE-PCC": "a cache client has not the declared PCC back-end attached (or in another mode, id or rule)",
+    "LUSTRE-TARGET-STATE": "a server does not serve its declared target, serves another's, or a target is in recovery",
     "PARSE": "a collected output could not be parsed",
     "FW-DRIFT": "a card runs another firmware version than its pin (or a flashed image waits for a reset)",
     "FW-PSID": "a card's PSID (board identity) is not one its firmware pin allows",

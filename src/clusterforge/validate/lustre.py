@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..model.index import Index
-from ..model.services import failover_of
+from ..model.services import failover_of, target_name
 from ..parse.lctl_hsm import MdtHsm
 from ..parse.lctl_pcc import PccMount
+from ..parse.lctl_recovery import TargetRecovery
 from ..parse.lfs_df import LfsFilesystem
 from .findings import Finding
 
@@ -175,4 +176,55 @@ def check_pcc(index: Index, host: str, seen: Sequence[PccMount]) -> list[Finding
                 observed=f"{'/'.join(d.modes) or 'none'} rwid {d.rwid} roid {d.roid} rule {d.autocache}",
                 action=f"`lctl pcc del {fs.mount} {pcc.mount}`, then `systemctl restart {unit}` (it adds it as "
                        "rendered)"))
+    return out
+
+
+def check_recovery(index: Index, host: str, seen: Sequence[TargetRecovery]) -> list[Finding]:
+    """A server's targets as it serves them (`lctl get_param obdfilter.*.recovery_status mdt.*.recovery_status`):
+    each declared target of this server is served here (else a warning: failed over, or down), none is served
+    here that the inventory puts elsewhere than this server or its failover, and a target's recovery is over
+    with every client back (a warning while it runs, or when clients were evicted)."""
+    out: list[Finding] = []
+    here = {t.target: t for t in seen}
+    for fs in index.inv.lustre:
+        if host not in fs.servers:
+            continue
+        for t in fs.targets:
+            name = target_name(fs, t)
+            other = failover_of(fs, t)
+            got = here.get(name)
+            if got is None:
+                if t.server == host:
+                    out.append(Finding(
+                        "LUSTRE-TARGET-STATE", "warning", f"{host} {name}",
+                        f"{host} does not serve its target {name}: failed over to {other or 'no partner'}, or down",
+                        expected=f"served by {host}", observed="not mounted here",
+                        action=f"`lfs df` on a client shows whether {name} is up; if it runs on {other}, fail it "
+                               f"back once {host} is healthy (unmount it there, mount it here); if not, mount it here"))
+                continue
+            if host not in (t.server, other):
+                out.append(Finding(
+                    "LUSTRE-TARGET-STATE", "error", f"{host} {name}",
+                    f"{host} serves {name}, which the inventory puts on {t.server} (failover {other or 'none'})",
+                    expected=t.server, observed=host,
+                    action=f"unmount {name} here and mount it on {t.server}; two servers must never mount it"))
+            if got.status in ("RECOVERING", "WAITING", "WAITING_FOR_CLIENTS"):
+                left = got.fields.get("time_remaining")
+                conn = got.clients("connected_clients")
+                out.append(Finding(
+                    "LUSTRE-TARGET-STATE", "warning", f"{host} {name}",
+                    f"{host} {name} is in recovery ({got.status}"
+                    + (f", {conn[0]}/{conn[1]} clients reconnected" if conn else "")
+                    + (f", {left} s left" if left else "") + "): its clients' I/O waits",
+                    expected="COMPLETE", observed=got.status,
+                    action="wait for the recovery window to end; clients that do not reconnect are evicted"))
+            done = got.clients("completed_clients")
+            if got.status == "COMPLETE" and done and done[0] < done[1]:
+                out.append(Finding(
+                    "LUSTRE-TARGET-STATE", "warning", f"{host} {name}",
+                    f"{host} {name}: {done[0]} of {done[1]} clients recovered; the others were evicted (their "
+                    "uncommitted writes and locks are lost)", expected=f"{done[1]}/{done[1]}",
+                    observed=f"{done[0]}/{done[1]}",
+                    action="find the evicted clients (`lctl get_param osc.*.state` on them shows EVICTED) and "
+                           "check their jobs"))
     return out

@@ -20,6 +20,7 @@ from ..parse import (
     lctl_hsm,
     lctl_list_nids,
     lctl_pcc,
+    lctl_recovery,
     lfs_df,
     mlxfwmanager,
     nvidia_smi_nvlink,
@@ -37,7 +38,7 @@ from .findings import Finding, sort_key
 from .firmware import check_firmware
 from .gpus import check_nvlink, check_topo
 from .hosts import check_host
-from .lustre import check_hsm, check_lfs_df, check_pcc
+from .lustre import check_hsm, check_lfs_df, check_pcc, check_recovery
 from .software import check_driver, check_nids, check_ofed, check_packages
 from .switch_firmware import check_switch_firmware, pinned_switches, saved_queries
 
@@ -235,6 +236,7 @@ HOST_CHECKS: tuple[tuple[str, Callable[[str], Any], Callable[[Index, str, Any], 
     ("lfs-df", lfs_df.parse, check_lfs_df),
     ("lctl-hsm", lctl_hsm.parse, check_hsm),
     ("lctl-pcc", lctl_pcc.parse, check_pcc),
+    ("lctl-recovery", lctl_recovery.parse, check_recovery),
     ("mlxfwmanager", mlxfwmanager.parse, check_firmware),
 )
 

@@ -15,7 +15,7 @@ TOOLS = {
     "nvidia-smi-nvlink", "nvidia-smi-query-gpu", "nvidia-smi-q", "ibdev2netdev",
     "lnetctl-net-show", "lctl-list-nids", "nccl-tests", "ofed-info", "dpkg-query", "ibv-devinfo", "lustre-state",
     "mstlink", "perftest", "dcgmi-diag", "dcgmi-diag-json", "mlxfwmanager", "flint-q", "lfs-df", "lctl-hsm",
-    "lctl-pcc",
+    "lctl-pcc", "lctl-recovery",
 }
 
 
@@ -35,7 +35,8 @@ def test_parse_error_attributes_and_str() -> None:
         err.tool, err.line_no, err.line, err.message)
 
 
-EMPTY_IS_NOTHING = {"nvidia-smi-nvlink", "dpkg-query", "lustre-state", "lfs-df", "lctl-hsm", "lctl-pcc"}
+EMPTY_IS_NOTHING = {"nvidia-smi-nvlink", "dpkg-query", "lustre-state", "lfs-df", "lctl-hsm", "lctl-pcc",
+                    "lctl-recovery"}
 """Tools whose empty output means "none here" (no NVLink, no Lustre mounted, no MDT), not a broken run."""
 
 
