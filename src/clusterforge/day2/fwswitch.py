@@ -9,8 +9,9 @@ Flash: `flint -d DEV q` first; a PSID the pin does not list is refused (never cr
 on the flash is skipped (unless `--reflash`), an older one refused unless `--allow-downgrade`; the image must be
 staged on the fabric node (`test -f`); then `flint -d DEV -i IMAGE -y burn`, and a query proves the flash holds
 the version. Activate: `flint -d DEV swreset` when the flash is not what runs (`FW Version(Running)`); the
-switch restarts, its links drop and return, so the query that proves it runs the flash is retried (the switch
-located again: its LID is the subnet manager's to give) until `timeout_s`.
+switch restarts, its links drop and return, so the query that proves it runs the flash is retried (after a query
+that got no answer the switch is located again, a whole discovery: its LID is the subnet manager's to give)
+until `timeout_s`.
 
 Every command is an argv list run by a `Runner` (day2/fwtool.py) on the fabric node.
 """
@@ -106,7 +107,7 @@ def reset_switch(node: str, device: str, switch: str, run: Runner, relocate: Cal
                  timeout_s: float, *, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic, poll_s: float = 5.0) -> HostReport:
     """swreset the switch when its flash is not what runs; then prove it runs the flash (retried while it
-    restarts, located again each time)."""
+    restarts, located again after a query that got no answer)."""
     report = HostReport(switch)
     q, why = _query(node, device, switch, run)
     if q is None:
@@ -127,4 +128,5 @@ def reset_switch(node: str, device: str, switch: str, run: Runner, relocate: Cal
             still = why or f"runs {after.fw_running if after else '?'}, flashed {after.fw_version if after else '?'}"
             return report.fail(f"{switch}: not running its flash {timeout_s:g} s after swreset: {still}")
         sleep(poll_s)
-        device = relocate() or device
+        if after is None:  # no answer while it restarts: its LID may be another once the SM sweeps it again
+            device = relocate() or device
