@@ -341,7 +341,7 @@ def _services_yaml(spec: Spec, placed: list[tuple[str, str, str, int, str]]) -> 
         out.append(f"    - {{name: ib{r}, rail: {r}, cidr: {halves[r]}, first: 10, mtu: 2044}}\n")
     out.append(
         "software:\n  nvidia_driver: 550.90.07\n  cuda: 12.4.1\n  doca_ofed: 24.04-0.7.0.0\n"
-        "  nccl: 2.21.5-1\n  nccl_tests: 2.13.9\n  lustre_client: 2.15.5\n"
+        "  nccl: 2.21.5-1\n  nccl_tests: 2.13.9\n  lustre_client: 2.15.5\n" + ("  lemur: 0.6.0\n" if lus else "")
     )
     if lus:
         mgs_ip = halves[0][10 + spec.nodes + spec.sm]

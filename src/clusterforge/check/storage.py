@@ -276,4 +276,13 @@ def _hsm(index: Index, i: int, fs: LustreFs) -> list[InventoryIssue]:
                                       f"the copytool mounts {fs.name} over {fs.lnet}", rule="INV-STORAGE"))
     if hsm.agents and len(set(hsm.agents)) < len(hsm.agents):
         out.append(InventoryIssue((*path, "agents"), "an agent is named twice", rule="INV-DUP"))
+    sw = index.inv.software
+    unpinned = [f"software.{field} ({what})" for field, what in (
+        ("lemur", "lhsmd and its S3 mover: the packages lemur-hsm-agent and lemur-data-movers"),
+        ("lustre_client", "the Lustre client lhsmd mounts the file system with"))
+        if getattr(sw, field) is None]
+    if unpinned:
+        out.append(InventoryIssue(path, f"{fs.name}'s HSM archive runs Lemur's copytool on its agents, and "
+                                  f"{' and '.join(unpinned)} {'is' if len(unpinned) == 1 else 'are'} not pinned: "
+                                  "the deploy would install nothing to run it", rule="INV-STORAGE"))
     return out

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..model.index import Index
 
 # packages whose installed versions are checked against the inventory's software pins
-VERSION_PACKAGES = {"libnccl2": "nccl", "lustre-client-utils": "lustre_client"}
+VERSION_PACKAGES = {"libnccl2": "nccl", "lustre-client-utils": "lustre_client", "lemur-hsm-agent": "lemur"}
 """Packages whose installed version is collected, and the `software` pin each is checked against."""
 
 HOST_TOOLS: dict[str, tuple[str, ...]] = {

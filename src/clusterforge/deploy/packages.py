@@ -84,10 +84,25 @@ def telegraf_pins(sw: SoftwarePins) -> list[Pin]:
     return [] if sw.telegraf is None else [Pin(TELEGRAF_PACKAGE, deb_version(sw.telegraf))]
 
 
+LEMUR_AGENT_PACKAGE = "lemur-hsm-agent"
+LEMUR_MOVERS_PACKAGE = "lemur-data-movers"
+"""Lemur's packages as its own packaging names them (whamcloud/lemur, packaging/rpm/lemur.spec): the agent
+(/usr/sbin/lhsmd) and the data movers (/usr/libexec/lhsmd/lhsm-plugin-s3, -posix). Neither Debian nor PyPI has
+them: the site builds them into its repository; the lab's are stand-ins of these names."""
+
+
+def lemur_pins(sw: SoftwarePins) -> list[Pin]:
+    """The HSM copytool on the archive's agent nodes (the `hsm` component)."""
+    if sw.lemur is None:
+        return []
+    version = deb_version(sw.lemur)
+    return [Pin(LEMUR_AGENT_PACKAGE, version), Pin(LEMUR_MOVERS_PACKAGE, version)]
+
+
 def all_pins(sw: SoftwarePins) -> list[Pin]:
     """Every pinned package of an environment (what a mirror or stand-in repo must hold)."""
     return sorted({*nvidia_pins(sw, True), *ofed_pins(sw), *nccl_pins(sw), *lustre_pins(sw), *dcgm_pins(sw),
-                   *telegraf_pins(sw)})
+                   *telegraf_pins(sw), *lemur_pins(sw)})
 
 
 def headers_package(kernel_release: str) -> str:

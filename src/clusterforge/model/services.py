@@ -24,6 +24,9 @@ class SoftwarePins(Model):
                                           "monitoring)")
     telegraf: Version | None = Field(default=None, description="Telegraf version from the site's InfluxData "
                                      "repository (monitoring collector `telegraf`)")
+    lemur: Version | None = Field(default=None, description="Lemur version (lemur-hsm-agent, lemur-data-movers: "
+                                  "lhsmd and its S3 mover, the HSM archive's copytool) from the site's repository: "
+                                  "built from whamcloud/lemur, in neither Debian nor PyPI")
     kernel: Version | None = Field(default=None, description="kernel version")
 
 

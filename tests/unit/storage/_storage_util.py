@@ -56,7 +56,7 @@ BASE: dict[str, Any] = {
         "ipoib": [{"name": "ib0", "rail": 0, "cidr": "10.100.0.0/24"},
                   {"name": "ib1", "rail": 1, "cidr": "10.100.1.0/24"}],
     },
-    "software": {"doca_ofed": "24.04-0.7.0.0", "lustre_client": "2.15.5"},
+    "software": {"doca_ofed": "24.04-0.7.0.0", "lustre_client": "2.15.5", "lemur": "0.6.0"},
     "opensm": {"sm_nodes": [{"node": "sm01", "priority": 15}]},
     "lustre": [{
         "name": "lfs01", "mgs_nids": ["lus01@o2ib0"], "mount": "/lustre/lfs01", "interfaces": ["ib0"],

@@ -141,6 +141,18 @@ def test_hsm_without_an_agent_and_with_an_unknown_one() -> None:
     assert _storage_issues(d) == [("lustre[0].hsm.agents[0]", "INV-REF", "HSM agent 'mover01' is not a declared node")]
 
 
+def test_hsm_without_lemur_or_the_lustre_client_pinned() -> None:
+    d = data()
+    del d["software"]["lemur"]
+    assert _storage_issues(d) == [(
+        "lustre[0].hsm", "INV-STORAGE",
+        "lfs01's HSM archive runs Lemur's copytool on its agents, and software.lemur (lhsmd and its S3 mover: the "
+        "packages lemur-hsm-agent and lemur-data-movers) is not pinned: the deploy would install nothing to run it")]
+    del d["software"]["lustre_client"]
+    (got,) = [m for p, _, m in _storage_issues(d) if p == "lustre[0].hsm"]
+    assert "software.lemur (" in got and "and software.lustre_client (the Lustre client" in got and "are not" in got
+
+
 def test_sizing_profiles_must_exist() -> None:
     d = data(storage_sizing={"profiles": {"gpu-node": 1.0, "h100": 2.0}})
     assert _storage_issues(d) == [("storage_sizing.profiles.h100", "INV-REF", "'h100' is not a declared profile")]
