@@ -75,7 +75,8 @@ def test_the_deploy_starts_its_units_and_the_sm_pair_elects(prodsd: Path, tmp_pa
     assert "no systemd" not in out
     started = {(h, c["target"]) for h, r in hosts.items() for c in r["changes"] if c["kind"] == "service"}
     assert {("sm01", "opensm"), ("sm02", "opensm"), ("gpu0001", "nvidia-persistenced"), ("gpu0001", "lnet"),
-            ("gpu0001", "lustre-lfs01.mount"), ("lus01", "openibd")} <= started
+            ("gpu0001", "lustre-lfs01.mount"), ("lus01", "openibd"), ("sm01", "lnet"), ("sm01", "lhsmd"),
+            ("sm02", "lhsmd")} <= started
     assert ("lus01", "lnet") not in started  # a Lustre server's packages (and so its LNet unit) are not deployed
     after = _services(prodsd)
     assert after["exit"] == 0, after
@@ -83,7 +84,16 @@ def test_the_deploy_starts_its_units_and_the_sm_pair_elects(prodsd: Path, tmp_pa
     assert isinstance(units, list) and all(u["active"] == "active" for u in units)
     expected = labservices.managed_units(load_checked(prodsd))
     assert sorted((u["host"], u["unit"]) for u in units) == sorted((h, u) for h in NODES for u in expected[h])
-    assert {u["host"] for u in units if u["unit"] == "lnet"} == {"gpu0001", "gpu0002", "gpu0003", "gpu0004"}
+    # LNet on the clients and on the HSM agents (prod's SM nodes: lhsmd mounts the file system itself)
+    assert {u["host"] for u in units if u["unit"] == "lnet"} == {"gpu0001", "gpu0002", "gpu0003", "gpu0004", "sm01",
+                                                                  "sm02"}
+    # the copytool: Lemur's pinned packages (LAB-ONLY stand-ins), lhsmd reading the deployed configuration
+    lhsmd = run(ssh_command(state, "sm02", ["sh", "-c", "dpkg-query -W -f='${Package} ${Version}\\n' lemur-hsm-agent "
+                                            "lemur-data-movers; apt-mark showhold; journalctl -u lhsmd --no-pager"]),
+                timeout=60).stdout
+    lines = set(lhsmd.splitlines())  # installed at the pin, and held
+    assert {"lemur-hsm-agent 0.6.0-1", "lemur-data-movers 0.6.0-1", "lemur-hsm-agent", "lemur-data-movers"} <= lines
+    assert "lhsmd (LAB-ONLY stand-in): 10.100." in lhsmd and "@o2ib0:/lfs01 with lhsm-plugin-s3" in lhsmd
     # the LAB-ONLY lnet.service read the deployed /etc/lnet.conf (prod's o2ib0 on ib0) before the mount started
     lnet = run(ssh_command(state, "gpu0004", ["sh", "-c", "cat /run/clusterforge-lab-lnet/nets; systemctl show "
                                               "-p After --value lustre-lfs01.mount"]), timeout=60).stdout

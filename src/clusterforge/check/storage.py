@@ -32,6 +32,7 @@ def check(index: Index) -> list[InventoryIssue]:
             out += _pcc(index, i, fs)
         if fs.hsm is not None:
             out += _hsm(index, i, fs)
+    out += _one_archive_per_agent(index)
     for name in index.inv.storage_sizing.profiles:
         if name not in index.profiles:
             out.append(InventoryIssue(("storage_sizing", "profiles", name),
@@ -285,4 +286,20 @@ def _hsm(index: Index, i: int, fs: LustreFs) -> list[InventoryIssue]:
         out.append(InventoryIssue(path, f"{fs.name}'s HSM archive runs Lemur's copytool on its agents, and "
                                   f"{' and '.join(unpinned)} {'is' if len(unpinned) == 1 else 'are'} not pinned: "
                                   "the deploy would install nothing to run it", rule="INV-STORAGE"))
+    return out
+
+
+def _one_archive_per_agent(index: Index) -> list[InventoryIssue]:
+    """lhsmd reads one configuration (/etc/lhsmd/agent) with one `client_device`: a node is the copytool of one
+    file system's archive at most."""
+    out: list[InventoryIssue] = []
+    first: dict[str, str] = {}
+    for i, fs in enumerate(index.inv.lustre):
+        for j, name in enumerate(fs.hsm.agents if fs.hsm else ()):
+            if name in first and first[name] != fs.name:
+                out.append(InventoryIssue(("lustre", i, "hsm", "agents", j),
+                                          f"{name} is already the HSM agent of {first[name]}: lhsmd serves one file "
+                                          "system a node (one /etc/lhsmd/agent, one client_device)",
+                                          rule="INV-STORAGE"))
+            first.setdefault(name, fs.name)
     return out

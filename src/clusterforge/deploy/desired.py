@@ -9,6 +9,7 @@ Nothing here touches a host.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..catalog.compat import lustre_ofed_problem
@@ -23,9 +24,10 @@ from .component import Component, HostPlan, ManagedFile
 from .healthcheck import healthcheck_components
 from .monitoring import monitoring_components
 from .options import DeployOptions
-from .packages import Pin, lustre_pins, nccl_pins, nvidia_pins, ofed_pins
+from .packages import Pin, lemur_pins, lustre_pins, nccl_pins, nvidia_pins, ofed_pins
 
-COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "opensm", "monitoring", "healthcheck")
+COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "hsm", "opensm", "monitoring",
+              "healthcheck")
 HOSTS_FRAGMENT = "network/hosts"
 HOSTS_MARKER = "# {mark} clusterforge managed block"
 
@@ -34,6 +36,13 @@ EXECUTABLE = frozenset({"lustre-server/cf-lustre-format.py.j2"})
 
 LNET_UNIT = "lnet"
 """Lustre's unit that loads and configures LNet from /etc/lnet.conf, on every Lustre client."""
+
+HSM_UNIT = "lhsmd"
+"""Lemur's HSM agent on an archive's agent nodes: its configuration files restart it when they change."""
+
+HSM_TEMPLATES = frozenset({"lustre-tiers/lhsmd-agent.j2", "lustre-tiers/lhsm-plugin-s3.j2",
+                           "lustre-tiers/lhsmd.service.j2", "lustre-tiers/lhsmd-dropin.conf.j2"})
+"""The archive tier's files: the `hsm` component's, not the `lustre` component's."""
 
 _TEMPLATE_COMPONENT = {"nccl": "nccl", "ipoib": "ipoib", "lustre": "lustre", "lustre-server": "lustre",
                        "lustre-tiers": "lustre", "opensm": "opensm"}
@@ -103,7 +112,8 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
             kind = kind_of.get((dest, spec.template))
             if kind is None:
                 kind = kind_of[(dest, spec.template)] = (
-                    _TEMPLATE_COMPONENT.get(spec.template.split("/", 1)[0], "base"),
+                    "hsm" if spec.template in HSM_TEMPLATES
+                    else _TEMPLATE_COMPONENT.get(spec.template.split("/", 1)[0], "base"),
                     0o755 if spec.template in EXECUTABLE else file_mode(dest.lstrip("/")), _dest(options, dest))
             comp, mode, full = kind
             context = contexts.get(id(spec))  # a spec several hosts get (OpenSM's shared files): one context
@@ -121,7 +131,8 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
         ofed = ofed_for[has_gpus] if hw.hcas else None
         nvidia = nvidia_for[nvswitch] if has_gpus else None
         comp_list = [base, ofed, nvidia, _nccl(index, files.get("nccl", []), pins_of),
-                     _lustre(index, files.get("lustre", []), pins_of), _ipoib(files.get("ipoib", [])),
+                     _lustre(index, files.get("lustre", []), pins_of, node.name), _ipoib(files.get("ipoib", [])),
+                     _hsm(index, files.get("hsm", []), pins_of),
                      _opensm(files.get("opensm", []), node.name in sm_nodes, top_sm, node.name),
                      monitoring.get(node.name), healthcheck.get(node.name)]
         comps = [c for c in comp_list if c is not None]
@@ -200,23 +211,36 @@ def _nccl(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin, 
     return Component("nccl", tuple(files), pins)
 
 
-def _lustre(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin, ...]]) -> Component | None:
+def _lustre(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin, ...]],
+            node: str) -> Component | None:
     if not files:
         return None
     sw = index.inv.software
     mounts = tuple(f.dest.rsplit("/", 1)[1] for f in files if f.template == "lustre/lustre.mount.j2")
-    client = bool(mounts)
+    # a client mounts; an HSM agent that does not serve the file system needs the client too (lhsmd mounts it)
+    client = bool(mounts) or any(fs.hsm_agent(node) and node not in fs.servers for fs in index.inv.lustre)
     problem = lustre_ofed_problem(sw.doca_ofed, sw.lustre_client) if client else None
     # a client's LNet comes up through Lustre's own lnet.service (lustre-client-utils: `lnetctl import
     # /etc/lnet.conf`), started before its mount units (ordered After=lnet.service). Everything else is files
     # only, started by the site: the cache's units once its local file system exists (the prod lab's deploy
     # failed every GPU node starting them on a device that was not there), a target's mount (the HA manager),
-    # the format step (a person, on purpose), the HSM agent (the copytool's package). Servers' Lustre packages
+    # the format step (a person, on purpose). The HSM agent is the `hsm` component's. Servers' Lustre packages
     # are not deployed here.
     units = (LNET_UNIT, *mounts) if client else ()
     pins = _pins(pins_of, "lustre", lambda: tuple(lustre_pins(sw))) if client else ()
     return Component("lustre", tuple(files), pins, services=units,
                      handler="systemd-reload", problems=(problem,) if problem else ())
+
+
+def _hsm(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin, ...]]) -> Component | None:
+    """The archive's copytool on an agent node: Lemur's packages, lhsmd's configuration and unit, lhsmd enabled
+    and started (after LNet: the `lustre` component starts it first), and restarted when one of its files
+    changes (lhsmd reads its configuration when it starts)."""
+    if not files:
+        return None
+    pins = _pins(pins_of, "hsm", lambda: tuple(lemur_pins(index.inv.software)))
+    return Component("hsm", tuple(replace(f, unit=HSM_UNIT) for f in files), pins, services=(HSM_UNIT,),
+                     handler="units")
 
 
 def _pins(memo: dict[str, tuple[Pin, ...]], key: str, make: Callable[[], tuple[Pin, ...]]) -> tuple[Pin, ...]:

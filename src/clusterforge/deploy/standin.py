@@ -22,7 +22,14 @@ from pathlib import Path
 
 from ..lab.monitoring_standins import DCGM_FILE, SYSFS_ROOT
 from . import standin_lnet
-from .packages import DCGM_EXPORTER_PACKAGE, TELEGRAF_PACKAGE, Pin, headers_package
+from .packages import (
+    DCGM_EXPORTER_PACKAGE,
+    LEMUR_AGENT_PACKAGE,
+    LEMUR_MOVERS_PACKAGE,
+    TELEGRAF_PACKAGE,
+    Pin,
+    headers_package,
+)
 
 LABEL = "clusterforge LAB-ONLY stand-in"
 TOOL_TIMEOUT_S = 120
@@ -45,7 +52,7 @@ def _control(name: str, version: str, description: str) -> str:
 
 
 #: Bump when what the stand-ins ship changes (the lab's repository is rebuilt then).
-STANDIN_RECIPE = 4
+STANDIN_RECIPE = 5
 
 
 def _unit(description: str, service: str) -> str:
@@ -125,6 +132,55 @@ http.server.ThreadingHTTPServer((host, int(port)), Metrics).serve_forever()
 '''
 
 
+#: Lemur's agent: checks what the real lhsmd reads when it starts (its -config file's client_device and
+#: enabled_plugins, each plugin in Lemur's plugin directory with its configuration beside the agent's), then
+#: idles; a start the real agent would refuse fails, saying why.
+_LHSMD = f'''#!/usr/bin/python3
+"""{LABEL} for Lemur's lhsmd: no Lustre and no HSM coordinator here. Reads its configuration as the real agent
+does when it starts, then idles (it mounts nothing and moves no data)."""
+import os
+import re
+import signal
+import sys
+
+PLUGIN_DIR = os.environ.get("CF_LAB_LHSMD_PLUGIN_DIR", "/usr/libexec/lhsmd")
+
+
+def fail(why):
+    print("lhsmd (lab stand-in): " + why, file=sys.stderr)
+    sys.exit(1)
+
+
+args = sys.argv[1:]
+config = args[args.index("-config") + 1] if "-config" in args[:-1] else "/etc/lhsmd/agent"
+try:
+    with open(config) as fh:
+        text = fh.read()
+except OSError as exc:
+    fail(f"cannot read {{config}}: {{exc.strerror}}")
+device = re.search(r'^\\s*client_device\\s*=\\s*"([^"]*)"', text, re.M)
+if device is None or not re.fullmatch(r"[^:]+@[a-z0-9]+(:[^:]+@[a-z0-9]+)*:/[a-z][a-z0-9_]{{0,7}}", device.group(1)):
+    fail(f"{{config}}: client_device must be NID[:NID...]:/FSNAME")
+listed = re.search(r"^\\s*enabled_plugins\\s*=\\s*\\[([^\\]]*)\\]", text, re.M)
+plugins = re.findall(r'"([^"]+)"', listed.group(1)) if listed else []
+if not plugins:
+    fail(f"{{config}}: no enabled_plugins: nothing would move data")
+for plugin in plugins:
+    if not os.access(os.path.join(PLUGIN_DIR, plugin), os.X_OK):
+        fail(f"plugin {{plugin}} is not in {{PLUGIN_DIR}} (lemur-data-movers)")
+    if not os.path.exists(os.path.join(os.path.dirname(config), plugin)):
+        fail(f"plugin {{plugin}} has no configuration in {{os.path.dirname(config)}}")
+print(f"lhsmd (LAB-ONLY stand-in): {{device.group(1)}} with {{', '.join(plugins)}}: idle, no Lustre here", flush=True)
+signal.pause()
+'''
+
+_LEMUR_PLUGIN = f"""#!/bin/sh
+# {LABEL} for a Lemur data mover: it moves no data. The lab's lhsmd stand-in checks it is here; it never runs it.
+echo "$(basename "$0") (lab stand-in): no data mover here" >&2
+exit 1
+"""
+
+
 def _extra_files(name: str, version: str) -> dict[str, tuple[str, int]]:
     """Path -> (content, mode) beyond the README every stand-in ships."""
     if name == "doca-ofed":
@@ -143,6 +199,10 @@ def _extra_files(name: str, version: str) -> dict[str, tuple[str, int]]:
     if name.startswith("nvidia-fabricmanager-"):
         return {"lib/systemd/system/nvidia-fabricmanager.service":
                 (_unit("nvidia-fabricmanager (an idle process: no NVSwitch)", _IDLE), 0o644)}
+    if name == LEMUR_AGENT_PACKAGE:
+        return {"usr/sbin/lhsmd": (_LHSMD, 0o755)}
+    if name == LEMUR_MOVERS_PACKAGE:
+        return {f"usr/libexec/lhsmd/lhsm-plugin-{kind}": (_LEMUR_PLUGIN, 0o755) for kind in ("s3", "posix")}
     if name == "lustre-client-utils":
         return {"usr/sbin/mount.lustre": (_MOUNT_LUSTRE, 0o755), **standin_lnet.package_files()}
     return {}

@@ -65,6 +65,15 @@ class LustreFs(Model):
         `clients: all`; never one of its own servers."""
         return (role == "compute" or self.clients == "all") and node not in self.servers
 
+    def hsm_agent(self, node: str) -> bool:
+        """Whether `node` runs this file system's HSM copytool (lhsmd)."""
+        return self.hsm is not None and node in self.hsm.agents
+
+    def runs_client(self, node: str, role: str) -> bool:
+        """Whether `node` needs this file system's Lustre client (LNet, mount.lustre): its clients, and its HSM
+        agents that do not serve it (lhsmd mounts the file system itself, under its own mount root)."""
+        return self.client(node, role) or (self.hsm_agent(node) and node not in self.servers)
+
     def hsm_coordinators(self) -> set[str]:
         """The servers of this file system's metadata targets when it has an archive tier (the HSM coordinator
         runs on each MDT); empty without one."""

@@ -41,10 +41,11 @@ def clients(fab: FabricView, fs: LustreFs) -> list[str]:
 
 
 def lnet_nets(fab: FabricView) -> dict[str, dict[str, list[str]]]:
-    """node -> LNet net -> interfaces, for every client and server of every file system."""
+    """node -> LNet net -> interfaces, for every client, server and HSM agent (lhsmd mounts the file system) of
+    every file system."""
     out: dict[str, dict[str, list[str]]] = {}
     for fs in fab.index.inv.lustre:
-        for node in [*fs.servers, *clients(fab, fs)]:
+        for node in [*fs.servers, *clients(fab, fs), *(fs.hsm.agents if fs.hsm else ())]:
             nets = out.setdefault(node, {})
             ifaces = nets.setdefault(fs.lnet, [])
             ifaces += [i for i in fs.interfaces if i not in ifaces]

@@ -14,6 +14,8 @@ Archive (Lustre HSM through Lemur's lhsmd and its S3 data mover), on each declar
     hosts/<agent>/etc/lhsmd/agent                               the file system (client_device: the MGS NIDs),
                                                                  the S3 mover enabled
     hosts/<agent>/etc/lhsmd/lhsm-plugin-s3                      endpoint, region, the archive id and bucket
+    hosts/<agent>/etc/systemd/system/lhsmd.service                 the agent's unit, as Lemur's own packaging runs it
+                                                                 (/usr/sbin/lhsmd -config /etc/lhsmd/agent)
     hosts/<agent>/etc/systemd/system/lhsmd.service.d/clusterforge.conf
                                                                  where the mover reads its keys: the credentials
                                                                  file (AWS_SHARED_CREDENTIALS_FILE), or the
@@ -85,6 +87,8 @@ def tier_files(fab: FabricView) -> list[FileSpec]:
             for agent in fs.hsm.agents:
                 out.append(FileSpec(f"hosts/{agent}/etc/lhsmd/agent", "lustre-tiers/lhsmd-agent.j2", ctx))
                 out.append(FileSpec(f"hosts/{agent}/etc/lhsmd/lhsm-plugin-s3", "lustre-tiers/lhsm-plugin-s3.j2", ctx))
+                out.append(FileSpec(f"hosts/{agent}/etc/systemd/system/lhsmd.service",
+                                    "lustre-tiers/lhsmd.service.j2", ctx))
                 out.append(FileSpec(f"hosts/{agent}/etc/systemd/system/lhsmd.service.d/clusterforge.conf",
                                     "lustre-tiers/lhsmd-dropin.conf.j2", ctx))
     return out

@@ -37,7 +37,7 @@ def check_nids(index: Index, host: str, nids: Sequence[LnetNid]) -> list[Finding
     node = index.nodes[host]
     nets = {n.net for n in nids}
     for fs in index.inv.lustre:
-        if not fs.client(host, node.role):
+        if not fs.runs_client(host, node.role):
             continue
         if fs.lnet not in nets and not (fs.lnet.endswith("0") and fs.lnet[:-1] in nets):
             out.append(

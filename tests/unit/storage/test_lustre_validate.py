@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from _storage_util import data, index_of
+
 from clusterforge.api import Checked
 from clusterforge.collect.plan import default_targets
 from clusterforge.parse import lfs_df
@@ -98,3 +100,16 @@ def test_hsm_coordinator_and_agents(prod: Checked) -> None:
         f"uuid=u1 archive_id={arch} requests=[current:1 ok:9 errors:4]"])))
     assert [(f.severity, "1 of the 2" in f.message or "4 failed" in f.message) for f in found] == [
         ("warning", True), ("warning", True)]
+
+
+def test_an_hsm_agent_needs_its_nid_like_a_client() -> None:
+    """lhsmd mounts the file system itself: its agent (the constructed base's sm01, no client) has a NID on the
+    file system's net, or LNET-NID says so; a node that is neither client nor agent is not asked."""
+    from clusterforge.parse import lctl_list_nids
+    from clusterforge.validate.software import check_nids
+
+    index = index_of(data())
+    assert check_nids(index, "sm01", lctl_list_nids.parse("10.100.0.14@o2ib\n")) == []
+    (f,) = check_nids(index, "sm01", lctl_list_nids.parse("10.0.0.14@tcp\n"))
+    assert f.rule == "LNET-NID" and "sm01 has no NID on o2ib0 for Lustre lfs01" in f.message
+    assert check_nids(index, "lus01", lctl_list_nids.parse("10.0.0.12@tcp\n")) == []

@@ -153,6 +153,14 @@ def test_hsm_without_lemur_or_the_lustre_client_pinned() -> None:
     assert "software.lemur (" in got and "and software.lustre_client (the Lustre client" in got and "are not" in got
 
 
+def test_an_agent_serves_one_file_systems_archive() -> None:
+    d = data()
+    d["lustre"].append({"name": "lfs02", "mgs_nids": ["lus01@o2ib0"], "mount": "/lustre/lfs02", "interfaces": ["ib0"],
+                        "hsm": {**_fs(d)["hsm"], "bucket": "lfs02-archive"}})
+    assert ("lustre[1].hsm.agents[0]", "INV-STORAGE", "sm01 is already the HSM agent of lfs01: lhsmd serves one file "
+            "system a node (one /etc/lhsmd/agent, one client_device)") in _storage_issues(d)
+
+
 def test_sizing_profiles_must_exist() -> None:
     d = data(storage_sizing={"profiles": {"gpu-node": 1.0, "h100": 2.0}})
     assert _storage_issues(d) == [("storage_sizing.profiles.h100", "INV-REF", "'h100' is not a declared profile")]
