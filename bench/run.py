@@ -16,6 +16,7 @@ import platform
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -342,11 +343,26 @@ def bench_health(tmp: Path) -> list[dict[str, object]]:
     return run(tmp)
 
 
+def bench_storage(tmp: Path) -> list[dict[str, object]]:
+    """The sizing report beside the BOM (prod, generated 1,024 and 2,048 nodes), and the archive's S3 round trip
+    through the lab's real S3 server beside a local file (bench/storage_bench.py)."""
+    from storage_bench import bench_storage as run
+
+    envs = {"prod": ROOT / "inventories" / "prod"}
+    for n in (1024, 2048):  # the generated fabric with 20 Lustre servers (brief: 20 x 12 x 7.68 TB) and the tiers
+        env = tmp / f"storage-env-{n}"
+        env.mkdir()
+        for name, text in generate(replace(bench_spec(n), storage=20)).items():
+            (env / name).write_text(text, encoding="utf-8")
+        envs[f"generated-{n}+20 OSS"] = env
+    return run(tmp, envs)
+
+
 BENCHES = {"cli": bench_cli, "load": bench_load, "yaml": bench_yaml, "validate": bench_validate, "plan": bench_plan,
            "planes": bench_planes,
            "day2": bench_day2, "hostile": bench_hostile, "monitoring": bench_monitoring, "lab": bench_lab,
            "pyinfra-ops": bench_pyinfra_ops, "deploy": bench_deploy, "scale": bench_scale,
-           "accept": bench_accept, "health": bench_health}
+           "accept": bench_accept, "health": bench_health, "storage": bench_storage}
 
 
 def main() -> None:
@@ -370,13 +386,14 @@ def main() -> None:
     from clusterforge.lab.scale_plan import ScaleError
     from deploy_bench import BenchFailed as DeployFailed
     from monitoring_bench import BenchFailed as MonitoringFailed
+    from storage_bench import BenchFailed as StorageFailed
     from yaml_bench import BenchFailed as YamlFailed
 
     with tempfile.TemporaryDirectory(prefix="cf-bench-") as tmp:
         for name in names:  # deploy and scale last: they load the machine for minutes
             try:
                 rows = BENCHES[name](Path(tmp))
-            except (CliFailed, DeployFailed, MonitoringFailed, YamlFailed, ScaleError) as exc:
+            except (CliFailed, DeployFailed, MonitoringFailed, StorageFailed, YamlFailed, ScaleError) as exc:
                 sys.exit(f"bench {name} FAILED, no figure: {exc}")
             print(f"\n== {name}")
             print_table(rows)
