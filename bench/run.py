@@ -317,6 +317,10 @@ def preflight(names: list[str]) -> list[str]:
         import deploy_bench
 
         gaps += [f"{gap} for the deploy bench (sh scripts/lab-deps.sh --netns)" for gap in deploy_bench.missing()]
+    if "storage" in names:
+        from clusterforge.lab.s3 import missing_tools
+
+        gaps += [f"{tool} for the storage bench's S3 server (sh scripts/lab-deps.sh)" for tool in missing_tools()]
     if "scale" in names:
         from clusterforge.lab.scale import missing as scale_missing
 
