@@ -12,11 +12,12 @@ from ..inventory.selection import split_tokens
 from ..lab import LabError, down, fault_injector, status
 from ..lab.rehearsal import env as labenv
 from ..lab.rehearsal import services as labservices
+from ..lab.sm_remedy import has_subnet_manager, wait_active_or_restart_master
 from ..lab.technician import set_drained
 from ..util.errors import ExitCode
 from .common import Format, err, load_or_fail, out, print_json, print_table, ticked
 from .lab_cable import cable_app
-from .lab_common import _ENV_OPT, _FMT, DEFAULT_ENV, _env_first, _fail, _running, _say
+from .lab_common import _ENV_OPT, _FMT, DEFAULT_ENV, _env_first, _fail, _master_sm, _running, _say
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -276,13 +277,23 @@ def lab_heal(env_arg: Path | None = typer.Argument(None, metavar="[ENV]", help="
     """Undo every injected fault."""
     from . import lab_accept, lab_monitoring
 
-    state = _running(env_opt or env_arg or DEFAULT_ENV)
+    env = env_opt or env_arg or DEFAULT_ENV
+    state = _running(env)
     try:
         inj = fault_injector(state)
         n = inj.heal()
         inj.wait_converged()
+        # healed ports Active (the SM swept them) before anyone validates: every healed link's ends by PortInfo
+        # with the lab's own OpenSM; with SM nodes (rail planes: one subnet each), each healed HCA by its own
+        # ibstat, the master SM node's OpenSM restarted when one is not in time (lab/sm_remedy.py)
         if inj.healed and (state.opensm_host or state.opensm is not None):
-            inj.wait_active(inj.healed)  # healed ports Active (the SM swept them) before anyone validates
+            inj.wait_active(inj.healed)
+        elif inj.healed and has_subnet_manager(state):
+            try:
+                wait_active_or_restart_master(state, {ep.node for ep in inj.healed}, _master_sm(env, state),
+                                              lambda text: err.print(f"lab heal: {text}", markup=False))
+            except LabError as exc:  # healed all the same: validate says what it sees
+                err.print(f"lab heal: done, but a healed port is not Active yet: {exc}", markup=False)
         n += lab_monitoring.heal(state.state_dir)  # errors|hot|ecc: the stand-ins' values back as they were
         n += lab_accept.heal(state.state_dir)  # pcie
     except (LabError, OSError) as exc:

@@ -10,12 +10,13 @@ from typing import TypeVar
 
 import typer
 
-from ..lab import SM_ROLE, LabError, LabState, PortRef, fault_injector
-from ..lab.lab import SM_WEDGE, technician, wait_hcas_active
+from ..lab import LabError, LabState, PortRef, fault_injector
+from ..lab.lab import technician
+from ..lab.sm_remedy import has_subnet_manager, wait_active_or_restart_master
 from ..lab.technician import Technician
 from ..util.errors import ExitCode
 from .common import Format, err
-from .lab_common import _ENV_OPT, _FMT, _env_first, _fail, _running, _say
+from .lab_common import _ENV_OPT, _FMT, _env_first, _fail, _master_sm, _running, _say
 
 cable_app = typer.Typer(help="Lab only: a technician's physical work in the simulated fabric (it stays done: "
                              "`lab heal` undoes faults, not this).", no_args_is_help=True)
@@ -33,25 +34,24 @@ def _technician_does(env: Path, work: Callable[[Technician], _T]) -> tuple[Techn
         _settle(state)
     except (LabError, OSError) as exc:
         _fail(exc)
-    _wait_plugged_active(state, tech)
+    _wait_plugged_active(env, state, tech)
     return tech, done
 
 
-def _wait_plugged_active(state: LabState, tech: Technician) -> None:
+def _wait_plugged_active(env: Path, state: LabState, tech: Technician) -> None:
     """A plugged port shows in ibnetdiscover before the subnet manager has swept it (ibsim links it
     Initializing and sends the switch's trap 128). When the lab has a subnet manager (its own OpenSM, or SM
-    nodes), wait until each HCA the technician plugged reads Active in its own ibstat; past a minute, say so
-    (the work is done: the port is as the fabric left it, and validate will say what it sees)."""
-    has_sm = bool(state.opensm_host) or state.opensm is not None or any(
-        rec.role == SM_ROLE for rec in state.hosts.values())
+    nodes), wait until each HCA the technician plugged reads Active in its own ibstat; past a minute, restart
+    the master SM node's OpenSM (a lab SM can stop sweeping: lab/sm_remedy.py) and wait again; still not, say
+    so (the work is done: the port is as the fabric left it, and validate will say what it sees)."""
     plugged = {ep.node for ep in tech.plugged}
-    if not (has_sm and plugged):
+    if not (has_subnet_manager(state) and plugged):
         return
     try:
-        wait_hcas_active(state, plugged)
+        wait_active_or_restart_master(state, plugged, _master_sm(env, state),
+                                      lambda text: err.print(f"lab cable: {text}", markup=False))
     except LabError as exc:
-        err.print(f"lab cable: done, but a plugged port is not Active yet ({exc}): is its plane's subnet manager "
-                  f"running and sweeping? ({SM_WEDGE})", markup=False)
+        err.print(f"lab cable: done, but a plugged port is not Active yet: {exc}", markup=False)
 
 
 def _port(end: str) -> PortRef:

@@ -55,3 +55,19 @@ def _running(env: Path) -> LabState:
     if state is None:
         _fail(LabError(f"no lab is up for {env}: run `clusterforge lab up {env}`"))
     return state
+
+
+def _master_sm(env: Path, state: LabState) -> str | None:
+    """The lab host of the highest-priority SM node `env`'s inventory names (the remedy for a lab SM that stopped
+    sweeping restarts its OpenSM: lab/sm_remedy.py); None without SM nodes, or when the inventory does not load
+    (the remedy is then only described)."""
+    from ..inventory.load import load_inventory
+    from ..lab.sm_remedy import master_sm_node
+    from ..util.errors import InventoryInvalid
+
+    try:
+        inv, _ = load_inventory(env)
+    except (InventoryInvalid, OSError, ValueError):
+        return None
+    sm_nodes = inv.opensm.sm_nodes if inv.opensm is not None else []
+    return master_sm_node(state, [(sm.node, sm.priority) for sm in sm_nodes])

@@ -471,12 +471,6 @@ def _wait_fabric_active(state: LabState, deadline: float, only: set[str] | None 
         time.sleep(0.5)
 
 
-SM_WEDGE = ("in the lab, an OpenSM that was querying an SM stopped at that moment waits for the answer forever: "
-            "umad2sim has no MAD timeouts (docs/lab.md); restart that plane's master OpenSM")
-"""Why a lab subnet manager can stop sweeping (seen on a rail-plane lab: an SM node's instances stopped and
-started again, then that plane's master never swept again, and a port plugged there stayed Initializing)."""
-
-
 def wait_hcas_active(state: LabState, sim_hosts: set[str], timeout: float = 60.0) -> None:
     """The lab HCAs among `sim_hosts` (ibsim node ids; others are ignored) report their ports Active, as
     their own `ibstat` reads them: plane by plane, whatever subnet each is in. A LabError past `timeout`."""
