@@ -54,7 +54,7 @@ def restart_opensm(state: LabState, host: str) -> list[str]:
         raise LabError(f"restarting {host}'s OpenSM: {exc}") from exc
     if res.returncode != 0:
         raise LabError(f"restarting {host}'s OpenSM failed: {(res.stderr or res.stdout).strip()[-300:]}")
-    return res.stdout.split()
+    return [unit.removesuffix(".service") for unit in res.stdout.split()]
 
 
 def wait_active_or_restart_master(state: LabState, sim_hosts: set[str], master: str | None,
