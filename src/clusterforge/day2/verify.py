@@ -43,91 +43,21 @@ subnet manager (highest priority), the trunks laid. Each step acts on it, and mu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from ..inventory.selection import SelectionError, select_nodes, split_tokens
-from ..model.cabling import Cable
 from ..model.hooks import DAY2_REASON, hook_calls
 from ..model.index import Index
 from ..util.hostlist import HostlistError, expand
-from .firmware import ACTIVATE, FLASH, Bump, activation, bumps, by_hand, cabled_nodes, card_models, version_key
-from .floor import floor_of
-from .ha import Groups, groups, replaced_switches
-from .inventory_diff import LEARN_FIELDS, cable_ends, device_places, hardware_fields, unit_heights
-from .steps import PARALLEL_PHASES, PULL_TRUNK, ChangePlan, Step
+from .steps import PARALLEL_PHASES, ChangePlan, Step
+from .verify_firmware import FirmwareRules
+from .verify_floor import FloorRules
+from .verify_state import OUT, PlanRejected, Violation, physical, step_arg
 
-_OUT = ("drained", "out")
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    step: int  # 0: the state at the end
-    rule: str
-    message: str
-
-    def __str__(self) -> str:
-        where = f"step {self.step}" if self.step else "end of plan"
-        return f"{where}: {self.rule}: {self.message}"
+__all__ = ["PlanRejected", "Violation", "check_plan", "verify"]
 
 
-class PlanRejected(Exception):
-    """A plan the verifier refused: an internal error of the planner, never a plan to print."""
-
-    def __init__(self, violations: list[Violation]):
-        self.violations = violations
-        super().__init__("; ".join(str(v) for v in violations[:5]))
-
-
-def _physical(c: Cable) -> tuple[Any, ...]:
-    return (c.id, c.label, c.media, c.length_m, c.fiber_type, c.trunk, c.lane_group)
-
-
-class _Replay:
-    def __init__(self, plan: ChangePlan, old: Index, new: Index):
-        self.plan, self.old, self.new = plan, old, new
-        self.g: Groups = groups(old, new, plan.diff)
-        self.new_places = device_places(new)
-        self.new_cables = {c.id: c for c in new.inv.cables}
-        self.violations: list[Violation] = []
-        self.disrupted = {h.host for h in plan.hosts if h.disruptive}
-        self.changed_hosts = {h.host for h in plan.hosts if h.change != "removed"}
-        swapped = replaced_switches(plan.diff)
-        self.needs_learn = swapped | {d.name for d in plan.diff.devices
-                                      if d.kind in ("node", "switch") and d.change == "added"}
-        self.needs_learn |= {d.name for d in plan.diff.devices if d.kind == "node" and d.change == "changed"
-                             and any(f in LEARN_FIELDS for f in d.fields)}
-        if self.needs_learn:  # only what has a cable (OpenSM names what it sees)
-            cabled = {e.device for c in new.inv.cables for e in (c.a, c.b)}
-            self.needs_learn &= cabled
-        self.swapped = swapped
-        self.hw_changed = {d.name for d in plan.diff.devices if d.kind == "node" and d.change == "changed"
-                           and hardware_fields(d.fields)}
-        self.cooling = {d.name for d in plan.diff.devices if d.kind == "rack" and d.change == "changed"
-                        and "cooling" in d.fields}
-        self.new_heights = unit_heights(new)
-        self.s = floor_of(old, self.g.master)
-        self.panel_trunks: dict[str, set[str]] = {}  # panel -> trunks ending at it (old or new)
-        for t in (*old.inv.trunks, *new.inv.trunks):
-            for panel in (t.a_panel, t.b_panel):
-                self.panel_trunks.setdefault(panel, set()).add(t.id)
-        self.new_spot = {r.name: (r.row, r.position) for r in new.inv.racks}  # where each rack stands
-        self.n = 0
-        self.out_compute: set[str] = set()  # compute drained or out now
-        self.out_per_rack: dict[str, int] = {}
-        # FIRMWARE: the bumps, what each host and switch still needs, what is flashed and not yet activated
-        self.fw: dict[str, Bump] = {b.model: b for b in bumps(old, new)}
-        self.fw_need: set[tuple[str, str]] = {(t, b.model) for b in self.fw.values() for t in b.targets}
-        self.fw_pending: dict[str, set[str]] = {}  # host or switch -> models flashed, not activated
-        self.fw_open: str | None = None  # the switch flashed and not yet validated
-        switches = {t for b in self.fw.values() if b.kind == "switches" for t in b.targets}
-        self.fw_cabled = cabled_nodes(old, switches) if switches else {}
-        # HA (Lustre): which server serves each target now (as built: its own)
-        self.served: dict[str, str] = {t: srv for srv, ts in self.g.targets.items() for t in ts}
-        self.primary: dict[str, str] = dict(self.served)
-
-    def bad(self, rule: str, message: str) -> None:
-        self.violations.append(Violation(self.n, rule, message))
+class _Replay(FloorRules, FirmwareRules):
+    """Each step's phase is a method (`_<phase>`): the floor's in verify_floor.py, firmware's in
+    verify_firmware.py, the hosts' and machine steps' here."""
 
     def run(self) -> list[Violation]:
         self._groups()
@@ -174,7 +104,7 @@ class _Replay:
             elif members[0].phase == "deploy":
                 hosts: set[str] = set()
                 for s in members:
-                    limit = _arg(s.argv, "--limit")
+                    limit = step_arg(s.argv, "--limit")
                     try:
                         mine = set(select_nodes(self.new, split_tokens([limit]))) if limit is not None else set()
                     except (HostlistError, SelectionError):
@@ -195,9 +125,6 @@ class _Replay:
         self.n = 0
 
     # -- hosts ------------------------------------------------------------------------------
-    def _is_out(self, host: str) -> bool:
-        return self.s.host.get(host) in (*_OUT, "new")
-
     def _take(self, host: str, how: str) -> None:
         s = self.s
         if self.fw_pending.get(host):
@@ -213,7 +140,7 @@ class _Replay:
             if known and not others:
                 self.bad("HA", f"{host} goes out while no other subnet manager is in service")
         partner = self.g.partner.get(host)
-        if partner is not None and s.host.get(partner) in _OUT:
+        if partner is not None and s.host.get(partner) in OUT:
             self.bad("HA", f"{host} goes out while its failover partner {partner} is out")
         serving = sorted(t for t, srv in self.served.items() if srv == host)
         if serving:
@@ -281,7 +208,7 @@ class _Replay:
 
     def _back(self, step: Step, host: str | None = None) -> None:
         host, s = host or step.subject, self.s
-        if s.host.get(host) not in _OUT:
+        if s.host.get(host) not in OUT:
             self.bad("RESUME", f"{host} is resumed but was not out ({s.host.get(host, 'absent')})")
             return
         if host not in s.validated:
@@ -292,11 +219,6 @@ class _Replay:
         s.host[host] = "in"
         self._counted_back(host)
 
-    def _counted_back(self, host: str) -> None:
-        if host in self.out_compute:
-            self.out_compute.discard(host)
-            self.out_per_rack[self.g.compute_rack[host]] -= 1
-
     def _resume(self, step: Step) -> None:
         for host in self._hooked(step, self.new.inv.deploy.reboot.resume):
             self._back(step, host)
@@ -304,230 +226,17 @@ class _Replay:
     def _return(self, step: Step) -> None:
         self._back(step)
 
-    # -- floor --------------------------------------------------------------------------------
-    def _remove(self, step: Step) -> None:
-        name, s = step.subject, self.s
-        if name in s.racks and name not in s.at:
-            inside = sorted(d for d, p in s.at.items() if p[0] == name)
-            if inside:
-                self.bad("SLOT", f"rack {name} is taken out with {', '.join(inside[:5])} still in it")
-            del s.racks[name]
-            return
-        place = s.at.get(name)
-        if place is None:
-            self.bad("SLOT", f"{name} is taken out but is not in any rack")
-            return
-        if name in s.host and not self._is_out(name):
-            self.bad("DRAIN", f"{name} is taken out of its rack while in service")
-        still = sorted({s.port_busy[k] for k in s.busy_on.get(name, ())})
-        if still:
-            self.bad("CABLE", f"{name} is taken out with cable(s) {', '.join(still[:5])} still plugged")
-        if name in self.panel_trunks:  # a panel is taken out only once every trunk to it is pulled
-            self._trunks_off(name, f"panel {name} is taken out")
-        del s.at[name]
-        for u in range(place[1], place[1] + s.height.pop(name, 1)):
-            if s.slot.get((place[0], u)) == name:
-                del s.slot[(place[0], u)]
-        s.learned.discard(name)
-        if name in s.host:
-            s.host[name] = "removed"
-            if name not in self.new.nodes:  # it leaves; a node that moves is still out of service
-                self._counted_back(name)
-
-    def _install(self, step: Step) -> None:
-        name, s = step.subject, self.s
-        if name in self.new.racks and name not in self.new_places:
-            if name in s.racks:  # settings of a standing rack
-                before = s.racks[name]
-                if (before.get("row"), before.get("position")) != self.new_spot[name]:
-                    self._rack_moves(name)
-                if name in self.cooling:
-                    live = sorted(d for d, p in s.at.items() if p[0] == name and s.host.get(d) == "in")
-                    if live:
-                        self.bad("DRAIN", f"rack {name}'s cooling changes while {', '.join(live[:5])} in service")
-                s.racks[name] = self.new.racks[name].model_dump(mode="json")
-            else:
-                s.racks[name] = self.new.racks[name].model_dump(mode="json")
-            return
-        want = self.new_places.get(name)
-        if want is None:
-            self.bad("SLOT", f"{name} is installed but the new inventory has no place for it")
-            return
-        if s.at.get(name) == want:  # in place: a hardware change or a field update
-            if name in self.hw_changed:
-                if not self._is_out(name):
-                    self.bad("DRAIN", f"{name}'s hardware changes while it is in service")
-                s.hw_done.add(name)
-                s.learned.discard(name)
-            return
-        if name in s.at:
-            self.bad("SLOT", f"{name} is installed at {want[0]} U{want[1]} while still at "
-                             f"{s.at[name][0]} U{s.at[name][1]}")
-            return
-        if want[0] not in s.racks:
-            self.bad("SLOT", f"{name} is installed into rack {want[0]}, which does not stand")
-        height = self.new_heights.get(name, 1)
-        units = [(want[0], u) for u in range(want[1], want[1] + height)]
-        clash = next(((u, s.slot[u]) for u in units if u in s.slot), None)
-        if clash is not None:
-            span = f"U{want[1]}" if height == 1 else f"U{want[1]}-U{want[1] + height - 1}"
-            self.bad("SLOT", f"{name} is installed at {want[0]} {span}, occupied by {clash[1]}"
-                     + ("" if height == 1 else f" at U{clash[0][1]}"))
-        s.at[name] = want
-        s.height[name] = height
-        for u in units:
-            s.slot.setdefault(u, name)
-        if name in self.new.nodes:
-            s.host[name] = "out" if name in self.old.nodes else "new"
-            s.hw_done.add(name)
-
-    def _rack_moves(self, rack: str) -> None:
-        """A rack rolls to another place with its devices: nothing in it in service or cabled, its
-        panels' trunks off."""
-        s = self.s
-        inside = {d for d, p in s.at.items() if p[0] == rack}
-        live = sorted(d for d in inside if s.host.get(d) == "in")
-        if live:
-            self.bad("DRAIN", f"rack {rack} moves while {', '.join(live[:5])} in service")
-        still = sorted(c.id for k, c in s.plugged.items() if any(p[0] in inside for p in k))
-        if still:
-            self.bad("CABLE", f"rack {rack} moves with cable(s) {', '.join(still[:5])} still plugged")
-        for panel in sorted(inside & self.panel_trunks.keys()):
-            self._trunks_off(panel, f"rack {rack} moves")
-
-    def _trunks_off(self, panel: str, why: str) -> None:
-        """A panel taken out or rolled away: no trunk may still be laid to it (they are pulled first, once
-        no cable is patched over them); one that is, is reported and left as laid (its pull comes later)."""
-        s = self.s
-        for trunk in sorted(self.panel_trunks[panel] & s.trunks):
-            used = sorted(c.id for c in s.plugged.values() if c.trunk == trunk)
-            if used:
-                self.bad("CABLE", f"{why} with {', '.join(used[:5])} patched over trunk {trunk}")
-            else:
-                self.bad("CABLE", f"{why} with trunk {trunk} still laid to it: pull the trunk first")
-
-    def _standing(self, device: str) -> bool:
-        """The device is where the new inventory puts it, in a rack that stands where it should."""
-        place = self.s.at.get(device)
-        if place is None or place != self.new_places.get(device):
-            return False
-        rack = self.s.racks.get(place[0])
-        return rack is not None and (rack.get("row"), rack.get("position")) == self.new_spot.get(place[0])
-
-    def _unplug(self, step: Step) -> None:
-        s = self.s
-        ends = s.by_id.get(step.subject)
-        if ends is None or ends not in s.plugged:
-            self.bad("CABLE", f"cable {step.subject} is unplugged but is not plugged")
-            return
-        cable = s.plugged.pop(ends)
-        del s.by_id[step.subject]
-        for k in ends:
-            s.port_busy.pop(k, None)
-            s.busy_on.get(k[0], set()).discard(k)
-            dev = k[0]
-            if dev in s.host and not self._is_out(dev):
-                self.bad("DRAIN", f"cable {cable.id} is unplugged from {dev} while it is in service")
-            s.validated.discard(dev)
-
-    def _plug(self, step: Step) -> None:
-        s = self.s
-        cable = self.new_cables.get(step.subject)
-        if cable is None:
-            self.bad("CABLE", f"cable {step.subject} is plugged but the new inventory has no such cable")
-            return
-        for end in (cable.a, cable.b):
-            if not self._standing(end.device):
-                self.bad("CABLE", f"cable {cable.id} is plugged into {end.device}, which is not installed where "
-                                  "the new inventory puts it")
-            busy = s.port_busy.get(end.key)
-            if busy is not None:
-                self.bad("CABLE", f"cable {cable.id} is plugged into {end}, where cable {busy} still is")
-        if cable.trunk and cable.trunk not in s.trunks:
-            self.bad("CABLE", f"cable {cable.id} rides trunk {cable.trunk}, which is not laid")
-        if cable.id in s.by_id:
-            self.bad("CABLE", f"a cable with id {cable.id} is already plugged")
-        ends = cable_ends(cable)
-        s.plugged[ends] = cable
-        s.by_id[cable.id] = ends
-        for end in (cable.a, cable.b):
-            s.port_busy[end.key] = cable.id
-            s.busy_on.setdefault(end.device, set()).add(end.key)
-            s.validated.discard(end.device)
-
-    def _relabel(self, step: Step) -> None:
-        s = self.s
-        cable = self.new_cables.get(step.subject)
-        if cable is None or cable_ends(cable) not in s.plugged:
-            self.bad("CABLE", f"cable {step.subject} is relabelled but no cable joins its two ports")
-            return
-        before = s.plugged[cable_ends(cable)]
-        s.by_id.pop(before.id, None)
-        s.plugged[cable_ends(cable)] = cable
-        s.by_id[cable.id] = cable_ends(cable)
-        for end in (cable.a, cable.b):
-            s.port_busy[end.key] = cable.id
-
-    def _trunks(self, step: Step) -> None:
-        s = self.s
-        if step.action.startswith(PULL_TRUNK):
-            if step.subject not in s.trunks:
-                self.bad("CABLE", f"trunk {step.subject} is pulled but is not laid")
-            used = sorted(c.id for c in s.plugged.values() if c.trunk == step.subject)
-            if used:
-                self.bad("CABLE", f"trunk {step.subject} is pulled with {', '.join(used[:5])} patched over it")
-            s.trunks.discard(step.subject)
-        elif step.subject in self.new.trunks:
-            if step.subject in s.trunks:
-                self.bad("CABLE", f"trunk {step.subject} is laid while it is still laid: pull it first")
-            t = self.new.trunks[step.subject]
-            for panel in (t.a_panel, t.b_panel):
-                if not self._standing(panel):
-                    self.bad("SLOT", f"trunk {step.subject} is laid to panel {panel}, which is not installed "
-                                     "where the new inventory puts it")
-            s.trunks.add(step.subject)
-        else:
-            self.bad("CABLE", f"trunk {step.subject} is laid but the new inventory has no such trunk")
-
-    def _commission(self, step: Step) -> None:
-        rack = step.subject
-        if rack not in self.s.racks:
-            self.bad("SLOT", f"rack {rack} is commissioned but does not stand")
-            return
-        if rack in self.cooling and self.s.racks[rack].get("cooling") != self.new.racks[rack].cooling:
-            self.bad("RESUME", f"rack {rack} is commissioned before its cooling is changed")
-        self.s.commissioned.add(rack)
-
     # -- machine steps ------------------------------------------------------------------------
     def _learn(self, step: Step) -> None:
         s = self.s
         if step.argv[:2] != ("clusterforge", "learn"):
             self.bad("LEARN", "a learn step must run `clusterforge learn`")
         cabled = {k[0] for ends in s.plugged for k in ends}
-        required = set((_arg(step.argv, "--require") or "").split(",")) - {""}
+        required = set((step_arg(step.argv, "--require") or "").split(",")) - {""}
         for d in sorted(required):
             if d not in cabled:
                 self.bad("LEARN", f"{d}'s GUID is learned before it is cabled")
         s.learned |= {d for d in cabled if d in s.at and (d not in self.hw_changed or d in s.hw_done)}
-
-    def _limit(self, step: Step, nodes_only: bool) -> list[str] | None:
-        """The hosts a step's `--limit` names, read as the command reads it: `deploy` through the
-        inventory's selection (names, racks, roles, units, ranges of them), `validate` as host names or
-        ranges of them; a PHASE violation (and no hosts) when it names nothing the new inventory has."""
-        value = _arg(step.argv, "--limit")
-        if value is None:
-            return None
-        try:
-            if nodes_only:
-                hosts = expand(value, limit=len(self.new.nodes))
-                unknown = [h for h in hosts if h not in self.new.nodes]
-                if unknown:
-                    raise SelectionError(f"--limit {', '.join(unknown[:5])}: not a node")
-                return hosts
-            return select_nodes(self.new, split_tokens([value]))
-        except (HostlistError, SelectionError) as exc:
-            self.bad("PHASE", f"{step.phase} step's {exc}")
-            return []
 
     def _deploy(self, step: Step, in_place: bool = False) -> None:
         hosts = self._limit(step, nodes_only=False)
@@ -561,115 +270,6 @@ class _Replay:
         self.s.validated |= covered
         self.fw_open = None  # the switch flashed last is proven (its nodes' ports, or the fabric)
 
-    # -- firmware (day2/firmware.py) ------------------------------------------------------------
-    def _bump_of(self, step: Step) -> Bump | None:
-        model = _arg(step.argv, "--model")
-        if model is None and step.subject in self.fw_cabled:
-            model = self.new.switches[step.subject].model if step.subject in self.new.switches else None
-        switch = _arg(step.argv, "--switch")
-        if model is None and switch is not None and switch in self.new.switches:
-            model = self.new.switches[switch].model
-        b = self.fw.get(model or "")
-        if b is None:
-            self.bad("FIRMWARE", f"{step.phase} of {model or step.subject}, whose firmware pin does not change")
-        return b
-
-    def _switch_out(self, switch: str) -> None:
-        """A switch is flashed: the only one since the last validation, every node cabled to it out."""
-        if self.fw_open is not None and self.fw_open != switch:
-            self.bad("FIRMWARE", f"switch {switch} is flashed while {self.fw_open} is not validated yet: one "
-                                 "switch at a time")
-        live = [n for n in self.fw_cabled.get(switch, []) if self.s.host.get(n) == "in"]
-        if live:
-            self.bad("FIRMWARE", f"switch {switch} is flashed while {', '.join(live[:5])} (cabled to it) "
-                                 f"{'is' if len(live) == 1 else 'are'} in service")
-        self.fw_open = switch
-        for n in self.fw_cabled.get(switch, []):
-            self.s.validated.discard(n)
-
-    def _flash(self, step: Step) -> None:
-        if step.argv[:3] != FLASH:
-            self.bad("PHASE", "a flash step must run `clusterforge firmware flash`")
-            return
-        b = self._bump_of(step)
-        if b is None:
-            return
-        version = _arg(step.argv, "--version")
-        if version != b.new:
-            self.bad("FIRMWARE", f"{b.model} is flashed to {version}, pinned {b.new}")
-        elif b.downgrade or (version is not None and version_key(version) < version_key(b.old)):
-            fw = self.new.inv.firmware
-            if fw is None or not fw.allow_downgrade:
-                self.bad("FIRMWARE", f"{b.model} {b.old} -> {version} is a downgrade and the new inventory does not "
-                                     "allow one (firmware.allow_downgrade)")
-            if "--allow-downgrade" not in step.argv:
-                self.bad("FIRMWARE", f"{b.model} {b.old} -> {version} is a downgrade: the flash must say "
-                                     "--allow-downgrade")
-        switch = _arg(step.argv, "--switch")
-        if b.kind == "switches":
-            if switch is None or switch not in b.target_set:
-                self.bad("FIRMWARE", f"a flash of switch model {b.model} must name one of its switches (--switch)")
-                return
-            if by_hand(self.new, b.model):
-                self.bad("FIRMWARE", f"{switch} ({b.model}) is flashed from its switch OS: a manual upgrade step")
-            self._switch_out(switch)
-            self.fw_pending.setdefault(switch, set()).add(b.model)
-            return
-        hosts = self._limit(step, nodes_only=True)
-        if hosts is None:
-            self.bad("FIRMWARE", f"a flash of {b.model} must name its hosts (--limit)")
-            return
-        for h in hosts:
-            if b.model not in card_models(self.new, h):
-                self.bad("FIRMWARE", f"{h} is flashed with {b.model} firmware but has no such card")
-                continue
-            if not self._is_out(h):
-                self.bad("FIRMWARE", f"{h} is flashed while in service (not drained)")
-            self.fw_pending.setdefault(h, set()).add(b.model)
-            self.s.validated.discard(h)
-
-    def _upgrade(self, step: Step) -> None:
-        switch = step.subject
-        b = self.fw.get(self.new.switches[switch].model) if switch in self.new.switches else None
-        if b is None or switch not in b.target_set:
-            self.bad("FIRMWARE", f"{switch} is upgraded but its firmware pin does not change")
-            return
-        if not by_hand(self.new, b.model):
-            self.bad("FIRMWARE", f"{switch} ({b.model}) is flashed through the fabric: a machine flash step")
-        self._switch_out(switch)
-        self.fw_need.discard((switch, b.model))  # its OS flashes and reboots it: activated
-
-    def _activate(self, step: Step) -> None:
-        if step.argv[:3] != ACTIVATE:
-            self.bad("PHASE", "an activate step must run `clusterforge firmware activate`")
-            return
-        how = _arg(step.argv, "--how")
-        switch = _arg(step.argv, "--switch")
-        targets = [switch] if switch is not None else self._limit(step, nodes_only=True) or []
-        model = _arg(step.argv, "--model")
-        for t in targets:
-            pending = self.fw_pending.get(t, set())
-            if not pending:
-                self.bad("FIRMWARE", f"{t}'s firmware is activated but nothing was flashed on it")
-                continue
-            if switch is None and not self._is_out(t):
-                self.bad("FIRMWARE", f"{t}'s firmware is activated while it is in service")
-            if (switch is not None) != (how == "swreset"):
-                self.bad("FIRMWARE", f"{t}'s firmware is activated by {how}: a switch by swreset (in-band), a host "
-                                     "by mlxfwreset or a reboot")
-            if how == "reboot":
-                done = set(pending)
-            else:
-                done = {model} & pending if model is not None else set(pending) if switch is not None else set()
-                wrong = sorted(m for m in done if switch is None and activation(self.new, m) != how)
-                if wrong:
-                    self.bad("FIRMWARE", f"{t}'s {', '.join(wrong)} firmware is activated by {how}, which it does "
-                                         f"not support ({activation(self.new, wrong[0])})")
-            for m in done:
-                self.fw_need.discard((t, m))
-            pending -= done
-            self.s.validated.discard(t)
-
     # -- the end ------------------------------------------------------------------------------
     def _end(self) -> None:
         s, new = self.s, self.new
@@ -686,13 +286,13 @@ class _Replay:
         same = len(have) == len(new.inv.cables)
         for c in new.inv.cables if same else ():
             h = have.get(frozenset((c.a.key, c.b.key)))
-            if h is None or (h is not c and _physical(h) != _physical(c)):
+            if h is None or (h is not c and physical(h) != physical(c)):
                 same = False
                 break
         if not same:
             want = {frozenset((c.a.key, c.b.key)): c for c in new.inv.cables}
-            want_p = {k: _physical(c) for k, c in want.items()}
-            have_p = {k: _physical(c) for k, c in have.items()}
+            want_p = {k: physical(c) for k, c in want.items()}
+            have_p = {k: physical(c) for k, c in have.items()}
             diff = sorted({str(want_p.get(k, have_p.get(k, ("?",)))[0]) for k in set(want_p) | set(have_p)
                            if want_p.get(k) != have_p.get(k)})
             self.bad("END", f"cables not as the new inventory has them: {', '.join(diff[:8])}")
@@ -719,14 +319,6 @@ class _Replay:
             self.bad("FIRMWARE", f"firmware never flashed and activated: "
                                  f"{', '.join(f'{t} ({m})' for t, m in left[:8])}"
                                  + (f" and {len(left) - 8} more" if len(left) > 8 else ""))
-
-
-def _arg(argv: tuple[str, ...], flag: str) -> str | None:
-    if flag in argv:
-        i = argv.index(flag)
-        if i + 1 < len(argv):
-            return argv[i + 1]
-    return None
 
 
 def verify(plan: ChangePlan, old: Index, new: Index) -> list[Violation]:
