@@ -115,14 +115,17 @@ def check_hsm(index: Index, host: str, seen: Sequence[MdtHsm]) -> list[Finding]:
                 f"{host}: no copytool is registered with {mdt.target} for archive {hsm.archive_id} "
                 f"({len(mdt.agents)} agent(s) for other archives)",
                 expected=f"{len(hsm.agents)} agent(s) for archive {hsm.archive_id}", observed=str(len(serving)),
-                action=f"start the copytool ({hsm.copytool}) on {agents} and check it reaches {hsm.endpoint}"))
+                action=f"on {agents}: `systemctl status lhsmd` ({hsm.copytool}'s agent; the deploy's hsm component "
+                       f"installs and starts it: `clusterforge deploy ENV --limit {','.join(hsm.agents)} --component "
+                       f"hsm`), its journal, and that it reaches {hsm.endpoint}"))
         elif len(serving) < len(hsm.agents):
             out.append(Finding(
                 "LUSTRE-HSM", "warning", subject,
                 f"{host}: {len(serving)} of the {len(hsm.agents)} declared copytool agents are registered with "
                 f"{mdt.target} for archive {hsm.archive_id}",
                 expected=str(len(hsm.agents)), observed=str(len(serving)),
-                action=f"check the copytool service on each of {agents}"))
+                action=f"`systemctl status lhsmd` and its journal on each of {agents}: the agent not registered "
+                       "failed to start or to mount the file system"))
         for a in serving:
             if a.errors:
                 out.append(Finding(

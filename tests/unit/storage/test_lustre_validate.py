@@ -96,6 +96,7 @@ def test_hsm_coordinator_and_agents(prod: Checked) -> None:
         f"uuid=u9 archive_id={arch + 1} requests=[current:0 ok:0 errors:0]"])))
     assert [(f.rule, f.severity) for f in found] == [("LUSTRE-HSM", "error")] * 2
     assert "disabled" in found[0].message and "sm01, sm02" in found[1].action
+    assert "`systemctl status lhsmd`" in found[1].action and "--limit sm01,sm02 --component hsm" in found[1].action
     found = check_hsm(prod.index, "lus02", lctl_hsm.parse(_hsm("lfs01-MDT0001", "enabled", [
         f"uuid=u1 archive_id={arch} requests=[current:1 ok:9 errors:4]"])))
     assert [(f.severity, "1 of the 2" in f.message or "4 failed" in f.message) for f in found] == [
