@@ -35,7 +35,7 @@ from .changeplan_machine import MachineSteps
 from .changeplan_state import AFTER_TRUNKS, BEFORE_TRUNKS
 from .changeplan_work import WorkFinder
 from .firmware import cabled_nodes, new_pins
-from .host_diff import diff_hosts
+from .host_diff import diff_hosts, left_behind
 from .inventory_diff import diff_inventories
 from .plan_text import hosts_text, reasons_text
 from .steps import PARALLEL_PHASES, PULL_TRUNK, ChangePlan, Phase, Step
@@ -73,6 +73,7 @@ class _Planner(WorkFinder, MachineSteps):
         for model in new_pins(self.old, self.new):
             self.warnings.append(f"firmware pin {model} is new: nothing is flashed (what runs now is not in the old "
                                  "inventory); `validate` reports the cards that differ (FW-DRIFT)")
+        self._left_behind()
         waves = self._waves()
         self.wave_hosts = set(self.reasons)
         waves += self._switch_waves()
@@ -81,6 +82,24 @@ class _Planner(WorkFinder, MachineSteps):
                          f"{'' if len(b.targets) == 1 else ('s' if b.kind == 'hcas' else 'es')})" for b in self.fw)
         return ChangePlan(self.env, self.diff, self.hosts, tuple(steps), tuple(self.reasons), tuple(self.warnings),
                           firmware)
+
+    def _left_behind(self) -> None:
+        """A warning per set of hosts the new inventory takes a service, file or pinned package away from: the
+        deploy converges what is desired and takes nothing away, so a node that stops being a subnet manager
+        or an HSM agent keeps its OpenSM or lhsmd running until someone retires it (said, never implied)."""
+        same: dict[tuple[tuple[str, ...], ...], list[str]] = {}
+        for h in self.hosts:
+            left = left_behind(h)
+            if any(left):
+                same.setdefault(left, []).append(h.host)
+        for (services, files, pins), hosts in same.items():
+            what = [f"stop and disable {', '.join(services)}" if services else "",
+                    f"remove {len(files)} file(s) ({', '.join(files[:3])}{', ...' if len(files) > 3 else ''})"
+                    if files else "",
+                    f"unhold (or remove) {', '.join(pins)}" if pins else ""]
+            self.warnings.append(f"{hostlist(hosts)}: the new inventory drops what the deploy does not take away; "
+                                 f"by hand, after its deploy: {'; '.join(w for w in what if w)} (clusterforge does "
+                                 "not retire a component yet)")
 
     def _waves(self) -> list[Wave]:
         def host_rack(h: str) -> str:

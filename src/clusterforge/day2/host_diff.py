@@ -66,6 +66,25 @@ class HostChange:
         return tuple(c.component for c in self.components)
 
 
+def left_behind(h: HostChange) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """What the new inventory drops from a host it keeps, which a deploy leaves in place (it converges what is
+    desired and takes nothing away): (services, files, pinned packages), each no component of the host has
+    any more (a file or service that moves from one component to another is not dropped)."""
+    if h.change != "changed":
+        return (), (), ()
+
+    def dropped(items: list[str]) -> tuple[str, ...]:
+        kept = {x[1:] for x in items if x[:1] in "+~"}
+        return tuple(dict.fromkeys(x[1:] for x in items if x.startswith("-") and x[1:] not in kept))
+
+    services = dropped([x[0] + x[len("-service "):] for c in h.components for x in c.other
+                        if x[1:].startswith("service ")])
+    files = dropped([x for c in h.components for x in c.files])
+    pins = dropped([x.split(" ", 1)[0] if x[:1] in "+-" else "~" + x.split(":", 1)[0]
+                    for c in h.components for x in c.pins])
+    return services, files, pins
+
+
 def desired(index: Index, env_name: str, rendered: Rendered | None = None) -> dict[str, HostPlan]:
     """Every host's desired state, as a deploy computes it (no secrets: credentials are not compared)."""
     return host_plans(index, DeployOptions(env_name, repo=Mirror.of_inventory(index.inv)), render=False,

@@ -142,3 +142,40 @@ def test_prod_oversubscription_one_to_one_to_two_to_one(tmp_path: Path) -> None:
     moved = [d for d in plan.diff.devices if d.change == "moved"]
     assert moved == []  # no live leaf moves
     assert not [c for c in plan.diff.cables if c.change in ("moved", "rerouted", "replaced")]
+
+
+def test_what_a_node_stops_being_is_left_behind_and_said(tmp_path: Path) -> None:
+    """The deploy converges what is desired and takes nothing away: a node that stops being an HSM agent keeps
+    lhsmd (and the LNet it needed), one that stops being a subnet manager keeps its OpenSM. The plan says so,
+    by host, as a warning naming what to stop, remove and unhold by hand; a plan that takes nothing away has
+    no such warning."""
+    plan = _planned(tmp_path / "a", "prod", {"services.yaml": lambda t: t.replace("agents: [sm01, sm02]",
+                                                                                  "agents: [sm01]")}, write=False)
+    (left,) = [w for w in plan.warnings if "does not take away" in w]
+    assert left.startswith("sm02: ") and "stop and disable lnet, lhsmd;" in left
+    assert "remove 6 file(s) (/etc/modprobe.d/lustre.conf, /etc/lnet.conf, /etc/lhsmd/agent, ...)" in left
+    assert "unhold (or remove) lustre-client-utils, lustre-client-modules-dkms, lemur-hsm-agent, lemur-data-movers" \
+        in left
+    plan = _planned(tmp_path / "b", "prod", {"services.yaml": _drop_lines(r"- \{node: sm02, priority: 14\}")},
+                    write=False)
+    (left,) = [w for w in plan.warnings if "does not take away" in w]
+    assert left.startswith("sm02: ") and "stop and disable opensm;" in left and "/etc/opensm/opensm.conf" in left
+    plan = _planned(tmp_path / "c", "prod", {"services.yaml": lambda t: t.replace("lemur: 0.6.0", "lemur: 0.6.1")},
+                    write=False)
+    assert not [w for w in plan.warnings if "does not take away" in w]
+
+
+def test_left_behind_counts_what_no_component_keeps() -> None:
+    from clusterforge.day2.host_diff import ComponentChange, HostChange, left_behind
+
+    moved = HostChange("sm01", "r", "changed", (
+        ComponentChange("lustre", files=("-/etc/lhsmd/agent", "~/etc/lnet.conf"), pins=("-lemur-hsm-agent 0.6.0-1",),
+                        other=("-service lhsmd",)),
+        ComponentChange("hsm", files=("+/etc/lhsmd/agent",), pins=("+lemur-hsm-agent 0.6.0-1",),
+                        other=("+service lhsmd",))), (), False)
+    assert left_behind(moved) == ((), (), ())  # moved between components: nothing left behind
+    dropped = HostChange("sm01", "r", "changed", (
+        ComponentChange("opensm", files=("-/etc/opensm/opensm.conf",), other=("-package opensm", "-service opensm")),
+        ComponentChange("nvidia", pins=("nvidia-driver-550: 550.54.15-1 -> 550.90.07-1",))), (), False)
+    assert left_behind(dropped) == (("opensm",), ("/etc/opensm/opensm.conf",), ())
+    assert left_behind(HostChange("gone", "r", "removed", (), ("leaves",), False)) == ((), (), ())
