@@ -8,9 +8,10 @@ the same on every host, whether or not a host has the component.
 
 from pyinfra import host
 
+from clusterforge.deploy.component import RETIRE
 from clusterforge.deploy.desired import COMPONENTS
 from clusterforge.deploy.ops import deploy_component
 
 plan = host.data.cf_plan
-for component in host.loop(COMPONENTS):
+for component in host.loop((RETIRE, *COMPONENTS)):  # first: what the host no longer wants (deploy/retire.py)
     deploy_component(plan, component)

@@ -139,6 +139,49 @@ def test_a_broken_lnet_conf_fails_lnet_and_the_deploy_repairs_it(prodsd: Path, t
     assert _services(prodsd)["exit"] == 0
 
 
+def _agent_state(state: labenv.LabState) -> dict[str, str]:
+    """sm02's copytool and LNet as systemd sees them (`none`: no unit file), lhsmd's files, the holds."""
+    script = ("for u in lhsmd lnet; do echo \"$u|$(systemctl is-enabled $u 2>/dev/null)|$(systemctl is-active $u "
+              "2>/dev/null)\"; done; echo \"files|$(ls /etc/lhsmd 2>/dev/null | tr '\\n' ' ')\"; "
+              "echo \"held|$(apt-mark showhold | tr '\\n' ' ')\"")
+    out = run(ssh_command(state, "sm02", ["sh", "-c", script]), timeout=60).stdout
+    rows = [line.split("|") for line in out.splitlines() if "|" in line]
+    return {r[0]: " ".join(x.strip() or "none" for x in r[1:]) if r[0] in ("lhsmd", "lnet") else r[1].strip()
+            for r in rows}
+
+
+def test_an_hsm_agent_no_more_is_retired_by_either_engine(prodsd: Path, tmp_path: Path) -> None:
+    """sm02 stops being an HSM agent: its deploy retires what the lab's deploy record says the hsm and lustre
+    components put there (deploy/retire.py): lhsmd and the LNet it needed stopped and disabled, their files
+    removed, the holds released; Ansible (cf_retire) first, then, the agent back and deployed again, pyinfra.
+    The record forgets what was retired: the next run has nothing to do."""
+    state = labenv.running(prodsd)
+    assert state is not None
+    services = prodsd / "services.yaml"
+    original = services.read_text()
+    assert _agent_state(state)["lhsmd"] == "enabled active"
+    plan = tmp_path / "result.json"
+    try:
+        for engine in ("ansible", "pyinfra"):
+            services.write_text(original.replace("agents: [sm01, sm02]", "agents: [sm01]"))
+            code, out = cf("deploy", str(prodsd), "--engine", engine, "--limit", "sm02", "--no-diffs")
+            assert code == 0, out
+            now = _agent_state(state)
+            assert now["lhsmd"] == "none inactive" and now["lnet"] == "disabled inactive", (engine, now)
+            assert now["files"] == "" and "lemur-hsm-agent" not in now["held"], (engine, now)
+            assert "lustre-client-utils" not in now["held"] and "doca-ofed" in now["held"], (engine, now)
+            record = json.loads((labenv.paths(prodsd).state_dir / "applied.json").read_text())["hosts"]["sm02"]
+            assert not {"hsm", "lustre", "retire"} & set(record["components"]), (engine, record)
+            code, out = cf("deploy", str(prodsd), "--limit", "sm02", "--no-diffs", "--plan-file", str(plan))
+            assert code == 0 and json.loads(plan.read_text())["hosts"]["sm02"]["changes"] == [], out
+            services.write_text(original)  # an agent again: pyinfra puts it all back
+            code, out = cf("deploy", str(prodsd), "--limit", "sm02", "--no-diffs")
+            assert code == 0, out
+            assert _agent_state(state)["lhsmd"] == "enabled active", engine
+    finally:
+        services.write_text(original)
+
+
 @pytest.mark.long
 def test_ansible_on_fresh_containers_reaches_the_same_state(prodsd: Path) -> None:
     state = labenv.running(prodsd)

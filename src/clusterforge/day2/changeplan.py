@@ -85,21 +85,22 @@ class _Planner(WorkFinder, MachineSteps):
 
     def _left_behind(self) -> None:
         """A warning per set of hosts the new inventory takes a service, file or pinned package away from: the
-        deploy converges what is desired and takes nothing away, so a node that stops being a subnet manager
-        or an HSM agent keeps its OpenSM or lhsmd running until someone retires it (said, never implied)."""
+        host's deploy retires them (deploy/retire.py) from the deploy record of what it applied, so a node that
+        stops being a subnet manager or an HSM agent has its OpenSM or lhsmd stopped and disabled; a host the
+        record does not cover (deployed from elsewhere) keeps them, so the plan says what they are."""
         same: dict[tuple[tuple[str, ...], ...], list[str]] = {}
         for h in self.hosts:
             left = left_behind(h)
             if any(left):
                 same.setdefault(left, []).append(h.host)
         for (services, files, pins), hosts in same.items():
-            what = [f"stop and disable {', '.join(services)}" if services else "",
-                    f"remove {len(files)} file(s) ({', '.join(files[:3])}{', ...' if len(files) > 3 else ''})"
+            what = [f"stops and disables {', '.join(services)}" if services else "",
+                    f"removes {len(files)} file(s) ({', '.join(files[:3])}{', ...' if len(files) > 3 else ''})"
                     if files else "",
-                    f"unhold (or remove) {', '.join(pins)}" if pins else ""]
-            self.warnings.append(f"{hostlist(hosts)}: the new inventory drops what the deploy does not take away; "
-                                 f"by hand, after its deploy: {'; '.join(w for w in what if w)} (clusterforge does "
-                                 "not retire a component yet)")
+                    f"releases the hold of {', '.join(pins)}" if pins else ""]
+            self.warnings.append(f"{hostlist(hosts)}: the new inventory takes away what its deploy retires from the "
+                                 f"deploy record: it {'; '.join(w for w in what if w)}; on a host the record does "
+                                 "not cover (deployed from elsewhere), do that by hand")
 
     def _waves(self) -> list[Wave]:
         def host_rack(h: str) -> str:
@@ -240,6 +241,14 @@ class _Planner(WorkFinder, MachineSteps):
                     s.phase == "fabric" for s in steps):
                 hosts = [h.host for h in opensm]
                 what = "; ".join(str(c) for c in opensm[0].components if c.component == "opensm")
+                new_sms = {sm.node for sm in self.new.inv.opensm.sm_nodes} if self.new.inv.opensm else set()
+                if master in hosts and master not in new_sms:  # its deploy retires its OpenSM (deploy/retire.py)
+                    standby = next((s for s in self.g.sms if s != master and s in new_sms and s in in_service), None)
+                    if standby is not None:
+                        emit("handover", None, standby, f"make {standby} the master subnet manager before {master}'s "
+                             f"OpenSM is retired (raise its priority or stop OpenSM on {master}; `sminfo` shows "
+                             f"{standby} MASTER)")
+                        master = standby
                 emit("fabric", None, hosts_text(hosts),
                      f"deploy OpenSM's files (the subnet manager re-reads them): {what}",
                      ("clusterforge", "deploy", self.env, "--yes", "--limit", hostlist(hosts), "--component", "opensm"))

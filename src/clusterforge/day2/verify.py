@@ -17,7 +17,8 @@ subnet manager (highest priority), the trunks laid. Each step acts on it, and mu
   is laid and no cable is patched over it; a patch panel is taken out, or its rack moves, only
   once every trunk to it is pulled (so a trunk is never pulled after its panel is gone).
 * HA: subnet managers go out one at a time and never the master (a standby takes over first,
-  `handover`); Lustre servers one per failover pair, each serving no target when it goes out (its
+  `handover`), and the master's OpenSM is not retired (its node a subnet manager no more: the fabric deploy
+  stops it, deploy/retire.py) while it is the master; Lustre servers one per failover pair, each serving no target when it goes out (its
   partner took them over: `failover`, the partner in service) and its targets back on it by the end
   (`failback`, once it is in service again); compute within `deploy.max_drain` per rack and cluster,
   unless the drained nodes are one indivisible piece of work (day2/ha.py).
@@ -252,6 +253,15 @@ class _Replay(FloorRules, FirmwareRules):
             self.s.validated.discard(h)
 
     def _fabric(self, step: Step) -> None:
+        new_sms = {sm.node for sm in self.new.inv.opensm.sm_nodes} if self.new.inv.opensm else set()
+        master, limit = self.s.master, step_arg(step.argv, "--limit")
+        try:  # the hosts as `_deploy` reads them (which reports a --limit that names nothing)
+            hosts = set(select_nodes(self.new, split_tokens([limit]))) if limit is not None else set()
+        except (HostlistError, SelectionError):
+            hosts = set()
+        if master is not None and master not in new_sms and master in hosts:
+            self.bad("HA", f"{master}'s OpenSM is retired (a subnet manager no more) while it is the master: a "
+                           "standby must take over first")
         missing = sorted(d for d in self.needs_learn if d not in self.s.learned)
         if missing:
             self.bad("LEARN", f"OpenSM files are pushed naming {', '.join(missing[:5])} before their GUIDs "

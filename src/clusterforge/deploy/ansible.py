@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..util.resources import data_dir
-from .component import HostPlan
+from .component import RETIRE, HostPlan
 from .desired import COMPONENTS
 from .runner import HostResult, SshSettings
 
@@ -81,6 +81,10 @@ def _component_vars(plan: HostPlan) -> dict[str, Any]:
         out[p + "services"] = [] if comp is None else list(comp.services)
         out[p + "modules"] = [] if comp is None else list(comp.modules)
         out[p + "problems"] = [] if comp is None else list(comp.problems)
+    retire = plan.component(RETIRE)  # what the host no longer wants (deploy/retire.py; roles/cf_retire)
+    out["cf_retire_stop"] = list(retire.stop) if retire is not None else []
+    out["cf_retire_remove"] = list(retire.remove) if retire is not None else []
+    out["cf_retire_unhold"] = list(retire.unhold) if retire is not None else []
     opensm = plan.component("opensm")  # the SM start order (roles/cf_opensm/tasks/start.yml, play 2 of site.yml)
     out["cf_opensm_start_after"] = opensm.start_after if opensm is not None else ""
     out["cf_opensm_wait_master"] = opensm.wait_master if opensm is not None else False

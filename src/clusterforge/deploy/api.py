@@ -12,7 +12,7 @@ import ipaddress
 import platform
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,12 +24,13 @@ from ..model.index import Index
 from ..util.errors import ExitCode
 from ..util.fsutil import LockTimeout
 from .component import HostPlan
-from .desired import host_plans
+from .desired import COMPONENTS, host_plans
 from .lablink import lab_plans, lab_ssh, repo_url, serve_repo
 from .options import DeployOptions, Mirror, read_repo_auth
 from .packages import all_pins
 from .reboot import RebootOutcome, reboot_hosts
 from .record import RecordError, changed_plans, read_record, update_record
+from .retire import retire_component
 from .runner import HostResult, HostSession, SshSettings, make_state, run_deploy
 from .standin import MONITORING_PACKAGES, STANDIN_RECIPE, SUPPORT_PACKAGES, build_repo, download_debs
 
@@ -128,11 +129,33 @@ def lab_session(state: LabState, index: Index) -> Iterator[Mirror]:
         server.wait(timeout=10)
 
 
-def plans_for(env: Path, req: DeployRequest, mirror: Mirror | None, index: Index) -> dict[str, HostPlan]:
+def plans_for(env: Path, req: DeployRequest, mirror: Mirror | None, index: Index, *,
+              whole: bool = False) -> dict[str, HostPlan]:
+    """The selected hosts' plans: with the components the request names, or `whole` (every component: what
+    `retire` needs to know the host still wants)."""
     opts = DeployOptions(env.name, repo=req.repo or mirror or Mirror.of_inventory(index.inv),
-                         repo_auth=read_repo_auth(), root=req.root, components=req.components)
+                         repo_auth=read_repo_auth(), root=req.root, components=None if whole else req.components)
     wanted = set(select_hosts(index, req.limit))
     return {n: p for n, p in host_plans(index, opts).items() if n in wanted}
+
+
+def with_retire(whole: Sequence[HostPlan], req: DeployRequest, ids: Mapping[str, str]) -> list[HostPlan]:
+    """Each host's plan cut to the components the request names, after what it was deployed (the record:
+    record.py) and no component wants any more, to retire first (retire.py). No record: nothing to retire."""
+    where = req.record_at
+    try:
+        record = read_record(where) if where is not None else {}
+    except RecordError as exc:
+        raise DeployError(str(exc)) from None
+    selection = frozenset(req.components) if req.components is not None else None
+    out = []
+    for plan in whole:
+        comps = tuple(c for c in plan.components if selection is None or c.name in selection)
+        rec = record.get(plan.name) or {}
+        applied = rec.get("components", {}) if rec.get("target") == ids.get(plan.name) else {}
+        retire = retire_component(plan, applied, COMPONENTS, selection) if applied else None
+        out.append(dataclasses.replace(plan, components=comps if retire is None else (retire, *comps)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -150,15 +173,16 @@ def deploy_targets(env: Path, req: DeployRequest, index: Index) -> Iterator[Targ
     """The targets of a run, for either engine: the lab's containers (its stand-in repository served
     for the run's duration) or the inventory's hosts; with `changed_only`, cut down to what changed."""
     if req.lab_state is None:
-        plans = list(plans_for(env, req, None, index).values())
+        plans = list(plans_for(env, req, None, index, whole=True).values())
         ids = targets(plans, None)
+        plans = with_retire(plans, req, ids)
         yield Targets(_only_changed(plans, req, ids), req.ssh or ssh_from_inventory(env, index), ids)
         return
     state = read_state(req.lab_state)
     if state is None:
         raise DeployError(f"no lab recorded in {req.lab_state}: start it first")
     with lab_session(state, index) as mirror:
-        wanted = plans_for(env, req, mirror, index)
+        wanted = plans_for(env, req, mirror, index, whole=True)
         absent = [n for n in wanted if n not in state.hosts]
         if absent and req.limit:
             raise DeployError(f"--limit {', '.join(req.limit)}: {len(absent)} of the selected host(s) have no "
@@ -167,6 +191,7 @@ def deploy_targets(env: Path, req: DeployRequest, index: Index) -> Iterator[Targ
         plans = lab_plans(wanted, state)
         lab_only_targets(plans, state)
         ids = targets(plans, state)
+        plans = with_retire(plans, req, ids)
         notes = (f"lab: {len(plans)} of {len(wanted)} host(s) have a container; the other {len(absent)} are "
                  "not deployed (their HCAs are simulated)",) if absent else ()
         yield Targets(_only_changed(plans, req, ids), req.ssh or lab_ssh(state), ids, notes)

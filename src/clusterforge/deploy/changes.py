@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .component import Component, ManagedFile
+from .component import RETIRE, Component, ManagedFile
 from .desired import merge_block
 from .facts import HostFacts
 from .packages import Pin
@@ -204,8 +204,36 @@ def units_change(component: Component, facts: HostFacts, changed: Sequence[str])
     return Change(component.name, "handler", " ".join([*restart, *reload]), what, tuple(commands))
 
 
+ENABLED_STATES = frozenset({"enabled", "enabled-runtime", "linked", "linked-runtime", "alias"})
+RUNNING_STATES = frozenset({"active", "activating", "reloading", "deactivating", "failed"})
+
+
+def retire_changes(component: Component, facts: HostFacts) -> list[Change]:
+    """The `retire` component's changes (deploy/retire.py): each unit still enabled or running stopped and
+    disabled, each file still there removed (a daemon-reload after a unit file), each hold released."""
+    out: list[Change] = []
+    for unit in component.stop if facts.systemd else ():
+        enabled, active = facts.services.get(unit, ("", ""))
+        if enabled in ENABLED_STATES or active in RUNNING_STATES:
+            out.append(Change(component.name, "service", unit, f"{enabled or 'unknown'}/{active or 'unknown'} -> "
+                              "disabled/inactive (no component wants it)",
+                              (f"systemctl disable --now {shlex.quote(unit)}",)))
+    gone = [f for f in component.remove if facts.files.get(f) is not None]
+    out += [Change(component.name, "file", f, "remove (no component wants it)", (f"rm -f {shlex.quote(f)}",))
+            for f in gone]
+    held = [p for p in component.unhold if (fact := facts.packages.get(p)) is not None and fact.held]
+    for i, pkg in enumerate(held):
+        cmd = ("apt-mark unhold " + " ".join(shlex.quote(p) for p in held),) if i == 0 else ()
+        out.append(Change(component.name, "hold", pkg, "release the hold (it stays installed)", cmd))
+    if facts.systemd and any("/systemd/" in f for f in gone):
+        out.append(Change(component.name, "handler", "systemd", "daemon-reload", ("systemctl daemon-reload",)))
+    return out
+
+
 def component_changes(component: Component, facts: HostFacts) -> list[Change]:
     """Every change one component needs on a host, in execution order."""
+    if component.name == RETIRE:
+        return retire_changes(component, facts)
     files = [c for f in component.files if (c := file_change(component.name, f, facts)) is not None]
     out: list[Change] = [*files]
     out += unpinned_changes(component.name, component.packages, facts)

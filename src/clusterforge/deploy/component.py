@@ -31,6 +31,10 @@ class ManagedFile:
     """Reload `unit` (it re-reads this file on SIGHUP) instead of restarting it."""
 
 
+RETIRE = "retire"
+"""The component that takes away what a host was deployed and no longer wants (deploy/retire.py)."""
+
+
 @dataclass(frozen=True)
 class Component:
     name: str
@@ -52,6 +56,14 @@ class Component:
     wait_master: bool = False
     """OpenSM on the highest-priority SM node when there are others: once started, wait until an SM answers as
     MASTER (at most MASTER_WAIT_S) before the standbys' OpenSM starts."""
+    stop: tuple[str, ...] = ()
+    """`retire` only: units to stop and disable (what the host was deployed and no longer wants)."""
+    remove: tuple[str, ...] = ()
+    """`retire` only: files to remove."""
+    unhold: tuple[str, ...] = ()
+    """`retire` only: packages to release from their hold (they stay installed: removing one is a person's call)."""
+    retires: tuple[str, ...] = ()
+    """`retire` only: the components the host no longer has at all (dropped from the record once done)."""
 
 
 @dataclass(frozen=True)

@@ -24,14 +24,15 @@ from pyinfra.api.operation import operation
 from pyinfra.context import host
 
 from .changes import WAIT_MASTER_SCRIPT, Change, change_lines, component_changes, starts_opensm
-from .component import Component, HostPlan
+from .component import RETIRE, Component, HostPlan
 from .facts import HostFacts, HostState
 from .runner import probe_args
 
 APT_UPDATE = "DEBIAN_FRONTEND=noninteractive apt-get -q update"
-ACTIONS = ("files", "packages", "hold", "services", "modules", "handler")
+ACTIONS = ("retire", "files", "packages", "hold", "services", "modules", "handler")
 """The actions of a component, in the order they run (the order of `component_changes`)."""
-KIND = {"files": "file", "packages": "package", "hold": "hold", "services": "service", "modules": "module",
+KIND = {"retire": "",  # every change of the `retire` component (deploy/retire.py)
+        "files": "file", "packages": "package", "hold": "hold", "services": "service", "modules": "module",
         "handler": "handler"}
 HANDLERS = {"opensm-resweep": "re-sweep when its files changed",
             "systemd-reload": "daemon-reload when its files changed",
@@ -44,6 +45,12 @@ HANDLERS = {"opensm-resweep": "re-sweep when its files changed",
 def op_name(comp: Component, action: str) -> str | None:
     """`<component>: <action> (<what>)`, or None when the component has nothing of that action here."""
     what: list[str] = []
+    if (action == "retire") != (comp.name == RETIRE):
+        return None
+    if action == "retire":  # `retire: stop lhsmd, stop lnet, remove /etc/lnet.conf, unhold lemur-hsm-agent`
+        what = [*(f"stop {u}" for u in comp.stop), *(f"remove {f}" for f in comp.remove),
+                *(f"unhold {p}" for p in comp.unhold)]
+        return f"{comp.name}: {', '.join(what)}" if what else None
     if action == "files":
         what = [f.dest for f in comp.files]
     elif action == "packages":
@@ -70,7 +77,7 @@ def action_commands(comp: Component, action: str, facts: HostFacts, plan: HostPl
     if action == "handler" and comp.handler == "apt-update":
         # the repo component's sources changed: refresh apt before any package is installed
         return [APT_UPDATE] if any(c.kind == "file" for c in changes) else []
-    mine: list[Change] = [c for c in changes if c.kind == KIND[action]]
+    mine: list[Change] = changes if action == "retire" else [c for c in changes if c.kind == KIND[action]]
     lines = [line for ch in mine for line in change_lines(ch)]
     if action == "packages" and lines and (plan is None or _first_to_install(plan, facts) == comp.name):
         lines.insert(0, APT_UPDATE)
@@ -135,6 +142,9 @@ def deploy_component(plan: HostPlan, component: str) -> None:
     if comp.problems:
         raise ValueError(f"{component} preflight: " + "; ".join(comp.problems))
     _add = cast(Any, apply)  # pyinfra's operation typing does not see `name=` (a global argument)
+    if name := op_name(comp, "retire"):
+        _add(plan, component, "retire", name=name)
+        return
     if name := op_name(comp, "files"):
         _add(plan, component, "files", name=name)
     if (name := op_name(comp, "handler")) and comp.handler == "apt-update":

@@ -13,7 +13,10 @@ record: drift made by hand on a host is repaired by a full deploy, which is the 
 
 A digest covers a component's files (path, mode, content), package pins, packages, services
 and modules. A secret file (repository credentials) counts by its path only: no digest of a
-secret is ever written.
+secret is ever written. Beside each digest the record keeps what the component owns on the host by name:
+its services, the files it wrote whole (paths), the packages it holds. What a later inventory no longer
+wants of those, the deploy retires (deploy/retire.py). A version 1 record (digests only) still reads: its
+components retire nothing until they are deployed again.
 """
 
 from __future__ import annotations
@@ -32,12 +35,13 @@ from ..inventory.env_entries import dir_name
 from ..inventory.load import environment_files
 from ..util import jsonstate
 from ..util.fsutil import directory_lock, write_atomic
-from .component import Component, HostPlan
+from .component import RETIRE, Component, HostPlan
 
 RECORD_FILE = "applied.json"
 HISTORY_FILE = "history.jsonl"
 STATE_DIR_ENV = "CLUSTERFORGE_STATE_DIR"
-RECORD_VERSION = 1
+RECORD_VERSION = 2
+READ_VERSIONS = (1, 2)
 
 
 class RecordError(Exception):
@@ -62,8 +66,23 @@ def component_digest(c: Component) -> str:
     return h.hexdigest()[:32]
 
 
-def host_digests(plan: HostPlan) -> dict[str, str]:
-    return {c.name: component_digest(c) for c in plan.components}
+def owned(c: Component) -> dict[str, list[str]]:
+    """What a component puts on a host by name: its services, the files it writes whole (a managed block, as
+    in /etc/hosts, is part of a file that is not ours), the packages it holds at their pin."""
+    return {"services": list(c.services), "files": [f.dest for f in c.files if not f.block],
+            "holds": [p.package for p in c.pins if p.hold]}
+
+
+def record_entry(c: Component) -> dict[str, Any]:
+    return {"digest": component_digest(c), **owned(c)}
+
+
+def entry_digest(entry: Any) -> str | None:
+    """A recorded component's digest: version 2 keeps it in an object, version 1 as the value itself."""
+    if isinstance(entry, dict):
+        digest = entry.get("digest")
+        return digest if isinstance(digest, str) else None
+    return entry if isinstance(entry, str) else None
 
 
 def read_record(directory: Path) -> dict[str, dict[str, Any]]:
@@ -81,7 +100,7 @@ def read_record(directory: Path) -> dict[str, dict[str, Any]]:
                               f"{exc.start}); move it away to start a new record") from None
         data = jsonstate.loads(text)
         hosts = data["hosts"]
-        if data.get("version") != RECORD_VERSION or not isinstance(hosts, dict):
+        if data.get("version") not in READ_VERSIONS or not isinstance(hosts, dict):
             raise ValueError(f"version {data.get('version')!r}")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise RecordError(f"{path}: not a deploy record ({exc}); move it away to start a new one") from None
@@ -99,7 +118,7 @@ def changed_plans(plans: Iterable[HostPlan], record: Mapping[str, Mapping[str, A
         if not applied:  # nothing on record: all of it, without hashing
             out.append(plan)
             continue
-        todo = tuple(c for c in plan.components if applied.get(c.name) != component_digest(c))
+        todo = tuple(c for c in plan.components if entry_digest(applied.get(c.name)) != component_digest(c))
         if todo:
             out.append(dataclasses.replace(plan, components=todo))
     return out
@@ -129,7 +148,12 @@ def _update_record(directory: Path, plans: Iterable[HostPlan], results: Iterable
         target = targets.get(r.name, plan.address)
         prev = record.get(r.name) or {}
         components = dict(prev.get("components", {})) if prev.get("target") == target else {}
-        components.update(host_digests(plan))
+        for c in plan.components:
+            if c.name == RETIRE:  # what it retired is the host's no more
+                for name in c.retires:
+                    components.pop(name, None)
+            else:
+                components[c.name] = record_entry(c)
         record[r.name] = {"target": target, "when": when, "engine": engine, "components": components}
     write_atomic(directory / RECORD_FILE, json.dumps(
         {"version": RECORD_VERSION, "env": env.resolve().name, "hosts": dict(sorted(record.items()))},

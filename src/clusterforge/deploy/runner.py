@@ -110,12 +110,16 @@ def make_state(plans: Sequence[HostPlan], ssh: SshSettings, parallel: int) -> St
 
 def probe_args(plan: HostPlan) -> dict[str, tuple[str, ...]]:
     comps = plan.components
+    # what `retire` takes away is probed like a secret file (is it there: no content read), a pinned
+    # package (is it held) and a service (enabled, active)
     return {
         "files": tuple(f.dest for c in comps for f in c.files if not f.secret),
-        "secret_files": tuple(f.dest for c in comps for f in c.files if f.secret),
-        "packages": tuple(sorted({p.package for c in comps for p in c.pins} | {p for c in comps for p in c.packages})),
+        "secret_files": tuple(f.dest for c in comps for f in c.files if f.secret) + tuple(
+            f for c in comps for f in c.remove),
+        "packages": tuple(sorted({p.package for c in comps for p in c.pins} | {p for c in comps for p in c.packages}
+                                 | {p for c in comps for p in c.unhold})),
         "processes": ("opensm",) if plan.component("opensm") else (),
-        "services": tuple(s for c in comps for s in c.services),
+        "services": tuple(s for c in comps for s in (*c.services, *c.stop)),
         "modules": tuple(m for c in comps for m in c.modules),
         "binaries": ("netplan",) if plan.component("ipoib") else (),
     }

@@ -145,24 +145,23 @@ def test_prod_oversubscription_one_to_one_to_two_to_one(tmp_path: Path) -> None:
 
 
 def test_what_a_node_stops_being_is_left_behind_and_said(tmp_path: Path) -> None:
-    """The deploy converges what is desired and takes nothing away: a node that stops being an HSM agent keeps
-    lhsmd (and the LNet it needed), one that stops being a subnet manager keeps its OpenSM. The plan says so,
-    by host, as a warning naming what to stop, remove and unhold by hand; a plan that takes nothing away has
-    no such warning."""
+    """What a node stops being, its deploy retires from the deploy record (deploy/retire.py): lhsmd and the LNet
+    it needed on an HSM agent no more, OpenSM on a subnet manager no more. The plan says what, by host (a host
+    the record does not cover keeps them: then by hand); a plan that takes nothing away says nothing."""
     plan = _planned(tmp_path / "a", "prod", {"services.yaml": lambda t: t.replace("agents: [sm01, sm02]",
                                                                                   "agents: [sm01]")}, write=False)
-    (left,) = [w for w in plan.warnings if "does not take away" in w]
-    assert left.startswith("sm02: ") and "stop and disable lnet, lhsmd;" in left
-    assert "remove 6 file(s) (/etc/modprobe.d/lustre.conf, /etc/lnet.conf, /etc/lhsmd/agent, ...)" in left
-    assert "unhold (or remove) lustre-client-utils, lustre-client-modules-dkms, lemur-hsm-agent, lemur-data-movers" \
+    (left,) = [w for w in plan.warnings if "takes away what its deploy retires" in w]
+    assert left.startswith("sm02: ") and "it stops and disables lnet, lhsmd;" in left
+    assert "removes 6 file(s) (/etc/modprobe.d/lustre.conf, /etc/lnet.conf, /etc/lhsmd/agent, ...)" in left
+    assert "releases the hold of lustre-client-utils, lustre-client-modules-dkms, lemur-hsm-agent, lemur-data-movers" \
         in left
     plan = _planned(tmp_path / "b", "prod", {"services.yaml": _drop_lines(r"- \{node: sm02, priority: 14\}")},
                     write=False)
-    (left,) = [w for w in plan.warnings if "does not take away" in w]
-    assert left.startswith("sm02: ") and "stop and disable opensm;" in left and "/etc/opensm/opensm.conf" in left
+    (left,) = [w for w in plan.warnings if "takes away what its deploy retires" in w]
+    assert left.startswith("sm02: ") and "it stops and disables opensm;" in left and "/etc/opensm/opensm.conf" in left
     plan = _planned(tmp_path / "c", "prod", {"services.yaml": lambda t: t.replace("lemur: 0.6.0", "lemur: 0.6.1")},
                     write=False)
-    assert not [w for w in plan.warnings if "does not take away" in w]
+    assert not [w for w in plan.warnings if "takes away what its deploy retires" in w]
 
 
 def test_left_behind_counts_what_no_component_keeps() -> None:
@@ -179,3 +178,16 @@ def test_left_behind_counts_what_no_component_keeps() -> None:
         ComponentChange("nvidia", pins=("nvidia-driver-550: 550.54.15-1 -> 550.90.07-1",))), (), False)
     assert left_behind(dropped) == (("opensm",), ("/etc/opensm/opensm.conf",), ())
     assert left_behind(HostChange("gone", "r", "removed", (), ("leaves",), False)) == ((), (), ())
+
+
+def test_the_master_hands_over_before_its_opensm_is_retired(tmp_path: Path) -> None:
+    """prod's master (sm01, priority 15) stops being a subnet manager: its fabric deploy retires its OpenSM
+    (deploy/retire.py), so sm02 takes over first (a manual handover); the verifier refuses the plan without it."""
+    import dataclasses
+
+    plan = _planned(tmp_path, "prod", {"services.yaml": _drop_lines(r"- \{node: sm01, priority: 15\}")}, write=False)
+    assert [(s.phase, s.subject) for s in plan.steps][:2] == [("handover", "sm02"), ("fabric", "sm01")]
+    a, b = load_checked(ROOT / "inventories" / "prod").index, load_checked(tmp_path / "prod").index
+    steps = [dataclasses.replace(s, n=i) for i, s in enumerate(plan.steps[1:], start=1)]
+    (v,) = verify(dataclasses.replace(plan, steps=tuple(steps)), a, b)
+    assert (v.step, v.rule) == (1, "HA") and "sm01's OpenSM is retired" in v.message

@@ -75,9 +75,11 @@ def test_pyinfra_output_lists_each_component_action(tmp_path: Path) -> None:
         comp = plan.component(component)
         if comp is None:
             continue
-        names = [op_name(comp, a) for a in ACTIONS]
-        order = [names[0], names[5] if comp.handler == "apt-update" else None, *names[1:5],
-                 None if comp.handler == "apt-update" else names[5]]
+        names = {a: op_name(comp, a) for a in ACTIONS}
+        assert names["retire"] is None  # the `retire` component's only (deploy/retire.py)
+        apt = comp.handler == "apt-update"
+        order = [names["files"], names["handler"] if apt else None, names["packages"], names["hold"],
+                 names["services"], names["modules"], None if apt else names["handler"]]
         expected += [n for n in order if n]
     assert [o["name"] for o in ops] == expected
     assert expected[:2] == [f"repo: files ({', '.join(f.dest for f in plan.component('repo').files)})",  # type: ignore[union-attr]

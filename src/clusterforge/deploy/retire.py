@@ -1,0 +1,62 @@
+"""The `retire` component: what a host was deployed and the inventory no longer wants, taken away. Pure.
+
+A deploy converges what is desired; alone it would take nothing away, and a node that stops being a subnet
+manager would keep its OpenSM running (a second SM the inventory does not know), an HSM agent that is no
+more its lhsmd. The deploy record (record.py) keeps, per host and component, what the component owns there
+by name: services, files written whole, held packages. Against the host's whole desired state now (every
+component, whatever a run selects), whatever of that is wanted by no component is retired, first in the
+run: units stopped and disabled (the components in reverse deploy order, each one's units in reverse: a
+Lustre mount before LNet, lhsmd before both), files removed, holds released (the packages stay installed:
+removing one is a person's call). A run with `--component` retires what the components it names owned.
+
+Without a record for the host (never deployed from here, or its lab container re-created) nothing is
+retired, and the deploy says so when the inventory's plan would have had something to take away.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .component import RETIRE, Component, HostPlan
+
+
+def _safe_path(path: str) -> bool:
+    """A file the record names is one the deploy wrote: an absolute, normal path below a top directory
+    (never `/`, never `..`); anything else in a record is not removed."""
+    return path.startswith("/") and posixpath.normpath(path) == path and path.count("/") >= 2
+
+
+def retire_component(full: HostPlan, recorded: Mapping[str, Any], order: Iterable[str],
+                     selection: frozenset[str] | None = None) -> Component | None:
+    """What to take away on the host of `full` (its whole desired state), from what `recorded` (component ->
+    record entry) says it owns; `order`: the components in deploy order; `selection`: the components a run
+    names (None: all). None when there is nothing to retire."""
+    services = {s for c in full.components for s in c.services}
+    files = {f.dest for c in full.components for f in c.files}
+    holds = {p.package for c in full.components for p in c.pins if p.hold}
+    wanted = {c.name for c in full.components}
+    ranked = [n for n in reversed(list(order)) if n in recorded]
+    ranked += sorted(n for n in recorded if n not in ranked)
+    stop: list[str] = []
+    remove: list[str] = []
+    unhold: list[str] = []
+    retires: list[str] = []
+    for name in ranked:
+        entry = recorded[name]
+        if name == RETIRE or (selection is not None and name not in selection) or not isinstance(entry, dict):
+            continue  # a version 1 entry (a digest only) owns nothing by name
+        stop += [u for u in reversed(_names(entry, "services")) if u not in services and u not in stop]
+        remove += [f for f in _names(entry, "files") if f not in files and f not in remove and _safe_path(f)]
+        unhold += [p for p in _names(entry, "holds") if p not in holds and p not in unhold]
+        if name not in wanted:
+            retires.append(name)
+    if not (stop or remove or unhold or retires):
+        return None
+    return Component(RETIRE, stop=tuple(stop), remove=tuple(remove), unhold=tuple(unhold), retires=tuple(retires))
+
+
+def _names(entry: Mapping[str, Any], key: str) -> list[str]:
+    value = entry.get(key, [])
+    return [x for x in value if isinstance(x, str)] if isinstance(value, list) else []
