@@ -18,8 +18,9 @@ subnet manager (highest priority), the trunks laid. Each step acts on it, and mu
   once every trunk to it is pulled (so a trunk is never pulled after its panel is gone).
 * HA: subnet managers go out one at a time and never the master (a standby takes over first,
   `handover`), and the master's OpenSM is not retired (its node a subnet manager no more: the fabric deploy
-  stops it, deploy/retire.py) while it is the master; Lustre servers one per failover pair, each serving no target when it goes out (its
-  partner took them over: `failover`, the partner in service) and its targets back on it by the end
+  stops it, deploy/retire.py) while it is the master; Lustre servers one per failover pair, each serving no
+  target when it goes out (its partner took them over: `failover`, the partner in service) and its targets back
+  on it by the end
   (`failback`, once it is in service again); compute within `deploy.max_drain` per rack and cluster,
   unless the drained nodes are one indivisible piece of work (day2/ha.py).
 * LEARN: GUIDs of new hardware are learned once it is cabled, and before any OpenSM file
