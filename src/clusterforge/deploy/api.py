@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..check.checked import load_checked
 from ..inventory import addresses_file
@@ -139,14 +140,20 @@ def plans_for(env: Path, req: DeployRequest, mirror: Mirror | None, index: Index
     return {n: p for n, p in host_plans(index, opts).items() if n in wanted}
 
 
-def with_retire(whole: Sequence[HostPlan], req: DeployRequest, ids: Mapping[str, str]) -> list[HostPlan]:
-    """Each host's plan cut to the components the request names, after what it was deployed (the record:
-    record.py) and no component wants any more, to retire first (retire.py). No record: nothing to retire."""
+def _record(req: DeployRequest) -> dict[str, dict[str, Any]]:
+    """The run's deploy record (record.py), read once: empty when the run keeps none or none exists yet."""
     where = req.record_at
     try:
-        record = read_record(where) if where is not None else {}
+        return read_record(where) if where is not None else {}
     except RecordError as exc:
         raise DeployError(str(exc)) from None
+
+
+def with_retire(whole: Sequence[HostPlan], req: DeployRequest, ids: Mapping[str, str],
+                record: Mapping[str, Mapping[str, Any]] | None = None) -> list[HostPlan]:
+    """Each host's plan cut to the components the request names, after what it was deployed (the record:
+    record.py) and no component wants any more, to retire first (retire.py). No record: nothing to retire."""
+    record = _record(req) if record is None else record
     selection = frozenset(req.components) if req.components is not None else None
     out = []
     for plan in whole:
@@ -175,8 +182,9 @@ def deploy_targets(env: Path, req: DeployRequest, index: Index) -> Iterator[Targ
     if req.lab_state is None:
         plans = list(plans_for(env, req, None, index, whole=True).values())
         ids = targets(plans, None)
-        plans = with_retire(plans, req, ids)
-        yield Targets(_only_changed(plans, req, ids), req.ssh or ssh_from_inventory(env, index), ids)
+        record = _record(req)
+        plans = with_retire(plans, req, ids, record)
+        yield Targets(_only_changed(plans, req, ids, record), req.ssh or ssh_from_inventory(env, index), ids)
         return
     state = read_state(req.lab_state)
     if state is None:
@@ -191,10 +199,11 @@ def deploy_targets(env: Path, req: DeployRequest, index: Index) -> Iterator[Targ
         plans = lab_plans(wanted, state)
         lab_only_targets(plans, state)
         ids = targets(plans, state)
-        plans = with_retire(plans, req, ids)
+        record = _record(req)
+        plans = with_retire(plans, req, ids, record)
         notes = (f"lab: {len(plans)} of {len(wanted)} host(s) have a container; the other {len(absent)} are "
                  "not deployed (their HCAs are simulated)",) if absent else ()
-        yield Targets(_only_changed(plans, req, ids), req.ssh or lab_ssh(state), ids, notes)
+        yield Targets(_only_changed(plans, req, ids, record), req.ssh or lab_ssh(state), ids, notes)
 
 
 def lab_only_targets(plans: Sequence[HostPlan], state: LabState) -> None:
@@ -217,16 +226,13 @@ def targets(plans: Sequence[HostPlan], state: LabState | None) -> dict[str, str]
     return out
 
 
-def _only_changed(plans: list[HostPlan], req: DeployRequest, ids: dict[str, str]) -> list[HostPlan]:
+def _only_changed(plans: list[HostPlan], req: DeployRequest, ids: dict[str, str],
+                  record: Mapping[str, Mapping[str, Any]]) -> list[HostPlan]:
     if not req.changed_only:
         return plans
-    where = req.record_at
-    if where is None:
+    if req.record_at is None:
         raise DeployError("--changed needs a deploy record: none is kept for this run")
-    try:
-        return changed_plans(plans, read_record(where), ids)
-    except RecordError as exc:
-        raise DeployError(str(exc)) from None
+    return changed_plans(plans, record, ids)
 
 
 def run_engine(env: Path, req: DeployRequest, engine: str,

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .component import RETIRE, Component, HostPlan
+from .record import owned
 
 
 def _safe_path(path: str) -> bool:
@@ -33,9 +34,10 @@ def retire_component(full: HostPlan, recorded: Mapping[str, Any], order: Iterabl
     """What to take away on the host of `full` (its whole desired state), from what `recorded` (component ->
     record entry) says it owns; `order`: the components in deploy order; `selection`: the components a run
     names (None: all). None when there is nothing to retire."""
-    services = {s for c in full.components for s in c.services}
-    files = {f.dest for c in full.components for f in c.files}
-    holds = {p.package for c in full.components for p in c.pins if p.hold}
+    wants = [owned(c) for c in full.components]  # what each component owns, as the record keeps it
+    services = {s for w in wants for s in w["services"]}
+    files = {f for w in wants for f in w["files"]}
+    holds = {p for w in wants for p in w["holds"]}
     wanted = {c.name for c in full.components}
     ranked = [n for n in reversed(list(order)) if n in recorded]
     ranked += sorted(n for n in recorded if n not in ranked)

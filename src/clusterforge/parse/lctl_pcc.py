@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.parse._common import fail, split_lines
+from clusterforge.parse._common import fail, numbered, split_lines
 
 TOOL = "lctl-pcc"
 RW, RO = 0x10, 0x20
@@ -80,10 +80,8 @@ def parse(text: str) -> tuple[PccMount, ...]:
         current, sets, item = None, [], None
 
     lines = split_lines(text)
-    for line_no, raw in enumerate(lines, start=1):
+    for line_no, raw, _ in numbered(lines):  # the non-blank lines; indentation kept (rstrip only)
         line = raw.rstrip()
-        if not line:
-            continue
         m = _PARAM.match(line)
         if m:
             close()

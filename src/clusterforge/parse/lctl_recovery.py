@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterforge.parse._common import fail, split_lines
+from clusterforge.parse._common import fail, numbered, split_lines
 
 TOOL = "lctl-recovery"
 STATUSES = ("INACTIVE", "COMPLETE", "WAITING", "WAITING_FOR_CLIENTS", "RECOVERING")
@@ -65,10 +65,8 @@ def parse(text: str) -> tuple[TargetRecovery, ...]:
                 raise fail(TOOL, n, lines[n - 1], "a target's recovery_status without its 'status:' line")
             out.append(TargetRecovery(current["target"], current["fsname"], current["status"], current["fields"]))
 
-    for line_no, raw in enumerate(lines, start=1):
+    for line_no, raw, _ in numbered(lines):  # the non-blank lines; indentation kept (rstrip only)
         line = raw.rstrip()
-        if not line:
-            continue
         m = _PARAM.match(line)
         if m:
             close()
