@@ -96,6 +96,11 @@ DEPLOY_VARS := ENV ENGINE LAB LIMIT DRY CONFIRM
 CMDLINE_VARS := $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v)))
 UNKNOWN_VARS := $(filter-out $(DEPLOY_VARS) MAKEFLAGS MAKEOVERRIDES,$(CMDLINE_VARS))
 IS_LAB := $(if $(filter lab,$(ENV))$(filter 1,$(LAB)),1)
+# LIMIT given but empty (`LIMIT=$$RACK` with RACK unset) selects no host: refused, never read as every host
+LIMIT_CHECK = $(if $(filter undefined,$(origin LIMIT)),,$(if $(strip $(LIMIT)),,$(error make: LIMIT= is empty: \
+  it selects no host (leave LIMIT out for every host); nothing was run)))
+# the selection as one shell word, whatever it holds (a range's brackets are not a glob)
+LIMIT_ARG = $(if $(strip $(LIMIT)), --limit '$(subst ','\'',$(strip $(LIMIT)))')
 LAB_ROOT := $(or $(CLUSTERFORGE_LAB_ROOT),.lab)
 
 deploy-vars:
@@ -110,14 +115,15 @@ deploy-vars:
 	  pyinfra or ansible))
 	$(if $(wildcard $(INV)/.),,$(error make deploy: ENV=$(ENV): no $(INV) directory))
 	$(if $(and $(IS_LAB),$(CONFIRM)),$(error make deploy: CONFIRM=1 is for real hosts; a lab run needs none))
+	$(LIMIT_CHECK)
 
 deploy: deploy-vars venv $(if $(IS_LAB),deps)
 ifeq ($(IS_LAB),1)
-	$(CF) lab up $(INV) --systemd --no-start-sm --replace$(if $(LIMIT), --limit $(LIMIT))
+	$(CF) lab up $(INV) --systemd --no-start-sm --replace$(LIMIT_ARG)
 endif
 	$(CF) check $(INV)
 	$(CF) render $(INV) --output out/$(ENV)
-	$(CF) deploy $(INV) --engine $(ENGINE)$(if $(LIMIT), --limit $(LIMIT))$(if $(IS_LAB), --lab $(LAB_ROOT)/$(ENV)/state, --no-lab$(if $(CONFIRM), --yes)) $(if $(DRY),--dry-run,--no-diffs)
+	$(CF) deploy $(INV) --engine $(ENGINE)$(LIMIT_ARG)$(if $(IS_LAB), --lab $(LAB_ROOT)/$(ENV)/state, --no-lab$(if $(CONFIRM), --yes)) $(if $(DRY),--dry-run,--no-diffs)
 ifeq ($(DRY),)
 	$(CF) validate $(INV)$(if $(IS_LAB),, --no-lab) --junit out/$(ENV)/validate.xml
 ifeq ($(IS_LAB),1)
@@ -126,7 +132,8 @@ endif
 endif
 
 lab-up: venv deps
-	$(CF) lab up $(INV)$(if $(LIMIT), --limit $(LIMIT))
+	$(LIMIT_CHECK)
+	$(CF) lab up $(INV)$(LIMIT_ARG)
 
 lab-down: venv
 	$(CF) lab down $(INV)

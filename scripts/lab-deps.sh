@@ -31,6 +31,8 @@ PKGS="$PKGS graphviz dpkg-dev apt-utils"
 PKGS="$PKGS prometheus prometheus-alertmanager victoria-metrics prometheus-node-exporter"
 # the Lustre format step's tests (docs/storage.md): blkid reads a real ext4 made by mkfs.ext4
 PKGS="$PKGS util-linux e2fsprogs"
+# mount unit names are tested against the real systemd-escape (tests/unit/storage/test_mount_units.py)
+PKGS="$PKGS systemd"
 PKGS="$PKGS swift swift-proxy swift-account swift-container swift-object memcached"
 
 for arg in "$@"; do

@@ -18,6 +18,7 @@ from ..model.services import ROLE_OF_KIND, LustreFs, failover_of, partners, targ
 from ..model.storage import LAYOUT_MIN_DEVICES, LustreTarget, data_devices
 from ..util.errors import InventoryIssue
 from ..util.hostlist import compress
+from ..util.systemd_unit import mount_unit_problem
 
 CACHE_KINDS = ("nvme", "optane-pmem")
 PCC_MIN = (2, 13)  # RW-PCC landed in Lustre 2.13
@@ -27,6 +28,7 @@ RO_PCC_MIN = (2, 16)  # RO-PCC in 2.16
 def check(index: Index) -> list[InventoryIssue]:
     out: list[InventoryIssue] = []
     for i, fs in enumerate(index.inv.lustre):
+        out += _mounts(i, fs)
         out += _targets(index, i, fs)
         if fs.pcc is not None:
             out += _pcc(index, i, fs)
@@ -38,6 +40,16 @@ def check(index: Index) -> list[InventoryIssue]:
             out.append(InventoryIssue(("storage_sizing", "profiles", name),
                                       f"{name!r} is not a declared profile", rule="INV-REF"))
     return out
+
+
+def _mounts(i: int, fs: LustreFs) -> list[InventoryIssue]:
+    """A mount point systemd cannot name a mount unit for (its escaped name over 255 characters): the deploy
+    writes `<escaped>.mount`, and systemd loads a mount unit only under its mount point's escaped name."""
+    points: list[tuple[tuple[str | int, ...], str]] = [(("lustre", i, "mount"), fs.mount)]
+    if fs.pcc is not None:
+        points.append((("lustre", i, "pcc", "mount"), fs.pcc.mount))
+    return [InventoryIssue(path, why, rule="INV-STORAGE")
+            for path, point in points if (why := mount_unit_problem(point)) is not None]
 
 
 def _server(index: Index, fs: LustreFs, name: str, path: tuple[str | int, ...], what: str) -> InventoryIssue | None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from ..deploy.confirm import needs_confirmation, prompt, refusal
-from ..inventory.selection import split_tokens
+from ..inventory.selection import SelectionError, limit_tokens
 from ..lab.rehearsal import env as labenv
 from ..util.errors import ExitCode, InventoryInvalid
 from .common import (
@@ -83,7 +83,11 @@ def deploy_cmd(
     quiet_paramiko = logging.getLogger("paramiko")
     if not any(isinstance(h, logging.NullHandler) for h in quiet_paramiko.handlers):
         quiet_paramiko.addHandler(logging.NullHandler())
-    tokens = split_tokens(limit)
+    try:  # an empty --limit ('' from an unset $RACK) selects no host: refused, never "every host"
+        tokens = limit_tokens(limit) if limit else ()
+    except SelectionError as exc:
+        err.print(f"deploy: {exc}", markup=False)
+        raise typer.Exit(EXIT_USAGE) from None
     if lab is not None and no_lab:
         err.print("deploy: --lab and --no-lab contradict each other", markup=False)
         raise typer.Exit(EXIT_USAGE)

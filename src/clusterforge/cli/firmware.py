@@ -14,6 +14,7 @@ import typer
 from ..check.checked import Checked
 from ..day2.fwswitch import SwitchJob
 from ..day2.fwtool import DEFAULT_IMAGE_DIR, QUERY, FlashJob, HostReport, Runner, staged_path
+from ..inventory.selection import SelectionError, limit_tokens
 from ..util.errors import ExitCode
 from ..util.hostlist import HostlistError, expand
 from .common import Format, err, load_or_fail, out, print_json
@@ -53,7 +54,11 @@ def _hosts(checked: Checked, limit: str | None, model: str | None) -> list[str]:
         _usage("--limit HOSTS is required (names or ranges: gpu[0001-0008])")
     index = checked.index
     try:
-        hosts = expand(limit, limit=len(index.nodes))
+        tokens = limit_tokens(limit)  # an empty one selects no host: refused, never widened
+    except SelectionError as exc:
+        _usage(str(exc))
+    try:
+        hosts = expand(",".join(tokens), limit=len(index.nodes))
     except HostlistError as exc:
         _usage(f"--limit: {exc}")
     unknown = [h for h in hosts if h not in index.nodes]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ..inventory.selection import split_tokens
+from ..inventory.selection import SelectionError, limit_tokens
 from ..lab import LabError, down, fault_injector, status
 from ..lab.rehearsal import env as labenv
 from ..lab.rehearsal import services as labservices
@@ -66,9 +66,14 @@ def lab_up(
     """Build (cached) and start the lab of an environment; idempotent. Inventory addresses are mapped onto
     the lab network and never contacted; the whole fabric is simulated, the unselected nodes' HCAs too."""
     checked = load_or_fail(env)
+    try:  # an empty --limit selects no node: refused before anything starts (never "every node")
+        tokens = limit_tokens(limit) if limit else ()
+    except SelectionError as exc:
+        err.print(f"lab: {exc}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
     try:
         with ticked(f"lab up {env.name}") as ticks:  # a bar on a terminal only (image, hosts, fabric, OpenSM)
-            res = labenv.bring_up(checked, env, limit=split_tokens(limit), cidr=cidr, mode=mode, start_sm=start_sm,
+            res = labenv.bring_up(checked, env, limit=tokens, cidr=cidr, mode=mode, start_sm=start_sm,
                                   systemd=systemd, replace=replace, ticks=ticks, slurm=slurm)
     except (LabError, OSError, ValueError) as exc:
         _fail(exc)

@@ -10,6 +10,7 @@ import typer
 
 from ..check.checked import Checked
 from ..collect.store import Observations, OutputTooLarge, load_dir, save_dir
+from ..inventory.selection import SelectionError, limit_tokens
 from ..util.echo import one_line
 from ..util.errors import ExitCode
 from ..util.fsutil import write_atomic
@@ -53,8 +54,13 @@ def validate(
     # the declared-fabric cache (validate/quick.py) is keyed by the files as they are before loading
     key = key_before_load(env) if from_dir is not None and fabric_only else None
     checked = load_or_fail(env)
+    try:  # an empty --limit selects no host and is refused: reporting on none would pass a wave that checked nothing
+        tokens = None if limit is None else limit_tokens(limit)
+    except SelectionError as exc:
+        err.print(str(exc), markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
     try:  # names, or hostlist ranges of them (gpu[0001-0512], as a day-2 wave writes them)
-        hosts = None if limit is None else set(expand(limit, limit=len(checked.index.nodes)))
+        hosts = None if tokens is None else set(expand(",".join(tokens), limit=len(checked.index.nodes)))
     except HostlistError as exc:
         err.print(f"--limit: {exc}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None

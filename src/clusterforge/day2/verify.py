@@ -45,7 +45,7 @@ subnet manager (highest priority), the trunks laid. Each step acts on it, and mu
 
 from __future__ import annotations
 
-from ..inventory.selection import SelectionError, select_nodes, split_tokens
+from ..inventory.selection import SelectionError, limit_tokens, select_nodes
 from ..model.hooks import DAY2_REASON, hook_calls
 from ..model.index import Index
 from ..util.hostlist import HostlistError, expand
@@ -108,7 +108,7 @@ class _Replay(FloorRules, FirmwareRules):
                 for s in members:
                     limit = step_arg(s.argv, "--limit")
                     try:
-                        mine = set(select_nodes(self.new, split_tokens([limit]))) if limit is not None else set()
+                        mine = set(select_nodes(self.new, limit_tokens(limit))) if limit is not None else set()
                     except (HostlistError, SelectionError):
                         mine = set()  # reported at the step itself
                     both = sorted(hosts & mine)
@@ -257,7 +257,7 @@ class _Replay(FloorRules, FirmwareRules):
         new_sms = {sm.node for sm in self.new.inv.opensm.sm_nodes} if self.new.inv.opensm else set()
         master, limit = self.s.master, step_arg(step.argv, "--limit")
         try:  # the hosts as `_deploy` reads them (which reports a --limit that names nothing)
-            hosts = set(select_nodes(self.new, split_tokens([limit]))) if limit is not None else set()
+            hosts = set(select_nodes(self.new, limit_tokens(limit))) if limit is not None else set()
         except (HostlistError, SelectionError):
             hosts = set()
         if master is not None and master not in new_sms and master in hosts:

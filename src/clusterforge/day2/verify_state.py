@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..inventory.selection import SelectionError, select_nodes, split_tokens
+from ..inventory.selection import SelectionError, limit_tokens, select_nodes
 from ..model.cabling import Cable
 from ..model.index import Index
 from ..util.hostlist import HostlistError, expand
@@ -116,14 +116,15 @@ class ReplayState:
         value = step_arg(step.argv, "--limit")
         if value is None:
             return None
-        try:
+        try:  # an empty --limit selects no host: the command refuses it, and so does the plan
+            tokens = limit_tokens(value)
             if nodes_only:
-                hosts = expand(value, limit=len(self.new.nodes))
+                hosts = expand(",".join(tokens), limit=len(self.new.nodes))
                 unknown = [h for h in hosts if h not in self.new.nodes]
                 if unknown:
                     raise SelectionError(f"--limit {', '.join(unknown[:5])}: not a node")
                 return hosts
-            return select_nodes(self.new, split_tokens([value]))
+            return select_nodes(self.new, tokens)
         except (HostlistError, SelectionError) as exc:
             self.bad("PHASE", f"{step.phase} step's {exc}")
             return []

@@ -76,21 +76,23 @@ def state_script(files: Iterable[str], secret_files: Iterable[str], packages: It
         fmt = q("${Package}\t${Version}\t${db:Status-Abbrev}\n")
         out.append(f"echo '{MARK}dpkg'; dpkg-query -W -f={fmt} {' '.join(map(q, pkgs))} 2>/dev/null || true")
     for path in files:
-        out.append(f"echo '{MARK}file {path}'; if [ -f {q(path)} ]; then stat -c %a {q(path)}; "
+        out.append(f"printf '%s\\n' {q(MARK + 'file ' + path)}; if [ -f {q(path)} ]; then stat -c %a {q(path)}; "
                    f"sha256sum < {q(path)} | cut -d' ' -f1; base64 -w0 < {q(path)}; echo; else echo absent; fi")
     for path in secret_files:
-        out.append(f"echo '{MARK}secret {path}'; if [ -f {q(path)} ]; then stat -c %a {q(path)}; "
+        out.append(f"printf '%s\\n' {q(MARK + 'secret ' + path)}; if [ -f {q(path)} ]; then stat -c %a {q(path)}; "
                    f"sha256sum < {q(path)} | cut -d' ' -f1; else echo absent; fi")
     for name in modules:
-        out.append(f"echo '{MARK}mod {name}'; [ -d /sys/module/{q(name.replace('-', '_'))} ] && echo loaded || true")
+        out.append(f"printf '%s\\n' {q(MARK + 'mod ' + name)}; "
+                   f"[ -d /sys/module/{q(name.replace('-', '_'))} ] && echo loaded || true")
     for name in processes:
-        out.append(f"echo '{MARK}proc {name}'; pgrep -x {q(name)} || true")
+        out.append(f"printf '%s\\n' {q(MARK + 'proc ' + name)}; pgrep -x {q(name)} || true")
     for name in binaries:
-        out.append(f"echo '{MARK}bin {name}'; command -v {q(name)} || true")
+        out.append(f"printf '%s\\n' {q(MARK + 'bin ' + name)}; command -v {q(name)} || true")
     units = sorted(set(services))
     if units:
-        checks = "; ".join(f"echo \"{u} $(systemctl is-enabled {q(u)} 2>/dev/null || true) "
-                           f"$(systemctl is-active {q(u)} 2>/dev/null || true)\"" for u in units)
+        # printf, not echo: a unit name's escapes (`lustre-lfs\x2d01.mount`) are data, never echo's
+        checks = "; ".join(f"printf '%s %s %s\\n' {q(u)} \"$(systemctl is-enabled {q(u)} 2>/dev/null || true)\" "
+                           f"\"$(systemctl is-active {q(u)} 2>/dev/null || true)\"" for u in units)
         out.append(f"echo '{MARK}services'; if [ -d /run/systemd/system ]; then {checks}; fi")
     return "\n".join(out)
 

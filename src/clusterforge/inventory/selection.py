@@ -14,13 +14,28 @@ import re
 from collections.abc import Sequence
 
 from ..model.index import Index
+from ..util.echo import echo
 from ..util.hostlist import HostlistError, expand, split
 
 _SU = re.compile(r"^su0*(\d+)$")
 
 
 class SelectionError(ValueError):
-    """A `--limit` token that names nothing in the inventory."""
+    """A `--limit` token that names nothing in the inventory, or a `--limit` that is empty."""
+
+
+def limit_tokens(given: Sequence[str] | str, option: str = "--limit") -> tuple[str, ...]:
+    """The tokens of a host selection as typed (`--limit` given once or more, each comma-separated), for a
+    command that was given one: a SelectionError when they are empty (`''`, `','`, `' , '`: an unset
+    `$RACK` in a script). Without this, no tokens would read as "every host", and `--limit "$RACK"` would
+    deploy, reboot or flash the whole cluster; Ansible's own `--limit ''` matches nothing, and so do we:
+    an empty selection is refused, never widened."""
+    given = [given] if isinstance(given, str) else list(given)
+    tokens = split_tokens(given)
+    if not tokens:
+        raise SelectionError(f"{option} selects no host: {', '.join(echo(g) for g in given) or echo('')} "
+                             "(leave the option out for every host)")
+    return tokens
 
 
 def split_tokens(items: Sequence[str]) -> tuple[str, ...]:

@@ -13,27 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.services import LustreFs
+from ..util.systemd_unit import mount_unit
 from .fabric import FabricView
 from .spec import FileSpec
-
-_SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:_.")
-
-
-def systemd_escape_path(path: str) -> str:
-    """`systemd-escape --path`: `/lustre/lfs01` -> `lustre-lfs01`, `/a-b` -> `a\\x2db`."""
-    parts = [p for p in path.split("/") if p]
-    if not parts:
-        return "-"
-    out: list[str] = []
-    for part in parts:
-        chars = []
-        for i, ch in enumerate(part):
-            if ch in _SAFE and not (i == 0 and ch == "."):
-                chars.append(ch)
-            else:
-                chars.extend(f"\\x{b:02x}" for b in ch.encode("utf-8"))
-        out.append("".join(chars))
-    return "-".join(out)
 
 
 def clients(fab: FabricView, fs: LustreFs) -> list[str]:
@@ -71,7 +53,7 @@ def lustre_files(fab: FabricView) -> list[FileSpec]:
         out.append(FileSpec(f"hosts/{node}/etc/modprobe.d/lustre.conf", "lustre/lustre.conf.j2", ctx))
         out.append(FileSpec(f"hosts/{node}/etc/lnet.conf", "lustre/lnet.conf.j2", ctx))
     for fs, nids in zip(fab.index.inv.lustre, fab.index.addresses.nids, strict=True):
-        unit = systemd_escape_path(fs.mount) + ".mount"
+        unit = mount_unit(fs.mount)
         ctx = mount_context(fs, nids)
         for node in clients(fab, fs):
             out.append(FileSpec(f"hosts/{node}/etc/systemd/system/{unit}", "lustre/lustre.mount.j2", ctx))

@@ -27,7 +27,7 @@ from typing import Any
 from ..model.index import Index
 from ..model.services import LustreFs, failover_of, target_name
 from ..model.storage import LustreTarget
-from .context_lustre import systemd_escape_path
+from ..util.systemd_unit import mount_unit
 from .fabric import FabricView
 from .spec import FileSpec
 
@@ -79,7 +79,7 @@ def target_files(fab: FabricView) -> list[FileSpec]:
             if t.block_device is None:
                 continue
             ctx = target_context(index, fs, t, nids)
-            unit = systemd_escape_path(ctx["mountpoint"]) + ".mount"
+            unit = mount_unit(ctx["mountpoint"])
             for server, primary in ((t.server, True), *(((ctx["failover"], False),) if ctx["failover"] else ())):
                 servers.add(server)
                 out.append(FileSpec(f"hosts/{server}{CONFIG_DIR}/{ctx['target']}.json",

@@ -32,7 +32,7 @@ import json
 from typing import Any
 
 from ..model.services import LustreFs
-from .context_lustre import systemd_escape_path
+from ..util.systemd_unit import mount_unit
 from .fabric import FabricView
 from .spec import FileSpec
 
@@ -50,8 +50,8 @@ def pcc_context(fs: LustreFs) -> dict[str, Any]:
     assert fs.pcc is not None
     pcc = fs.pcc
     key = "rwid" if pcc.mode == "readwrite" else "roid"
-    return {"fs": fs.name, "fs_mount": fs.mount, "fs_unit": systemd_escape_path(fs.mount) + ".mount",
-            "pcc_mount": pcc.mount, "pcc_unit": systemd_escape_path(pcc.mount) + ".mount",
+    return {"fs": fs.name, "fs_mount": fs.mount, "fs_unit": mount_unit(fs.mount),
+            "pcc_mount": pcc.mount, "pcc_unit": mount_unit(pcc.mount),
             "device": pcc.block_device, "device_kind": pcc.device_kind, "mode": pcc.mode,
             "param": f"{pcc.rule} {key}={pcc.archive_id}", "size_tb": pcc.size_tb}
 

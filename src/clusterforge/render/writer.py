@@ -51,7 +51,7 @@ class WriteReport:
 def _check(rel: str) -> PurePosixPath:
     path = PurePosixPath(rel)
     if (path.is_absolute() or not path.parts or any(p in ("", ".", "..") for p in path.parts)
-            or str(path) != rel or "\\" in rel or any(ord(c) < 0x20 or c == "\x7f" for c in rel)):
+            or str(path) != rel or any(ord(c) < 0x20 or c == "\x7f" for c in rel)):
         raise ValueError(f"refusing to write {rel!r}: not a plain relative path")
     if rel in RESERVED:
         raise ValueError(f"{rel} is reserved for clusterforge's own bookkeeping")

@@ -14,10 +14,10 @@ from clusterforge.api import load_checked
 from clusterforge.render import context_diagram as diagram_mod
 from clusterforge.render import render, render_environment
 from clusterforge.render.context_ibsim import link_mode, net_context
-from clusterforge.render.context_lustre import systemd_escape_path
 from clusterforge.render.env import environment
 from clusterforge.render.fabric import FabricView
 from clusterforge.util.csvtext import csv_cell
+from clusterforge.util.systemd_unit import escape_path
 
 COMMENT = {".csv": None, ".dot": "//"}
 
@@ -205,10 +205,10 @@ def test_lustre_clients_all_and_escaped_unit() -> None:
 
 @pytest.mark.parametrize(("path", "unit"), [
     ("/lustre/lfs01", "lustre-lfs01"), ("/", "-"), ("/a//b/", "a-b"),
-    ("/mnt/scratch-fs", "mnt-scratch\\x2dfs"), ("/.hidden/x.y", "\\x2ehidden-x.y"),
+    ("/mnt/scratch-fs", "mnt-scratch\\x2dfs"), ("/.hidden/x.y", "\\x2ehidden-x.y"), ("/mnt/.pcc", "mnt-.pcc"),
 ])
-def test_systemd_escape_path(path: str, unit: str) -> None:
-    assert systemd_escape_path(path) == unit
+def test_systemd_escape_path(path: str, unit: str) -> None:  # the whole table against systemd: storage/test_mount_units
+    assert escape_path(path) == unit
 
 
 def test_hosts_fragment_with_domain() -> None:
