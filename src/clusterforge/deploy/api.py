@@ -19,6 +19,7 @@ from typing import Any
 
 from ..check.checked import load_checked
 from ..inventory import addresses_file
+from ..inventory.env_entries import dir_name
 from ..inventory.selection import SelectionError, select_nodes
 from ..lab import LabState, read_state
 from ..model.index import Index
@@ -140,20 +141,20 @@ def plans_for(env: Path, req: DeployRequest, mirror: Mirror | None, index: Index
     return {n: p for n, p in host_plans(index, opts).items() if n in wanted}
 
 
-def _record(req: DeployRequest) -> dict[str, dict[str, Any]]:
-    """The run's deploy record (record.py), read once: empty when the run keeps none or none exists yet."""
+def _record(req: DeployRequest, env: Path) -> dict[str, dict[str, Any]]:
+    """The run's deploy record (record.py), read once: empty when the run keeps none or none exists yet; one
+    that is not as a deploy wrote it for this environment refuses the run (nothing retired, nothing deployed)."""
     where = req.record_at
     try:
-        return read_record(where) if where is not None else {}
+        return read_record(where, dir_name(env)) if where is not None else {}
     except RecordError as exc:
         raise DeployError(str(exc)) from None
 
 
 def with_retire(whole: Sequence[HostPlan], req: DeployRequest, ids: Mapping[str, str],
-                record: Mapping[str, Mapping[str, Any]] | None = None) -> list[HostPlan]:
+                record: Mapping[str, Mapping[str, Any]]) -> list[HostPlan]:
     """Each host's plan cut to the components the request names, after what it was deployed (the record:
     record.py) and no component wants any more, to retire first (retire.py). No record: nothing to retire."""
-    record = _record(req) if record is None else record
     selection = frozenset(req.components) if req.components is not None else None
     out = []
     for plan in whole:
@@ -182,7 +183,7 @@ def deploy_targets(env: Path, req: DeployRequest, index: Index) -> Iterator[Targ
     if req.lab_state is None:
         plans = list(plans_for(env, req, None, index, whole=True).values())
         ids = targets(plans, None)
-        record = _record(req)
+        record = _record(req, env)
         plans = with_retire(plans, req, ids, record)
         yield Targets(_only_changed(plans, req, ids, record), req.ssh or ssh_from_inventory(env, index), ids)
         return
@@ -199,7 +200,7 @@ def deploy_targets(env: Path, req: DeployRequest, index: Index) -> Iterator[Targ
         plans = lab_plans(wanted, state)
         lab_only_targets(plans, state)
         ids = targets(plans, state)
-        record = _record(req)
+        record = _record(req, env)
         plans = with_retire(plans, req, ids, record)
         notes = (f"lab: {len(plans)} of {len(wanted)} host(s) have a container; the other {len(absent)} are "
                  "not deployed (their HCAs are simulated)",) if absent else ()

@@ -29,19 +29,24 @@ import subprocess
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Required
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 from ..inventory.env_entries import dir_name
 from ..inventory.load import environment_files
 from ..util import jsonstate
+from ..util.echo import echo
 from ..util.fsutil import directory_lock, write_atomic
 from .component import RETIRE, Component, HostPlan
 
 RECORD_FILE = "applied.json"
 HISTORY_FILE = "history.jsonl"
 STATE_DIR_ENV = "CLUSTERFORGE_STATE_DIR"
-RECORD_VERSION = 2
-READ_VERSIONS = (1, 2)
+RECORD_VERSION = 3
+READ_VERSIONS = (1, 2, 3)
+"""1: digests only; 2: what each component owns by name; 3: the same with a checksum over the hosts."""
 
 
 class RecordError(Exception):
@@ -85,10 +90,51 @@ def entry_digest(entry: Any) -> str | None:
     return entry if isinstance(entry, str) else None
 
 
-def read_record(directory: Path) -> dict[str, dict[str, Any]]:
-    """host -> {target, when, engine, components: {name: digest}}; empty when there is no record."""
+class _Entry(TypedDict, total=False):
+    """A version 2 component entry: its digest and what it owns by name."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
+    digest: Required[str]
+    services: list[str]
+    files: list[str]
+    holds: list[str]
+
+
+class _Host(TypedDict, total=False):
+    __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
+    target: Required[str]
+    when: str
+    engine: str
+    components: Required[dict[str, str | _Entry]]
+
+
+_HOSTS: TypeAdapter[dict[str, _Host]] = TypeAdapter(dict[str, _Host])
+_MOVE = "move it away to start a new record (the next deploy is then a full one, and retires nothing)"
+
+
+def _checksum(hosts: Mapping[str, Any]) -> str:
+    """sha256 over the hosts as canonical JSON: a record changed by anything but a deploy no longer matches."""
+    return hashlib.sha256(json.dumps(hosts, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _shape_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = "hosts" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"]
+                              if p not in ("str", "_Entry"))  # the union's branch names are pydantic's, not ours
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {first['msg'].lower()}{more}"
+
+
+def read_record(directory: Path, env_name: str | None = None) -> dict[str, dict[str, Any]]:
+    """host -> {target, when, engine, components: {name: digest | entry}}; empty when there is no record.
+
+    What retire removes comes from here, so a record is taken only whole and as a deploy wrote it: one that
+    cannot be read, is not JSON, is of a version this release does not know (a newer one), has a field of
+    the wrong shape, fails its checksum (cut, bit-flipped, edited by hand), or was written for another
+    environment than `env_name` is a RecordError naming the file and what is wrong; the deploy is then
+    refused and nothing is retired."""
     path = directory / RECORD_FILE
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return {}
     try:
         raw = jsonstate.read_bytes(path)
@@ -97,14 +143,34 @@ def read_record(directory: Path) -> dict[str, dict[str, Any]]:
         except UnicodeDecodeError as exc:
             line = raw.count(b"\n", 0, exc.start) + 1
             raise RecordError(f"{path}:{line}: not valid UTF-8 (byte {raw[exc.start]:#04x} at byte offset "
-                              f"{exc.start}); move it away to start a new record") from None
+                              f"{exc.start}); {_MOVE}") from None
         data = jsonstate.loads(text)
+        if not isinstance(data, dict) or "hosts" not in data:
+            raise ValueError("no hosts")
+        version = data.get("version")
+        if type(version) is not int or version not in READ_VERSIONS:  # `true` == 1 and 3.0 == 3 are no versions
+            newer = isinstance(version, int) and not isinstance(version, bool) and version > RECORD_VERSION
+            why = ": written by a newer clusterforge, whose record this one cannot read; deploy with that release"
+            raise ValueError(f"version {echo(version)}" + (why if newer else ""))
         hosts = data["hosts"]
-        if data.get("version") not in READ_VERSIONS or not isinstance(hosts, dict):
-            raise ValueError(f"version {data.get('version')!r}")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RecordError(f"{path}: not a deploy record ({exc}); move it away to start a new one") from None
-    return hosts
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise RecordError(f"{path}: not a deploy record ({getattr(exc, 'strerror', None) or exc}); {_MOVE}") from None
+    try:
+        _HOSTS.validate_python(hosts)
+    except ValidationError as exc:
+        raise RecordError(f"{path}: not a deploy record as a deploy writes it: {_shape_error(exc)}; {_MOVE}") from None
+    kept = data.get("sha256")
+    if kept is not None and kept != _checksum(hosts):
+        raise RecordError(f"{path}: its checksum does not match its hosts (cut short, damaged, or edited by hand); "
+                          f"{_MOVE}")
+    if version >= 3 and kept is None:
+        raise RecordError(f"{path}: a version {version} record without its checksum; {_MOVE}")
+    written_for = data.get("env")
+    if env_name is not None and written_for is not None and written_for != env_name:
+        raise RecordError(f"{path}: written for environment {echo(written_for)}, not {echo(env_name)}: another "
+                          "environment's record is never used (pass this one's own --record directory)")
+    out: dict[str, dict[str, Any]] = hosts
+    return out
 
 
 def changed_plans(plans: Iterable[HostPlan], record: Mapping[str, Mapping[str, Any]],
@@ -136,7 +202,7 @@ def update_record(directory: Path, plans: Iterable[HostPlan], results: Iterable[
 
 def _update_record(directory: Path, plans: Iterable[HostPlan], results: Iterable[Any], *, engine: str, env: Path,
                    targets: Mapping[str, str]) -> None:
-    record = read_record(directory)
+    record = read_record(directory, dir_name(env))
     when = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     by_name = {p.name: p for p in plans}
     statuses: dict[str, list[str]] = {}
@@ -155,8 +221,9 @@ def _update_record(directory: Path, plans: Iterable[HostPlan], results: Iterable
             else:
                 components[c.name] = record_entry(c)
         record[r.name] = {"target": target, "when": when, "engine": engine, "components": components}
+    hosts = dict(sorted(record.items()))
     write_atomic(directory / RECORD_FILE, json.dumps(
-        {"version": RECORD_VERSION, "env": env.resolve().name, "hosts": dict(sorted(record.items()))},
+        {"version": RECORD_VERSION, "env": dir_name(env), "sha256": _checksum(hosts), "hosts": hosts},
         indent=1) + "\n")
     line = {"when": when, "engine": engine, "env": str(env), "inventory": inventory_digest(env),
             "commit": _git_commit(env), "hosts": {k: sorted(v) for k, v in sorted(statuses.items())}}

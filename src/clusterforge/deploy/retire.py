@@ -22,11 +22,22 @@ from typing import Any
 from .component import RETIRE, Component, HostPlan
 from .record import owned
 
+RETIRE_ROOTS = ("/etc/", "/usr/local/")
+"""The trees the deploy writes files in (configuration, its scripts): a file the record names outside them
+is none the deploy wrote, and is never removed."""
+
+KEPT = frozenset({"/etc/hosts", "/etc/passwd", "/etc/shadow", "/etc/group", "/etc/gshadow", "/etc/fstab",
+                  "/etc/sudoers", "/etc/os-release", "/etc/hostname", "/etc/resolv.conf", "/etc/machine-id"})
+"""Files a host cannot do without, never removed whatever a record says (the deploy edits /etc/hosts only as
+a marked block, never writes it whole)."""
+
 
 def _safe_path(path: str) -> bool:
-    """A file the record names is one the deploy wrote: an absolute, normal path below a top directory
-    (never `/`, never `..`); anything else in a record is not removed."""
-    return path.startswith("/") and posixpath.normpath(path) == path and path.count("/") >= 2
+    """A file the record names is one the deploy wrote: an absolute, normal path in a tree the deploy writes
+    (never `/`, never `..`, never a file the host cannot do without); anything else in a record is not
+    removed."""
+    return (path.startswith(RETIRE_ROOTS) and posixpath.normpath(path) == path and path not in KEPT
+            and not any(ord(c) < 0x20 or c == "\x7f" for c in path))
 
 
 def retire_component(full: HostPlan, recorded: Mapping[str, Any], order: Iterable[str],

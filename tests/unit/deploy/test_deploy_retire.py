@@ -51,7 +51,9 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_an_agent_that_is_one_no_more_retires_lhsmd_then_lnet(deployed: tuple[Path, Path]) -> None:
     record, env = deployed
     plans = _whole(env)
-    out = {p.name: p for p in with_retire(list(plans.values()), DeployRequest(record_dir=record), _ids(plans))}
+    on_record = read_record(record)
+    out = {p.name: p for p in with_retire(list(plans.values()), DeployRequest(record_dir=record), _ids(plans),
+                                          on_record)}
     retire = out["sm02"].components[0]
     assert retire.name == RETIRE and out["sm02"].component("hsm") is None
     assert retire.stop == ("lhsmd", "lnet")  # the copytool before the LNet it mounts through
@@ -63,19 +65,19 @@ def test_an_agent_that_is_one_no_more_retires_lhsmd_then_lnet(deployed: tuple[Pa
     assert set(retire.retires) == {"hsm", "lustre"}
     assert all(p.components[0].name != RETIRE for n, p in out.items() if n != "sm02")  # nobody else
     # --component hsm: only what hsm owned; the Lustre client stays until the lustre component is named
-    only = {p.name: p for p in with_retire(list(plans.values()), DeployRequest(record_dir=record,
-                                                                             components=("hsm",)), _ids(plans))}
+    only = {p.name: p for p in with_retire(list(plans.values()), DeployRequest(record_dir=record, components=("hsm",)),
+                                           _ids(plans), on_record)}
     (hsm_only,) = only["sm02"].components
     assert hsm_only.stop == ("lhsmd",) and hsm_only.retires == ("hsm",) and "/etc/lnet.conf" not in hsm_only.remove
     # no record for the host (another target: a re-created container): nothing to retire
-    fresh = with_retire([plans["sm02"]], DeployRequest(record_dir=record), {"sm02": "lab:new-container"})
+    fresh = with_retire([plans["sm02"]], DeployRequest(record_dir=record), {"sm02": "lab:new-container"}, on_record)
     assert [c.name for c in fresh[0].components][:1] != [RETIRE]
 
 
 def test_commands_follow_the_hosts_facts(deployed: tuple[Path, Path]) -> None:
     record, env = deployed
     plans = _whole(env)
-    (sm02,) = [p for p in with_retire([plans["sm02"]], DeployRequest(record_dir=record), _ids(plans))]
+    (sm02,) = with_retire([plans["sm02"]], DeployRequest(record_dir=record), _ids(plans), read_record(record))
     retire = sm02.components[0]
     probe = probe_args(sm02)
     assert {"lhsmd", "lnet"} <= set(probe["services"]) and "/etc/lhsmd/agent" in probe["secret_files"]
@@ -109,14 +111,14 @@ def test_the_record_forgets_what_was_retired(deployed: tuple[Path, Path], tmp_pa
     shutil.copytree(record, copy)
     plans = _whole(env)
     ids = _ids(plans)
-    (sm02,) = with_retire([plans["sm02"]], DeployRequest(record_dir=copy), ids)
+    (sm02,) = with_retire([plans["sm02"]], DeployRequest(record_dir=copy), ids, read_record(copy))
     before = read_record(copy)["sm02"]["components"]
     assert {"hsm", "lustre"} <= set(before) and before["hsm"]["services"] == ["lhsmd"]
     update_record(copy, [sm02], [HostResult("sm02", "changed")], engine="pyinfra", env=env, targets=ids)
     after = read_record(copy)["sm02"]["components"]
     assert "hsm" not in after and "lustre" not in after and "retire" not in after and "opensm" in after
     # the next run has nothing left to retire
-    (again,) = with_retire([plans["sm02"]], DeployRequest(record_dir=copy), ids)
+    (again,) = with_retire([plans["sm02"]], DeployRequest(record_dir=copy), ids, read_record(copy))
     assert again.components[0].name != RETIRE
 
 
