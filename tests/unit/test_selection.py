@@ -3,6 +3,8 @@ of any of them (`gpu[01-04]`, `lab-su0[1-2]-r01`), each name of a range required
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cf_lab_inventory import index_of, lab_data
@@ -59,3 +61,27 @@ def test_compress_of_a_thousand_nodes_is_one_range_and_expands_back() -> None:
     assert expand(compress(names)) == names
     holes = names[::2]  # every other node: still exact
     assert expand(compress(holes)) == holes
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("gpu[01-100]", "padded differently at its ends (write both with 3 digits"),
+    ("gpu[00-100]", "padded differently"), ("gpu[1-010]", "padded differently"),
+    ("gpu[[1-2]]", "nested brackets"), ("gpu[1-[2]]", "nested brackets"), ("gpu[]", "an empty range"),
+    ("gpu[1-3,]", "'' is not a number"), ("gpu[5-1]", "runs backwards (write 1-5)"),
+    ("a[1-2]b[1-2]", "two ranges in one name"), ("gpu[" + "9" * 30 + "]", "more than 18 digits"),
+    ("gpu[0-999999999]", "names more than 100,000 hosts"),  # the default bound, counted before building
+])
+def test_every_bad_range_gets_its_own_clear_error(text: str, says: str) -> None:
+    with pytest.raises(HostlistError, match=re.escape(says)):
+        expand(text)
+
+
+def test_unpadded_and_equally_padded_ranges_are_fine() -> None:
+    assert len(expand("gpu[1-100]")) == 100 and expand("gpu[0-10]")[-1] == "gpu10"
+    assert expand("gpu[098-101]") == ["gpu098", "gpu099", "gpu100", "gpu101"]
+
+
+def test_a_huge_message_is_cut() -> None:
+    with pytest.raises(HostlistError) as exc:
+        expand("x" * 100_000 + "[1-")
+    assert len(str(exc.value)) < 300

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from .echo import echo
+
 _TRAILING = re.compile(r"^(.*?)(\d+)$")
 
 
@@ -73,6 +75,16 @@ class HostlistError(ValueError):
     """Text that is not a hostlist expression, or one that names more than allowed."""
 
 
+MAX_NAMES = 100_000
+"""The most names one expression may stand for when its caller names no tighter bound (a selection's bound is
+what the inventory could match): counted from the ranges before any name is built, so `gpu[0-999999999]` is
+refused at once instead of filling memory."""
+
+
+def _padded(digits: str) -> bool:
+    return len(digits) > 1 and digits.startswith("0")
+
+
 def split(expr: str) -> list[str]:
     """The top-level parts of a comma-separated list whose parts may hold bracketed ranges:
     `gpu[01-03,07],login` -> `["gpu[01-03,07]", "login"]`. Empty parts are dropped."""
@@ -94,10 +106,12 @@ def expand(expr: str, limit: int | None = None) -> list[str]:
     """The names an expression stands for, in its order (the inverse of `compress`). A part is a
     plain name or `PREFIX[RANGES]SUFFIX` (ranges `lo` or `lo-hi`, comma-separated; a range keeps `lo`'s
     zero padding; one bracket a part: `prod-su[01-04]-r01`). HostlistError on anything else (an
-    unbalanced bracket, `hi` below `lo`, two brackets), or when it would name more than `limit` names
-    (counted before any is built)."""
+    unbalanced bracket, nested or empty brackets, `hi` below `lo`, ends padded differently as in `[01-100]`,
+    two brackets), or when it would name more than `limit` names (MAX_NAMES when None; counted before any is
+    built)."""
     out: list[str] = []
     total = 0
+    bound = MAX_NAMES if limit is None else limit
     parsed: list[tuple[str, list[tuple[str, int, int]], str]] = []
     for part in split(expr):
         if "[" not in part and "]" not in part:
@@ -106,20 +120,30 @@ def expand(expr: str, limit: int | None = None) -> list[str]:
         else:
             m = _PART.fullmatch(part)
             if m is None:
-                raise HostlistError(f"{part!r}: not a host range (write PREFIX[LO-HI,...], e.g. gpu[0001-0512])")
+                why = ("nested brackets" if re.search(r"\[[^\]]*\[", part) else
+                       "an empty range" if "[]" in part else
+                       "two ranges in one name (a hostlist ranges one run of digits)" if part.count("[") > 1 else
+                       "not a host range")
+                raise HostlistError(f"{echo(part)}: {why} (write PREFIX[LO-HI,...], e.g. gpu[0001-0512])")
             ranges = []
             for rng in m.group(2).split(","):
                 r = _RANGE.fullmatch(rng)
                 if r is None:
-                    raise HostlistError(f"{part!r}: {rng!r} is not a number or a range LO-HI")
-                lo, hi = int(r.group(1)), int(r.group(2) or r.group(1))
+                    raise HostlistError(f"{echo(part)}: {echo(rng)} is not a number or a range LO-HI")
+                lo_text, hi_text = r.group(1), r.group(2) or r.group(1)
+                if len(lo_text) > 18 or len(hi_text) > 18:
+                    raise HostlistError(f"{echo(part)}: {echo(rng)} is not a host number (more than 18 digits)")
+                lo, hi = int(lo_text), int(hi_text)
                 if hi < lo:
-                    raise HostlistError(f"{part!r}: range {rng} runs backwards")
+                    raise HostlistError(f"{echo(part)}: range {rng} runs backwards (write {hi_text}-{lo_text})")
+                if len(lo_text) != len(hi_text) and (_padded(lo_text) or _padded(hi_text)):
+                    raise HostlistError(f"{echo(part)}: range {rng} is padded differently at its ends (write both "
+                                        f"with {max(len(lo_text), len(hi_text))} digits, or neither padded)")
                 ranges.append((r.group(1), lo, hi))
                 total += hi - lo + 1
             parsed.append((m.group(1), ranges, m.group(3)))
-        if limit is not None and total > limit:
-            raise HostlistError(f"{expr[:80]!r}{'...' if len(expr) > 80 else ''} names more than {limit:,} hosts")
+        if total > bound:
+            raise HostlistError(f"{echo(expr)} names more than {bound:,} hosts")
     for prefix, ranges, suffix in parsed:
         if not ranges:
             out.append(prefix)

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from .echo import one_line
+from .echo import echo, one_line
+from .hostlist import MAX_NAMES
 
 _PLAIN = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*")
 
@@ -36,8 +37,38 @@ def fold(names: Iterable[str]) -> str:
     return ",".join(parts + [one_line(n) for n in odd])
 
 
-def expand(text: str) -> list[str]:
-    """Every name of a node set written by `fold` from plain names (tests and checks): `nodeset -e`."""
+_BRACKET = re.compile(r"\[([^\[\]]*)\]")
+_SPAN = re.compile(r"^\s*(\d{1,18})(?:-(\d{1,18}))?(?:/(\d{1,18}))?\s*$")
+
+
+def size(text: str) -> int:
+    """How many names a node set stands for, from its ranges alone (nothing is built): a part's brackets
+    multiply (`a[1-2]b[1-3]` is 6). ValueError on a range this cannot read (ClusterShell would say why)."""
+    from .hostlist import split
+
+    total = 0
+    for part in split(text):
+        count = 1
+        for body in _BRACKET.findall(part):
+            spans = 0
+            for rng in body.split(","):
+                m = _SPAN.match(rng)
+                if m is None:
+                    raise ValueError(f"{echo(rng)} is not a range")
+                lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+                spans += (hi - lo) // max(1, int(m.group(3) or 1)) + 1 if hi >= lo else 0
+            count *= spans
+        total += count
+    return total
+
+
+def expand(text: str, limit: int = MAX_NAMES) -> list[str]:
+    """Every name of a node set written by `fold` from plain names (tests and checks): `nodeset -e`. A set
+    of more than `limit` names is a ValueError before ClusterShell builds one (it would hold them all)."""
     from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 
-    return list(NodeSet(text, resolver=RESOLVER_NOGROUP)) if text else []
+    if not text:
+        return []
+    if size(text) > limit:
+        raise ValueError(f"{echo(text)} names more than {limit:,} hosts")
+    return list(NodeSet(text, resolver=RESOLVER_NOGROUP))
