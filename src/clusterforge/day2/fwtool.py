@@ -135,8 +135,37 @@ def flash_host(host: str, job: FlashJob, run: Runner) -> HostReport:
         if ran.rc != 0:
             report.fail(f"{host} {d.pci}: flash failed: {ran.why()}")
             break
+        why = _burn_problem(ran.out, d, job.version)
+        if why is not None:
+            report.fail(f"{host} {d.pci}: {why}")
+            break
         report.lines.append(f"{host} {d.pci}: flashed {d.fw} -> {job.version}{' (downgrade)' if older else ''}")
     return report
+
+
+def _same_pci(a: str | None, b: str | None) -> bool:
+    """One device, however mlxfwmanager names it: `0000:8e:00.0` is `8e:00.0` (PCI domain 0)."""
+    return a is not None and b is not None and a.removeprefix("0000:") == b.removeprefix("0000:")
+
+
+def _burn_problem(out: str, card: FwDevice, version: str) -> str | None:
+    """What is wrong with a flash by mlxfwmanager's own account (its query of the image, then its update log),
+    or None: the card's log ends in Done and the image it burned is the pin's version. An exit code 0 alone is
+    not taken for a flash (a staged image of another version would otherwise pass as the pin)."""
+    try:
+        devices = parse(out)
+    except ParseError as exc:
+        return f"the flash printed what is not mlxfwmanager's update report ({exc}): not taken for a flash"
+    mine = [x for x in devices if _same_pci(x.pci, card.pci)]
+    if not mine:
+        return f"the flash's report names no device {card.pci}"
+    burned = mine[0]
+    if burned.burn != "done":
+        return f"mlxfwmanager did not report the burn done ({burned.burn or 'no update log for it'})"
+    if burned.fw_flashed != version:
+        return (f"the staged image is {burned.fw_flashed}, not the pin's {version}: the card now holds that image; "
+                "stage the pin's image and flash again")
+    return None
 
 
 def reset_host(host: str, device_type: str, run: Runner) -> HostReport:

@@ -12,8 +12,10 @@ protocol as `clusterforge firmware` and `validate` read it:
   `FW (Running)`), parsed by the same parser as a real card's;
 * `mlxfwmanager -d DEV -u -i IMAGE -y [--force]`: the image must be a LAB image (`lab_image`: JSON naming the
   device type, version and PSIDs, staged by whoever runs the bump, as a real image is); another device type or
-  a PSID the image does not list is refused, as mlxfwmanager refuses a PSID mismatch; the same version is
-  skipped without --force; else the card's flashed version changes and a reset is pending;
+  a PSID the image does not list is refused, as mlxfwmanager refuses a PSID mismatch; it prints the query of
+  the card with the image's version available, then the update log as mlxup prints it (`Found 1 device(s)
+  requiring firmware update...`, `Device #1: Updating FW ...`, `Done`, `Restart needed ...`); the same
+  version is skipped without --force; else the card's flashed version changes and a reset is pending;
 * `mlxfwreset -d DEV -y reset`: the flashed version runs.
 
 And, on the fabric node (the master SM node) when switches are pinned (`firmware.switches`), a LAB-ONLY `flint`
@@ -72,9 +74,9 @@ def opt(name):
     return args[args.index(name) + 1] if name in args and args.index(name) + 1 < len(args) else None
 
 
-if tool == "mlxfwmanager" and args == ["--query"]:
+def query(listed, available=None):
     print("Querying Mellanox devices firmware ...\\n")
-    for i, c in enumerate(load(), 1):
+    for i, c in enumerate(listed, 1):
         print("Device #%d:\\n----------\\n" % i)
         print("  Device Type:      " + c["device_type"])
         print("  Part Number:      LAB-STANDIN")
@@ -82,10 +84,16 @@ if tool == "mlxfwmanager" and args == ["--query"]:
         print("  PSID:             " + c["psid"])
         print("  PCI Device Name:  " + c["pci"])
         print("  Versions:         Current        Available     ")
-        print("     FW             %-14s N/A           " % c["fw"])
+        print("     FW             %-14s %-14s" % (c["fw"], available or "N/A"))
         if c["fw_running"] != c["fw"]:
             print("     FW (Running)   %-14s N/A           " % c["fw_running"])
-        print("\\n  Status:           No matching image found\\n")
+        status = "No matching image found" if available is None else (
+            "Up to date" if available == c["fw"] else "Update required")
+        print("\\n  Status:           %s\\n" % status)
+
+
+if tool == "mlxfwmanager" and args == ["--query"]:
+    query(load())
 elif tool == "mlxfwmanager" and "-u" in args and opt("-d") and opt("-i"):
     cards = load()
     c = card(cards, opt("-d"))
@@ -99,10 +107,12 @@ elif tool == "mlxfwmanager" and "-u" in args and opt("-d") and opt("-i"):
     if image["device_type"] != c["device_type"] or (image["psids"] and c["psid"] not in image["psids"]):
         sys.exit("-E- PSID mismatch: the image is for %s %s, the device is %s %s"
                  % (image["device_type"], ",".join(image["psids"]), c["device_type"], c["psid"]))
+    query([c], image["version"])  # as mlxup -u prints it: the query with the image's version available
     if image["version"] == c["fw"] and "--force" not in args:
-        print("Device %s: FW %s is up to date, skipped (--force to burn it again)" % (c["pci"], c["fw"]))
+        print("---------\\nNo devices require firmware update.")
         sys.exit(0)
-    print("Updating FW ...\\n\\nDevice %s: %s -> %s  [OK]" % (c["pci"], c["fw"], image["version"]))
+    print("---------\\nFound 1 device(s) requiring firmware update...\\n")
+    print("Device #1: Updating FW ...\\nFSMST_INITIALIZE -   OK\\nWriting Boot image component -   OK\\nDone\\n")
     print("Restart needed for updates to take effect.")
     c["fw"] = image["version"]
     save(cards)

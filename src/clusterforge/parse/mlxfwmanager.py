@@ -1,4 +1,5 @@
-"""``mlxfwmanager --query`` / ``mlxup --query``: each Mellanox/NVIDIA device's firmware, PSID and slot.
+"""``mlxfwmanager --query`` / ``mlxup --query``: each Mellanox/NVIDIA device's firmware, PSID and slot, and
+what an update run (``-u``) did to each.
 
 One block per ``Device #N:``: ``Device Type``, ``Part Number``, ``Description``, ``PSID``, ``PCI Device
 Name`` (a PCI address or an mst device path), ``Base GUID`` (absent on Ethernet-mode cards), ``Base MAC``
@@ -7,12 +8,26 @@ image: FW, PXE, UEFI, NVMe, ...) and ``Status``. A ``FW (Running)`` row means a 
 the card not reset yet: ``fw_running`` is then what runs, ``fw`` what is on the flash (a drift check reads
 ``running``). ``Available`` is None where it reads N/A (``No matching image found`` is not a card fault).
 
-A device block without ``Device Type`` or the FW row, a line that is not ``key: value`` inside a block,
-no device at all, and empty input are a :class:`ParseError`.
+Around the query, as an update run prints it (real captures in tests/fixtures/mlxfwmanager/):
+
+- a banner before it (``Initializing...``, ``Attempting to perform Firmware update...``, ``Querying Mellanox
+  devices firmware ...``, ``Please wait while downloading MFA(s) ...``, ``-W-``/``-I-`` lines);
+- ``Release notes for the available Firmware:`` and its list, after the devices;
+- the burn log: ``Found N device(s) requiring firmware update...``, the ``Perform FW update? [y/N]:`` answer,
+  then per device ``Device #N: Updating FW ...`` (repeated when the terminal redraws), its steps
+  (``FSMST_INITIALIZE -   OK``, ``Writing Boot image component -  42%``), ``Done`` or an ``-E-`` error, and
+  ``Restart needed for updates to take effect.``, ``Log File: ...``.
+
+A device's ``burn`` is None when no update touched it, ``done`` when its log ends in ``Done`` (its flash then
+holds ``fw_available``: ``fw_flashed``; it runs ``fw_running`` until reset), ``failed`` on an ``-E-`` line or a
+step that is not OK, ``started`` when its log has no outcome (a run cut short). A device block without
+``Device Type`` or the FW row, a line that is none of the above, no device at all, and empty input are a
+:class:`ParseError`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +40,17 @@ TOOL = "mlxfwmanager"
 __all__ = ["FwDevice", "parse", "to_json"]
 
 _DEVICE_RE = re.compile(r"^Device #(\d+):$")
+_BANNER_RE = re.compile(r"^(?:Querying Mellanox devices firmware \.\.\.|Initializing\.\.\.|"
+                        r"Attempting to perform Firmware update\.\.\.|Please wait while downloading MFA\(s\) \.\.\.|"
+                        r"-[WI]- .*)$")
+_NOTES_RE = re.compile(r"^Release notes for the available Firmware:$")
+_NOTE_LINE_RE = re.compile(r"^(?:For more details, please refer to the following FW release notes:|\d+- \S.*)$")
+_FOUND_RE = re.compile(r"^Found (\d+) device\(s\) requiring firmware update\.\.\.$")
+_ASK_RE = re.compile(r"^Perform FW update\? \[y/N\]:\s*([A-Za-z]*)$")
+_UPDATING_RE = re.compile(r"^Device #(\d+): Updating FW \.\.\.$")
+_STEP_RE = re.compile(r"^([A-Za-z][A-Za-z0-9_ ]*?) -\s+(OK|FAILED|\d{1,3}%)(?:\s.*)?$")
+_AFTER_RE = re.compile(r"^(?:Restart needed for updates to take effect\.|Log File: .*|Real log file: .*|"
+                       r"No devices? requir(?:e|es|ing) firmware update\.?)$")
 _KV_RE = re.compile(r"^([A-Za-z][A-Za-z0-9 ()/]*?):\s*(.*)$")
 _VERSION_RE = re.compile(r"^([A-Za-z][A-Za-z ()]*?)\s{2,}(\S+)\s+(\S+)$")
 
@@ -48,10 +74,17 @@ class FwDevice:
     """image (``FW``, ``PXE``, ``UEFI``, ...) -> (current, available); N/A is None."""
     status: str | None
     line_no: int
+    burn: str | None = None
+    """What an update run did to the card: None (not touched), done, failed, started (no outcome printed)."""
 
     @property
     def reset_pending(self) -> bool:
         return self.fw_running != self.fw
+
+    @property
+    def fw_flashed(self) -> str:
+        """What the flash holds after the run: the image burned (``Available``) when its burn is done."""
+        return self.fw_available if self.burn == "done" and self.fw_available is not None else self.fw
 
 
 def _na(value: str) -> str | None:
@@ -64,6 +97,9 @@ def parse(text: str) -> tuple[FwDevice, ...]:
     devices: list[FwDevice] = []
     cur: dict[str, Any] | None = None
     in_versions = False
+    mode = "query"  # query (banner and device blocks), notes (release notes), burn (the update log)
+    burns: dict[int, str] = {}
+    burning: int | None = None
 
     def close(end_no: int, end_line: str) -> None:
         nonlocal cur
@@ -86,8 +122,43 @@ def parse(text: str) -> tuple[FwDevice, ...]:
     lines = split_lines(text)
     for line_no, raw in enumerate(lines, start=1):
         s = raw.strip()
-        if not s or s.startswith("Querying Mellanox devices") or set(s) == {"-"}:
+        if not s or set(s) == {"-"}:
             in_versions = in_versions and bool(s) and set(s) != {"-"}
+            continue
+        if mode != "query" and (s.startswith("CMD: ") or s.startswith("Querying Mellanox devices firmware")):
+            close(line_no, raw)  # the tool ran again (mlxup re-runs itself after a download): its query counts
+            devices, burns, burning, mode = [], {}, None, "query"
+            continue
+        if mode == "burn" or _FOUND_RE.match(s) or _ASK_RE.match(s):
+            close(line_no, raw)
+            mode = "burn"
+            if (u := _UPDATING_RE.match(s)) is not None:
+                burning = int(u.group(1))
+                burns.setdefault(burning, "started")
+                if burns[burning] != "started":  # a redraw of a device already done: what it said stands
+                    continue
+            elif s == "Done":
+                if burning is None:
+                    raise fail(TOOL, line_no, raw, "'Done' before any 'Device #N: Updating FW ...'")
+                if burns[burning] == "started":
+                    burns[burning] = "done"
+            elif (st := _STEP_RE.match(s)) is not None:
+                if st.group(2) == "FAILED" and burning is not None:
+                    burns[burning] = "failed"
+            elif s.startswith("-E- "):
+                if burning is not None:
+                    burns[burning] = "failed"
+            elif not (_FOUND_RE.match(s) or _ASK_RE.match(s) or _AFTER_RE.match(s) or _BANNER_RE.match(s)):
+                raise fail(TOOL, line_no, raw, "expected a line of mlxfwmanager's update log (Device #N: Updating "
+                                               "FW ..., a step, Done, -E-, Restart needed ...)")
+            continue
+        if mode == "notes":
+            if _NOTE_LINE_RE.match(s) is None:
+                raise fail(TOOL, line_no, raw, "expected a release-notes line ('N- Name (version): URL')")
+            continue
+        if _NOTES_RE.match(s) is not None:
+            close(line_no, raw)
+            mode = "notes"
             continue
         if (m := _DEVICE_RE.match(s)) is not None:
             close(line_no, raw)
@@ -95,6 +166,8 @@ def parse(text: str) -> tuple[FwDevice, ...]:
             in_versions = False
             continue
         if cur is None:
+            if _BANNER_RE.match(s) or s.startswith("CMD: "):
+                continue
             raise fail(TOOL, line_no, raw, "expected 'Device #N:' (mlxfwmanager --query output)")
         if s.startswith("Versions:"):
             in_versions = True
@@ -119,7 +192,11 @@ def parse(text: str) -> tuple[FwDevice, ...]:
     close(len(lines), lines[-1] if lines else "")
     if not devices:
         raise fail(TOOL, 1, lines[0], "no 'Device #N:' block")
-    return tuple(devices)
+    indices = {d.index for d in devices}
+    stray = sorted(set(burns) - indices)
+    if stray:
+        raise fail(TOOL, len(lines), lines[-1], f"the update log names device #{stray[0]}, which the query has not")
+    return tuple(dataclasses.replace(d, burn=burns.get(d.index)) for d in devices)
 
 
 def to_json(devices: tuple[FwDevice, ...]) -> list[dict[str, Any]]:
@@ -127,4 +204,4 @@ def to_json(devices: tuple[FwDevice, ...]) -> list[dict[str, Any]]:
              "description": d.description, "psid": d.psid, "pci": d.pci, "base_guid": d.base_guid, "fw": d.fw,
              "fw_running": d.fw_running, "fw_available": d.fw_available, "reset_pending": d.reset_pending,
              "versions": {k: {"current": c, "available": a} for k, (c, a) in d.versions.items()},
-             "status": d.status} for d in devices]
+             "status": d.status, "burn": d.burn, "fw_flashed": d.fw_flashed} for d in devices]

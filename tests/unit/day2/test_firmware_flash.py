@@ -31,14 +31,22 @@ CX6LX = (FIX / "empovit-mlxup-query-cx6lx-mcx631102as-update-required.txt").read
 # CONSTRUCTED, not a capture: PENDING with its 'FW (Running)' row removed, as the query reads once the reset ran
 RESET_DONE = "\n".join(line for line in PENDING.splitlines() if "FW (Running)" not in line) + "\n"
 IMAGE = "/var/lib/clusterforge/firmware/fw-ConnectX7-rel-28_43_1014.bin"
+# the same two cards through `mlxup -u`: the query with 28.43.1014 available, then each one's log ending in Done
+BURNED = (FIX / "aws-ec2-mlxup-4.30-2xcx7-mcx755106as-burn-log-redraw-artifacts-author-abridged.txt").read_text()
+# PENDING's card (0000:8e:00.0) through `mlxup -d ... -u`: 28.47.1026 available and burned
+REBURNED = (FIX / "csegpu1-mlxup-d-cx7-mcx75310aas-ndr-burn-log-28.46-to-28.47.txt").read_text()
+# CONSTRUCTED, not a capture: BURNED with an older image available (no real downgrade's report is here)
+DOWNGRADED = BURNED.replace("28.43.1014", "28.39.1002")
 
 
 class Fake:
-    """Answers each host's query from a capture; every other command exits `rc[argv[0]]` (default 0) with no
-    output (CONSTRUCTED: the tool reads only their exit codes). Records every call."""
+    """Answers each host's query from a capture and a flash (`-u`) with `burned` (a real update report); every
+    other command exits `rc[argv[0]]` (default 0) with no output (CONSTRUCTED: the tool reads only their exit
+    codes). Records every call."""
 
     def __init__(self, queries: dict[str, str | list[str]], rc: dict[str, int] | None = None,
-                 down: set[str] | None = None):
+                 down: set[str] | None = None, burned: str = BURNED):
+        self.burned = burned
         self.queries = {h: [q] if isinstance(q, str) else list(q) for h, q in queries.items()}
         self.rc = rc or {}
         self.down = down or set()
@@ -51,6 +59,8 @@ class Fake:
         if argv == ("mlxfwmanager", "--query"):
             texts = self.queries[host]
             return Ran(0, texts.pop(0) if len(texts) > 1 else texts[0])
+        if argv[:1] == ("mlxfwmanager",) and "-u" in argv:
+            return Ran(self.rc.get(argv[0], 0), self.burned)
         return Ran(self.rc.get(argv[0], 0), "")
 
     def flashes(self, host: str | None = None) -> list[tuple[str, ...]]:
@@ -88,7 +98,7 @@ def test_a_downgrade_is_refused_unless_allowed_then_forced() -> None:
     assert not report.ok and fake.flashes() == []
     assert any("28.40.1000 -> 28.39.1002 is a downgrade: refused without --allow-downgrade" in line
                for line in report.lines)
-    fake = Fake({"gpu01": AWS})
+    fake = Fake({"gpu01": AWS}, burned=DOWNGRADED)
     assert flash_host("gpu01", _job(version="28.39.1002", allow_downgrade=True), fake).ok
     assert fake.flashes() and all(a[-1] == "--force" for a in fake.flashes())
 
@@ -98,9 +108,23 @@ def test_a_card_at_the_version_is_skipped_and_its_pending_reset_said() -> None:
     report = flash_host("gpu01", _job(psids=("MT_0000000838",), version="28.47.1026"), fake)
     assert report.ok and fake.flashes() == []
     assert any("already at 28.47.1026, skipped; it runs 28.46.3048 until activated" in line for line in report.lines)
-    fake = Fake({"gpu01": PENDING})  # --reflash: flashed again, forced
+    fake = Fake({"gpu01": PENDING}, burned=REBURNED)  # --reflash: flashed again, forced
     assert flash_host("gpu01", _job(psids=("MT_0000000838",), version="28.47.1026", reflash=True), fake).ok
     assert fake.flashes() == [("mlxfwmanager", "-d", "0000:8e:00.0", "-u", "-i", IMAGE, "-y", "--force")]
+
+
+def test_a_flash_is_taken_only_as_mlxfwmanager_reports_it() -> None:
+    """Exit 0 alone is no flash: the report must say Done for the card, and the image it burned be the pin's."""
+    report = flash_host("gpu01", _job(), Fake({"gpu01": AWS}, burned=DOWNGRADED))  # another image was staged
+    assert not report.ok
+    assert "the staged image is 28.39.1002, not the pin's 28.43.1014" in report.lines[-1]
+    report = flash_host("gpu01", _job(), Fake({"gpu01": AWS}, burned=""))
+    assert not report.ok and "not mlxfwmanager's update report" in report.lines[-1]
+    cut = BURNED.split("Device #1: Updating FW")[0]  # CONSTRUCTED: the report cut before any device's log
+    report = flash_host("gpu01", _job(), Fake({"gpu01": AWS}, burned=cut))
+    assert not report.ok and "did not report the burn done (no update log for it)" in report.lines[-1]
+    report = flash_host("gpu01", _job(), Fake({"gpu01": AWS}, burned=REBURNED))  # a report of another card
+    assert not report.ok and "names no device /dev/mst/mt4129_pciconf1" in report.lines[-1]
 
 
 def test_no_card_of_the_model_an_unstaged_image_and_a_failed_flash_fail_the_host() -> None:

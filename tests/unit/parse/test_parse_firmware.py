@@ -12,12 +12,12 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def _text(tool: str, name: str) -> str:
-    (path,) = (FIXTURES / tool).glob(f"{name}*.txt")
+    (path,) = (FIXTURES / tool).glob(f"{name}-*.txt")
     return path.read_text(encoding="utf-8")
 
 
 def test_two_cards_needing_an_update() -> None:
-    devs = mlxfwmanager.parse(_text("mlxfwmanager", "aws-ec2"))
+    devs = mlxfwmanager.parse(_text("mlxfwmanager", "aws-ec2-mlxup-4.30-2xcx7-mcx755106as-ndr200"))
     assert [(d.device_type, d.psid, d.fw, d.fw_available, d.status) for d in devs] == [
         ("ConnectX7", "MT_0000000834", "28.40.1000", "28.43.1014", "Update required")] * 2
     assert devs[0].pci == "/dev/mst/mt4129_pciconf1" and devs[0].base_guid is None  # Ethernet mode: no GUID
@@ -80,3 +80,61 @@ def test_flint_a_burn_not_yet_activated_shows_what_runs() -> None:
 def test_flint_garbage_is_a_parse_error(text: str) -> None:
     with pytest.raises(ParseError):
         flint_q.parse(text)
+
+
+def test_a_burn_log_after_the_query_reads_the_versions_before_and_after() -> None:
+    """mlxup -u: the query (what the flash held), then each device's log ending in Done (real capture)."""
+    devs = mlxfwmanager.parse(_text("mlxfwmanager", "openshift-pod-mlxup-2xcx7"))
+    assert [(d.index, d.fw, d.burn, d.fw_flashed, d.fw_running) for d in devs] == [
+        (1, "28.42.1000", "done", "28.43.1014", "28.42.1000"), (2, "28.42.1000", "done", "28.43.1014", "28.42.1000")]
+    (d,) = mlxfwmanager.parse(_text("mlxfwmanager", "csegpu1-mlxup-d"))
+    assert (d.fw, d.fw_available, d.burn, d.fw_flashed) == ("28.46.3048", "28.47.1026", "done", "28.47.1026")
+
+
+def test_a_banner_before_the_query_and_a_warning_in_the_burn() -> None:
+    (d,) = mlxfwmanager.parse(_text("mlxfwmanager", "mlnx-en-5.6-installer"))  # Initializing..., -W- DMA burning
+    assert (d.device_type, d.fw, d.burn, d.fw_flashed) == ("ConnectX6DX", "22.31.1014", "done", "22.33.1048")
+
+
+def test_release_notes_and_a_declined_update_burn_nothing() -> None:
+    (d,) = mlxfwmanager.parse(_text("mlxfwmanager", "empovit-mlxup-online"))
+    assert (d.fw, d.fw_available, d.burn, d.fw_flashed) == ("26.33.1048", "26.43.1014", None, "26.33.1048")
+
+
+def test_terminal_redraws_do_not_undo_a_done_device() -> None:
+    devs = mlxfwmanager.parse(_text("mlxfwmanager", "aws-ec2-mlxup-4.30-2xcx7-mcx755106as-burn-log"))
+    assert [d.burn for d in devs] == ["done", "done"]
+
+
+def test_an_author_edited_log_is_refused_at_the_edit() -> None:
+    """The Windows capture's author replaced progress lines with '(省略)' ("omitted"): no tool prints that."""
+    with pytest.raises(ParseError) as exc:
+        mlxfwmanager.parse(_text("mlxfwmanager", "windows-mlxup-online"))
+    assert exc.value.line_no == 90 and "update log" in str(exc.value)
+
+
+_QUERY = _text("mlxfwmanager", "openshift-pod-mlxup-2xcx7").split("\n---------\nFound")[0] + "\n"  # the query alone
+
+
+@pytest.mark.parametrize(("log", "burns"), [
+    ("Device #1: Updating FW ...\nFSMST_INITIALIZE -   OK\n-E- Failed to burn: bad image\n", ["failed", None]),
+    ("Device #1: Updating FW ...\nWriting Boot image component -   FAILED\n", ["failed", None]),
+    ("Device #1: Updating FW ...\nWriting Boot image component -  42%\n", ["started", None]),  # cut short
+    ("Device #2: Updating FW ...\nDone\nDevice #1: Updating FW ...\nDone\n", ["done", "done"]),
+], ids=["error-line", "step-failed", "cut-short", "out-of-order"])
+def test_what_each_device_s_log_says_constructed(log: str, burns: list[str | None]) -> None:
+    """CONSTRUCTED from the real capture's query and its log's line shapes: outcomes the captures lack."""
+    devs = mlxfwmanager.parse(_QUERY + "---------\nFound 2 device(s) requiring firmware update...\n\n" + log)
+    assert [d.burn for d in devs] == burns
+    assert [d.fw_flashed for d in devs] == [d.fw_available if b == "done" else d.fw
+                                            for d, b in zip(devs, burns, strict=True)]
+
+
+@pytest.mark.parametrize(("tail", "says"), [
+    ("Done\n", "'Done' before any"),
+    ("Device #7: Updating FW ...\nDone\n", "device #7, which the query has not"),
+    ("Device #1: Updating FW ...\nrm -rf /\n", "update log"),
+], ids=["done-first", "unknown-device", "garbage"])
+def test_a_burn_log_that_is_not_one_is_refused_constructed(tail: str, says: str) -> None:
+    with pytest.raises(ParseError, match=says):
+        mlxfwmanager.parse(_QUERY + "---------\nFound 1 device(s) requiring firmware update...\n" + tail)

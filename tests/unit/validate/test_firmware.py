@@ -16,10 +16,11 @@ from clusterforge.validate.run import validate
 
 ROOT = Path(__file__).resolve().parents[3]
 CAPTURES = ROOT / "tests" / "fixtures" / "mlxfwmanager"
+AWS = "aws-ec2-mlxup-4.30-2xcx7-mcx755106as-ndr200"  # the query of two ConnectX-7 needing an update
 
 
 def _capture(name: str) -> str:
-    (path,) = CAPTURES.glob(f"{name}*.txt")
+    (path,) = CAPTURES.glob(f"{name}-*.txt")
     return path.read_text(encoding="utf-8")
 
 
@@ -36,7 +37,7 @@ def _cx7_prod(tmp: Path, version: str, psids: str = "[]") -> Checked:
 
 def test_two_cards_behind_their_pin_and_of_another_board(tmp_path: Path) -> None:
     checked = _cx7_prod(tmp_path, "28.43.1014", "[MT_0000000838]")
-    found = check_firmware(checked.index, "gpu0001", mlxfwmanager.parse(_capture("aws-ec2")))
+    found = check_firmware(checked.index, "gpu0001", mlxfwmanager.parse(_capture(AWS)))
     assert sorted(f.rule for f in found) == ["FW-DRIFT", "FW-DRIFT", "FW-PSID", "FW-PSID"]
     drift = next(f for f in found if f.rule == "FW-DRIFT")
     assert (drift.expected, drift.observed) == ("28.43.1014", "28.40.1000")
@@ -63,17 +64,18 @@ def test_a_card_running_its_pin_with_another_image_flashed_is_told_before_a_rese
 
 def test_cards_at_their_pin_are_quiet(tmp_path: Path) -> None:
     checked = _cx7_prod(tmp_path, "28.40.1000", "[MT_0000000834]")
-    assert check_firmware(checked.index, "gpu0001", mlxfwmanager.parse(_capture("aws-ec2"))) == []
+    assert check_firmware(checked.index, "gpu0001", mlxfwmanager.parse(_capture(AWS))) == []
 
 
 def test_a_card_of_an_undeclared_model_is_not_pinned(tmp_path: Path) -> None:
     checked = _cx7_prod(tmp_path, "28.40.1000")
-    assert check_firmware(checked.index, "gpu0001", mlxfwmanager.parse(_capture("empovit"))) == []  # CX-6 Lx NIC
+    cx6lx = mlxfwmanager.parse(_capture("empovit-mlxup-query"))  # a CX-6 Lx NIC
+    assert check_firmware(checked.index, "gpu0001", cx6lx) == []
 
 
 def test_validate_reads_the_saved_output(tmp_path: Path) -> None:
     checked = _cx7_prod(tmp_path, "28.43.1014")
-    obs = Observations(hosts={"gpu0003": {"mlxfwmanager": _capture("aws-ec2")}})
+    obs = Observations(hosts={"gpu0003": {"mlxfwmanager": _capture(AWS)}})
     report = validate(checked.index, obs)
     drift = [f for f in report.findings if f.rule == "FW-DRIFT"]
     assert {f.subject for f in drift} == {"gpu0003"}
