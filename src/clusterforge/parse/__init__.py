@@ -34,7 +34,7 @@ _MODULES = {
     "lnetctl-net-show": "lnetctl_net_show", "lctl-list-nids": "lctl_list_nids", "nccl-tests": "nccl_tests",
     "ofed-info": "ofed_info", "dpkg-query": "dpkg_query", "lustre-state": "lustre_state",
     "mstlink": "mstlink", "perftest": "perftest", "dcgmi-diag": "dcgmi_diag", "dcgmi-diag-json": "dcgmi_diag",
-    "mlxfwmanager": "mlxfwmanager", "flint-q": "flint_q", "lfs-df": "lfs_df",
+    "mlxfwmanager": "mlxfwmanager", "mlxfwmanager-xml": "mlxfwmanager", "flint-q": "flint_q", "lfs-df": "lfs_df",
     "lctl-hsm": "lctl_hsm", "lctl-pcc": "lctl_pcc",
     "lctl-recovery": "lctl_recovery",
 }
@@ -49,8 +49,10 @@ def _module(tool: str) -> ModuleType:
 
 def __getattr__(name: str) -> Any:
     if name == "PARSERS":
-        parsers = {tool: _module(tool).parse for tool in _MODULES if tool not in ("ibnetdiscover-p", "dcgmi-diag-json")}
+        parsers = {tool: _module(tool).parse for tool in _MODULES
+                   if tool not in ("ibnetdiscover-p", "dcgmi-diag-json", "mlxfwmanager-xml")}
         parsers["dcgmi-diag-json"] = _module("dcgmi-diag-json").parse_json
+        parsers["mlxfwmanager-xml"] = _module("mlxfwmanager-xml").parse_xml
         globals()["PARSERS"] = parsers
         return parsers
     if name in _MODULES.values():  # `parse.ibstat` without importing it first
@@ -83,6 +85,7 @@ _RECORDS: dict[str, tuple[str, str | None]] = {
     "dcgmi-diag": ("DcgmDiag", None),
     "dcgmi-diag-json": ("DcgmDiag", None),
     "mlxfwmanager": ("tuple", "FwDevice"),
+    "mlxfwmanager-xml": ("tuple", "FwDevice"),
     "flint-q": ("FlintQuery", None),
     "lfs-df": ("tuple", "LfsFilesystem"),
     "lctl-hsm": ("tuple", "MdtHsm"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from clusterforge.parse import ParseError, flint_q, mlxfwmanager
 
@@ -138,3 +140,74 @@ def test_what_each_device_s_log_says_constructed(log: str, burns: list[str | Non
 def test_a_burn_log_that_is_not_one_is_refused_constructed(tail: str, says: str) -> None:
     with pytest.raises(ParseError, match=says):
         mlxfwmanager.parse(_QUERY + "---------\nFound 1 device(s) requiring firmware update...\n" + tail)
+
+
+# CONSTRUCTED FROM SOURCE, not a capture: the XML query of the csegpu card (its text capture's values) in the
+# layout mstflint's generateQueryXML prints (tests/fixtures/mlxfwmanager-xml-NOTES.md); no real XML capture is here
+PENDING_XML = """<Devices>
+    <Device pciName="0000:8e:00.0" type="ConnectX7" psid="MT_0000000838" partNumber="MCX75310AAS-NEA_Ax">
+      <Versions>
+        <FW current="28.47.1026" available="28.47.1026"/>
+        <FW_Running current="28.46.3048" available="N/A"/>
+        <PXE current="3.8.0100" available="N/A"/>
+        <UEFI current="14.39.0014" available="N/A"/>
+      </Versions>
+      <MACs Base_Mac="9c63c0abed5a" />
+      <GUIDs Base_Guid="9c63c00300abed5a" />
+      <Status>Up to date</Status>
+      <Description>NVIDIA ConnectX-7 HHHL Adapter card; 400GbE / NDR IB (default mode); Single-port OSFP</Description>
+    </Device>
+</Devices>
+"""
+
+
+def test_the_xml_query_reads_as_the_text_query_constructed() -> None:
+    (x,) = mlxfwmanager.parse_xml(PENDING_XML)
+    (t,) = mlxfwmanager.parse(_text("mlxfwmanager", "csegpu"))
+    for field in ("device_type", "psid", "pci", "base_guid", "fw", "fw_running", "fw_available", "reset_pending",
+                  "status", "part_number"):
+        assert getattr(x, field) == getattr(t, field), field
+    assert x.versions == t.versions  # FW_Running is the text's FW (Running), kept out of versions as there
+    from clusterforge.parse import PARSERS, to_jsonable
+
+    assert to_jsonable("mlxfwmanager-xml", PARSERS["mlxfwmanager-xml"](PENDING_XML))[0]["fw_running"] == "28.46.3048"
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("", "empty input"),
+    ("<Devices>\n\n</Devices>\n", None),  # zero devices: no record, not an error
+    ('<?xml version="1.0" encoding="UTF-8"?>\n<SVMInventory lang="en">\n  <SPStatus result="false">\n'
+     '    <Message id="20">No devices found or specified</Message>\n  </SPStatus>\n</SVMInventory>\n',
+     "reports an error: No devices found or specified"),
+    ('<Devices>\n    <Device pciName="/dev/mst/mt4129_pciconf0" type="N/A" psid="" partNumber="--">\n      <Versions>\n'
+     '        <FW current="--" available=""/>\n      </Versions>\n      <Status>Failed to open device</Status>\n'
+     '      <Description></Description>\n    </Device>\n</Devices>\n', "could not open it"),
+    ('<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]>\n<Devices>&lol2;</Devices>',
+     "a DTD or entity declaration"),
+    ("<Devices>\n<Device pciName='x' type='ConnectX7'>", "not XML"),
+    ("<Devices></Devices>\nrm -rf /\n", "not XML"),
+    ("<Other/>", "expected <Devices>"),
+    ("<Devices>" + "<a>" * 50_000 + "</a>" * 50_000 + "</Devices>", "expected <Device>"),
+    (PENDING_XML.replace('Base_Guid="9c63c00300abed5a"', 'Base_Guid="zz"'), "not a GUID"),
+], ids=["empty", "zero-devices", "svm-error", "failed-device", "billion-laughs", "cut", "junk-after", "root",
+        "deep", "bad-guid"])
+def test_xml_that_is_not_a_query_is_refused_constructed(text: str, says: str | None) -> None:
+    if says is None:
+        assert mlxfwmanager.parse_xml(text) == ()
+        return
+    with pytest.raises(ParseError, match=says):
+        mlxfwmanager.parse_xml(text)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=0, max_value=len(PENDING_XML)), st.integers(min_value=0, max_value=len(PENDING_XML)),
+       st.text(alphabet='<>/="&;! \n\x00aéN-', max_size=12))
+def test_a_mangled_xml_query_gives_records_or_a_parse_error(cut: int, at: int, junk: str) -> None:
+    """Fuzz: the constructed XML cut, and with text spliced in anywhere: records or ParseError, never else."""
+    for text in (PENDING_XML[:cut], PENDING_XML[:at] + junk + PENDING_XML[at:]):
+        try:
+            devs = mlxfwmanager.parse_xml(text)
+        except ParseError as err:
+            assert err.tool == "mlxfwmanager-xml" and err.line_no >= 1
+        else:
+            assert all(d.fw for d in devs)
