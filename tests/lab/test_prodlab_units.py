@@ -201,7 +201,7 @@ def test_make_deploy_variants() -> None:
         assert "clusterforge deploy" not in res.stdout
     lab = _make("deploy", "ENV=prod", "LAB=1", "LIMIT=prod-su01-r01")
     assert lab.returncode == 0, lab.stderr
-    assert "lab up inventories/prod --systemd --no-start-sm --replace --limit prod-su01-r01" in lab.stdout
+    assert "lab up inventories/prod --systemd --no-start-sm --replace --limit 'prod-su01-r01'" in lab.stdout
     assert "lab services inventories/prod" in lab.stdout
     assert "--lab .lab/prod/state" in lab.stdout and "--no-lab" not in lab.stdout
     assert "lab-deps.sh" in lab.stdout

@@ -35,6 +35,7 @@ DIR_TO_TOOL = {
     "dcgmi-diag": "dcgmi-diag",
     "dcgmi-diag-json": "dcgmi-diag-json",
     "mlxfwmanager": "mlxfwmanager",
+    "mlxlink": "mlxlink",
     "flint-query": "flint-q",
     "lfs-df": "lfs-df",
     "lctl-get_param-hsm": "lctl-hsm",

@@ -14,8 +14,8 @@ TOOLS = {
     "ibstat", "ibstat-p", "ibstatus", "ibnetdiscover", "iblinkinfo", "nvidia-smi-topo",
     "nvidia-smi-nvlink", "nvidia-smi-query-gpu", "nvidia-smi-q", "ibdev2netdev",
     "lnetctl-net-show", "lctl-list-nids", "nccl-tests", "ofed-info", "dpkg-query", "ibv-devinfo", "lustre-state",
-    "mstlink", "perftest", "dcgmi-diag", "dcgmi-diag-json", "mlxfwmanager", "mlxfwmanager-xml", "flint-q", "lfs-df",
-    "lctl-hsm", "lctl-pcc", "lctl-recovery",
+    "mstlink", "mlxlink", "perftest", "dcgmi-diag", "dcgmi-diag-json", "mlxfwmanager", "mlxfwmanager-xml",
+    "flint-q", "lfs-df", "lctl-hsm", "lctl-pcc", "lctl-recovery",
 }
 
 

@@ -31,3 +31,17 @@ def test_fixture(path: Path) -> None:
     # round-trip through JSON: proves the output is JSON-safe (no tuples/objects leak)
     assert json.loads(json.dumps(got)) == got
     assert got == expected
+
+
+SHARED = Path(__file__).resolve().parents[4] / "shared" / "samples"  # the project's shared/ beside the checkout
+
+
+@pytest.mark.parametrize("tool", ["mlxlink", "mlxfwmanager"])
+def test_every_shared_sample_of_the_new_parsers_is_a_fixture(tool: str) -> None:
+    """#33: the mlxlink and mlxfwmanager parsers read every sample in shared/samples: each is a fixture here,
+    byte for byte, so its golden test above reads it."""
+    samples = sorted((SHARED / tool).glob("*.txt"))
+    assert samples, f"no {tool} samples in {SHARED}: shared/ is laid beside the checkout on every machine"
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / tool
+    for sample in samples:
+        assert (fixtures / sample.name).read_bytes() == sample.read_bytes(), sample.name
