@@ -81,6 +81,30 @@ class GpuModel(_Entry):
     """The PCIe generation the GPU's host link runs at (what `nvidia-smi -q` should show under load)."""
 
 
+class BerLimits(_Entry):
+    raw_fec_limit: float
+    raw_fec_limit_source: str
+    raw_warn: float
+    raw_warn_source: str
+    effective_max: float
+    effective_max_source: str
+
+
+class ModuleLimits(_Entry):
+    media: list[str]
+    rx_power_min_dbm: float
+    tx_power_min_dbm: float
+    temperature_max_c: float
+    source: str
+
+
+class LinkHealth(_Entry):
+    """What validate holds a port's physical layer to (link_health.yaml)."""
+
+    ber: BerLimits
+    module: ModuleLimits
+
+
 class CoolingInfo(_Entry):
     max_kw: float
     pue: float
@@ -99,6 +123,7 @@ class Catalog(_Entry):
     gpus: dict[str, GpuModel]
     cooling: dict[str, CoolingInfo]
     leak_sensors_per_m2: float
+    link_health: LinkHealth
 
     def reach(self, media: str, rate: str, fiber_type: str | None = None) -> float | None:
         """Maximum reach in metres of `media` at `rate`, or None when unsupported."""
@@ -148,5 +173,6 @@ def catalog() -> Catalog:
         gpus=_read("gpus.yaml"),
         cooling=cooling,
         leak_sensors_per_m2=sensors,
+        link_health=_read("link_health.yaml"),
     )
 

@@ -28,6 +28,32 @@ HOST_TOOLS: dict[str, tuple[str, ...]] = {
     "lctl-pcc": ("lctl", "get_param", "llite.*.pcc"),
     "lctl-recovery": ("lctl", "get_param", "obdfilter.*.recovery_status", "mdt.*.recovery_status"),
 }
+MLXLINK = "mlxlink"
+"""The stem prefix of a port's `mlxlink` output: `mlxlink@<hca>.<port>` (inventory collect.link_health)."""
+
+
+def mlxlink_stem(hca: str, port: int) -> str:
+    return f"{MLXLINK}@{hca}.{port}"
+
+
+def mlxlink_port(stem: str) -> tuple[str, int] | None:
+    """`mlxlink@mlx5_0.1` -> ("mlx5_0", 1); None for another stem."""
+    if not stem.startswith(MLXLINK + "@"):
+        return None
+    hca, _, port = stem[len(MLXLINK) + 1:].rpartition(".")
+    return (hca, int(port)) if hca and port.isascii() and port.isdigit() and len(port) <= 3 else None
+
+
+def link_health_commands(index: Index, node: str) -> dict[str, tuple[str, ...]]:
+    """`mlxlink -d <hca> -p <port> -m -c` for each cabled HCA port of `node` (the module and the counters)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for hca in index.hardware[node].hcas:
+        for p in hca.ports:
+            if (node, hca.name, p.port) in index.cable_at:
+                out[mlxlink_stem(hca.name, p.port)] = ("mlxlink", "-d", hca.name, "-p", str(p.port), "-m", "-c")
+    return out
+
+
 FABRIC_TOOLS: dict[str, tuple[str, ...]] = {
     "ibnetdiscover": ("ibnetdiscover",),
     "iblinkinfo": ("iblinkinfo",),
@@ -90,6 +116,8 @@ def default_targets(index: Index, addresses: dict[str, str]) -> tuple[list[Targe
         cmds = {"ibstat": HOST_TOOLS["ibstat"]} if hw.hcas else {}
         if hw.hcas:
             cmds["ofed-info"] = HOST_TOOLS["ofed-info"]
+            if index.inv.collect.link_health:
+                cmds.update(link_health_commands(index, node.name))
         if (hw.hcas or hw.dpus) and index.inv.firmware is not None and index.inv.firmware.hcas:
             cmds["mlxfwmanager"] = HOST_TOOLS["mlxfwmanager"]  # HCAs' and DPUs' firmware
         cmds["dpkg-query"] = HOST_TOOLS["dpkg-query"]

@@ -103,6 +103,15 @@ class DrainCap(Model):
                                              "of all compute nodes (at least one node)")
 
 
+class CollectSettings(Model):
+    """What `validate` collects beyond what every host is asked for."""
+
+    link_health: bool = Field(default=False,
+        description="also collect `mlxlink -d <hca> -p <port> -m -c` (MFT, or mstflint's mstlink) on every cabled "
+                    "HCA port and check its BER and module readings against the catalog's link_health limits "
+                    "(LINK-BER, LINK-FLAP, LINK-MODULE; docs/validate.md); its output is then required")
+
+
 class DeploySettings(Model):
     reboot: RebootPolicy = Field(default_factory=RebootPolicy, description="reboot policy")
     max_drain: DrainCap = Field(default_factory=DrainCap,
@@ -151,6 +160,8 @@ class Inventory(Model):
         description="GUIDs learned from the built fabric (`clusterforge learn`)")
     prices: PriceTable | None = Field(default=None, description="prices for the bill of materials")
     deploy: DeploySettings = Field(default_factory=DeploySettings, description="deploy settings")
+    collect: CollectSettings = Field(default_factory=CollectSettings,
+                                     description="what validate collects (docs/validate.md)")
     monitoring: Monitoring | None = Field(default=None, description="health monitoring (docs/monitoring.md)")
     firmware: Firmware | None = Field(default=None, description="firmware pins (docs/firmware.md)")
     acceptance: Acceptance = Field(default_factory=Acceptance,

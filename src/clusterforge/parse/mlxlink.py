@@ -45,6 +45,7 @@ _MESSAGE_RE = re.compile(r"^-[EWI]- \S.*$")
 _BER_RE = re.compile(r"^(\d{1,6})E-(\d{1,4})$")
 _NUMBER_RE = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
 _RANGE_SUFFIX_RE = re.compile(r"\s*\[[^\]]*\]$")
+_RANGE_RE = re.compile(r"\[\s*([+-]?\d+(?:\.\d+)?)\s*\.\.\s*([+-]?\d+(?:\.\d+)?)\s*\]$")
 _NA = ("N/A", "NA", "n/a", "")
 
 
@@ -62,6 +63,10 @@ class MlxlinkModule:
     vendor: str | None
     part_number: str | None
     serial: str | None
+    temperature_range: tuple[float, float] | None = None
+    """The module's own alarm range of a reading, as mlxlink prints it after the value (`[lo..hi]`)."""
+    rx_power_range: tuple[float, float] | None = None
+    tx_power_range: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,10 +207,16 @@ def parse(text: str) -> MlxlinkReport:
         def word(label: str) -> str | None:
             return _value(module.get(label, ""))
 
+        def bounds(label: str) -> tuple[float, float] | None:
+            m = _RANGE_RE.search(module.get(label, ""))
+            return (float(m.group(1)), float(m.group(2))) if m is not None else None
+
         out["module"] = MlxlinkModule(num("Temperature [C]"), num("Voltage [mV]"), lanes_of("Bias Current [mA]"),
                                       lanes_of("Rx Power Current [dBm]"), lanes_of("Tx Power Current [dBm]"),
                                       word("Identifier"), word("Cable Type"), word("Vendor Name"),
-                                      word("Vendor Part Number"), word("Vendor Serial Number"))
+                                      word("Vendor Part Number"), word("Vendor Serial Number"),
+                                      bounds("Temperature [C]"), bounds("Rx Power Current [dBm]"),
+                                      bounds("Tx Power Current [dBm]"))
     return MlxlinkReport(sections={k: dict(v) for k, v in sections.items()}, messages=tuple(messages),
                          line_of={k: v[0] for k, v in where.items()}, **out)
 
@@ -225,7 +236,10 @@ def to_json(r: MlxlinkReport) -> dict[str, Any]:
             "rx_power_dbm": None if m.rx_power_dbm is None else list(m.rx_power_dbm),
             "tx_power_dbm": None if m.tx_power_dbm is None else list(m.tx_power_dbm),
             "identifier": m.identifier, "cable_type": m.cable_type, "vendor": m.vendor,
-            "part_number": m.part_number, "serial": m.serial},
+            "part_number": m.part_number, "serial": m.serial,
+            "temperature_range": None if m.temperature_range is None else list(m.temperature_range),
+            "rx_power_range": None if m.rx_power_range is None else list(m.rx_power_range),
+            "tx_power_range": None if m.tx_power_range is None else list(m.tx_power_range)},
         "messages": list(r.messages),
         "sections": {k: dict(v) for k, v in r.sections.items()},
     }

@@ -10,7 +10,7 @@ not checked, and it is often a typo for a host whose data is then missing.
 
 from __future__ import annotations
 
-from ..collect.plan import default_targets
+from ..collect.plan import MLXLINK, default_targets
 from ..collect.store import Observations
 from ..model.index import Index
 from ..util.echo import one_line
@@ -26,10 +26,14 @@ _WHAT = {
 }
 
 
+_LINK_HEALTH = "that port's BER and module were not checked (collect.link_health)"
+
+
 def expected_outputs(index: Index) -> dict[str, tuple[str, ...]]:
     """host -> the outputs `collect` asks it for that must be there."""
     hosts, _ = default_targets(index, dict.fromkeys(index.addresses.mgmt, ""))
-    return {t.host: tuple(stem for stem in t.commands if stem in REQUIRED) for t in hosts}
+    return {t.host: tuple(stem for stem in t.commands if stem in REQUIRED or stem.startswith(MLXLINK + "@"))
+            for t in hosts}
 
 
 def coverage_findings(index: Index, obs: Observations, *, hosts: bool = True) -> list[Finding]:
@@ -71,7 +75,7 @@ def coverage_findings(index: Index, obs: Observations, *, hosts: bool = True) ->
         if not texts:
             out.append(_no_data(obs, host, f"{host}: no outputs at all: the host was not checked", expected[host]))
         elif missing:
-            what = "; ".join(f"no {s} output: {_WHAT[s]}" for s in missing)
+            what = "; ".join(f"no {s} output: {_WHAT.get(s, _LINK_HEALTH)}" for s in missing)
             out.append(_no_data(obs, host, f"{host}: {what}", tuple(missing)))
     return out
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..collect.plan import mlxlink_port
 from ..collect.store import Observations
 from ..model.expect import port_text
 from ..model.index import Index
@@ -23,12 +24,14 @@ from ..parse import (
     lctl_recovery,
     lfs_df,
     mlxfwmanager,
+    mlxlink,
     nvidia_smi_nvlink,
     nvidia_smi_query_gpu,
     nvidia_smi_topo,
     ofed_info,
 )
 from ..parse.ibstat import IbstatCa
+from ..parse.mlxlink import MlxlinkReport
 from ..util.echo import clip, one_line
 from ..util.gcpause import gc_paused
 from . import planes
@@ -38,6 +41,7 @@ from .findings import Finding, sort_key
 from .firmware import check_firmware
 from .gpus import check_nvlink, check_topo
 from .hosts import check_host
+from .link_health import check_link_health
 from .lustre import check_hsm, check_lfs_df, check_pcc, check_recovery
 from .software import check_driver, check_nids, check_ofed, check_packages
 from .switch_firmware import check_switch_firmware, pinned_switches, saved_queries
@@ -254,6 +258,13 @@ def _host(index: Index, obs: Observations, host: str, texts: dict[str, str], rep
             cas.extend(parsed)
     if any(s == "ibstat" or s.startswith("ibstat@") for s in texts):
         report.findings += check_host(index, host, cas)
+    links: dict[tuple[str, int], MlxlinkReport] = {}
+    for stem, text in texts.items():
+        at = mlxlink_port(stem)
+        if at is not None and (parsed_link := _parse(obs, host, stem, text, mlxlink.parse, report)) is not None:
+            links[at] = parsed_link
+    if links:
+        report.findings += check_link_health(index, host, links)
     for stem, parser, check in HOST_CHECKS:
         if stem in texts:
             parsed = _parse(obs, host, stem, texts[stem], parser, report)
