@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from ..collect.store import OutputTooLarge, read_output
+from ..collect.store import OutputTooLarge, read_capture
 from ..model.index import Index
 from ..parse import ParseError, dcgmi_diag, nccl_tests, nvidia_smi_nvlink, nvidia_smi_q, perftest
 from ..util.echo import one_line
@@ -41,12 +41,16 @@ class Judged:
     tests_planned: int = 0
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path, root: Path) -> str | None:
+    """A planned output of the run directory `root`, or None when absent; refused (ValueError naming it) when it
+    is no regular file inside `root` (a link out of it, to /etc/passwd say, would be quoted in a finding)."""
     if not path.exists() and not path.is_symlink():
         return None
     try:
-        return read_output(path)
-    except (OSError, OutputTooLarge) as exc:
+        return read_capture(path, root)
+    except OSError as exc:  # one line naming the file once: not OSError's "[Errno 0] why: 'path'"
+        raise ValueError(f"{one_line(str(path))}: {exc.strerror or exc}") from None
+    except OutputTooLarge as exc:
         raise ValueError(f"{one_line(str(path))}: {exc}") from None
 
 
@@ -93,16 +97,17 @@ def judge(index: Index, directory: Path, plan: AcceptPlan | None = None) -> Judg
 
 def _parsed(directory: Path, rel: str, parser: Callable[[str], T], missing: Finding, out: Judged) -> T | None:
     """One planned output: its records, or None with the finding that says why (missing, or not parsed)."""
-    text = _read(directory / rel)
+    text = _read(directory / rel, directory.resolve())
     if text is None:
         out.findings.append(missing)
         return None
-    out.tests_run += 1
     try:
-        return parser(text)
+        records = parser(text)
     except ParseError as exc:
         out.findings.append(_parse_finding(rel, exc))
         return None
+    out.tests_run += 1  # read: an output that does not parse is no test run (its ACC-PARSE says so)
+    return records
 
 
 def _parse_finding(where: str, exc: ParseError) -> Finding:
@@ -113,8 +118,9 @@ def _parse_finding(where: str, exc: ParseError) -> Finding:
 def _node(index: Index, exp: Expect, d: Path, node: str, out: Judged) -> None:
     files = {"dcgmi-diag": d / "dcgmi-diag", "nvidia-smi-q": d / "nvidia-smi-q",
              "nvidia-smi-nvlink": d / "nvidia-smi-nvlink", "nccl-single": d / "nccl-single"}
-    texts = {k: _read(p) for k, p in files.items()}
-    if texts["dcgmi-diag"] is None and (j := _read(d / "dcgmi-diag.json")) is not None:
+    root = d.parents[1].resolve()  # the run directory: DIR/nodes/<node>
+    texts = {k: _read(p, root) for k, p in files.items()}
+    if texts["dcgmi-diag"] is None and (j := _read(d / "dcgmi-diag.json", root)) is not None:
         texts["dcgmi-diag"] = j
     missing = sorted(k for k, t in texts.items() if t is None)
     if missing:
@@ -124,7 +130,6 @@ def _node(index: Index, exp: Expect, d: Path, node: str, out: Judged) -> None:
     for name, text in texts.items():
         if text is None:
             continue
-        out.tests_run += 1
         try:
             if name == "dcgmi-diag":
                 diag = (dcgmi_diag.parse_json(text) if text.lstrip().startswith(("{", "WARNING"))
@@ -133,11 +138,14 @@ def _node(index: Index, exp: Expect, d: Path, node: str, out: Judged) -> None:
             elif name == "nvidia-smi-q":
                 _pcie(node, exp, nvidia_smi_q.parse(text), out)
             elif name == "nvidia-smi-nvlink":
-                _nvlink(node, nvidia_smi_nvlink.parse(text), out)
+                hw = index.hardware[node].gpus
+                _nvlink(node, nvidia_smi_nvlink.parse(text), hw.count if hw is not None else 0, out)
             else:
                 _single(node, exp, nccl_tests.parse(text), out)
         except ParseError as exc:
             out.findings.append(_parse_finding(f"nodes/{node}/{name}", exc))
+            continue
+        out.tests_run += 1
 
 
 def _dcgm(node: str, diag: dcgmi_diag.DcgmDiag, out: Judged) -> None:
@@ -176,7 +184,14 @@ def _pcie(node: str, exp: Expect, q: nvidia_smi_q.NvidiaSmiQ, out: Judged) -> No
                        "nvidia-smi -q was read under load: an idle GPU lowers its link on purpose"))
 
 
-def _nvlink(node: str, st: nvidia_smi_nvlink.NvlinkStatus, out: Judged) -> None:
+def _nvlink(node: str, st: nvidia_smi_nvlink.NvlinkStatus, gpus: int, out: Judged) -> None:
+    if len(st.gpus) < gpus:  # an empty output lists no link down: it must not read as "every link up"
+        seen = ", ".join(str(g.index) for g in st.gpus) or "none"
+        out.findings.append(Finding(
+            "ACC-NVLINK", "error", node, f"nvidia-smi nvlink -s lists {len(st.gpus)} of the {gpus} GPUs declared "
+                                         f"(GPUs listed: {seen}): their links were not seen",
+            expected=f"{gpus} GPUs", observed=str(len(st.gpus)),
+            action="check the GPUs are seen (`nvidia-smi -L`) and Fabric Manager runs; save the whole output again"))
     for g in st.gpus:
         down = [link.link for link in g.links if not link.active] if g.status == "ok" else []
         if down or g.status == "inactive":

@@ -70,9 +70,15 @@ def _read_regular(path: Path, max_mb: int) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise CaptureRefused(path, exc.strerror or str(exc)) from None
+    try:  # before fdopen, which refuses a directory's descriptor with an error naming the descriptor ("3")
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        os.close(fd)
+        raise
+    if not regular:
+        os.close(fd)
+        raise CaptureRefused(path, "not a regular file (a FIFO, device or directory): refused, not read")
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise CaptureRefused(path, "not a regular file (a FIFO, device or directory): refused, not read")
         try:
             return _capped(fh, max_mb)
         except OutputTooLarge as exc:
@@ -94,11 +100,15 @@ def _inside(path: Path, root: Path) -> Path:
     return target
 
 
-def _read_capture(path: Path, root: Path) -> str:
-    """A capture file of the directory `root`: a regular file inside it (links within it are followed), read
-    through `read_output` (opened without blocking: a FIFO planted after the check is refused too)."""
+def read_capture(path: Path, root: Path) -> str:
+    """A capture file of the directory `root` (resolved): a regular file inside it (links within it are
+    followed), read through `read_output` (opened without blocking: a FIFO planted after the check is refused
+    too). CaptureRefused for a link that leaves `root` (its text would be quoted in a finding) or a loop."""
     _inside(path, root)
     return read_output(path)
+
+
+_read_capture = read_capture
 
 
 def _entries(directory: Path, root: Path, pattern: str) -> list[Path]:

@@ -29,10 +29,9 @@ import subprocess
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Required
+from typing import Any
 
-from pydantic import ConfigDict, TypeAdapter, ValidationError
-from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from ..inventory.env_entries import dir_name
 from ..inventory.load import environment_files
@@ -90,22 +89,22 @@ def entry_digest(entry: Any) -> str | None:
     return entry if isinstance(entry, str) else None
 
 
-class _Entry(TypedDict, total=False):
-    """A version 2 component entry: its digest and what it owns by name."""
+class _Entry(BaseModel):
+    """A version 2/3 component entry: its digest and what it owns by name (the shape a deploy writes)."""
 
-    __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
-    digest: Required[str]
-    services: list[str]
-    files: list[str]
-    holds: list[str]
+    model_config = ConfigDict(extra="forbid", strict=True)
+    digest: str
+    services: list[str] = []
+    files: list[str] = []
+    holds: list[str] = []
 
 
-class _Host(TypedDict, total=False):
-    __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
-    target: Required[str]
-    when: str
-    engine: str
-    components: Required[dict[str, str | _Entry]]
+class _Host(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    target: str
+    when: str = ""
+    engine: str = ""
+    components: dict[str, str | _Entry]
 
 
 _HOSTS: TypeAdapter[dict[str, _Host]] = TypeAdapter(dict[str, _Host])
