@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ..util.errors import ACCESS_KEY_ID
 from .base import AbsPath, FiniteFloat, Model, Name, Url
 from .nodes import NodeRole
 
@@ -40,9 +41,13 @@ def data_devices(layout: str, devices: int) -> float:
 
 
 # --- credentials by reference only ---------------------------------------------------------------
-_KEY_ID = re.compile(r"(?:AKIA|ASIA|AIDA|AROA|ANPA|AGPA)[A-Z0-9]{16}")
-"""An AWS-style access key id (Ceph RGW hands out 20-character upper-case ids of the same shape)."""
+_KEY_ID = ACCESS_KEY_ID
 _TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{16,}")
+
+
+def looks_like_access_key(text: str) -> bool:
+    """True when `text` holds a cloud access key id (`AKIA...`, `ASIA...`): never echoed, whatever field."""
+    return bool(_KEY_ID.search(text))
 
 
 def looks_like_secret(text: str) -> bool:
@@ -219,6 +224,14 @@ class HsmArchive(Model):
                 value.split("://", 1)[-1].split("/", 1)[0]):
             raise ValueError("the endpoint carries what looks like a credential: give the bare endpoint and "
                              "reference the keys in `credentials`")
+        return value
+
+    @field_validator("bucket", "region")
+    @classmethod
+    def _not_a_key(cls, value: str) -> str:
+        if looks_like_access_key(value):  # (a long mixed name such as archive2024backup stays a name)
+            raise ValueError("looks like an access key id, not a name: the inventory holds no secrets "
+                             "(reference the keys in `credentials`)")
         return value
 
 

@@ -26,7 +26,9 @@ from ..util.fsutil import LOCK_FILE, directory_lock, remove_temporaries, termina
 
 MANIFEST = ".clusterforge-manifest"
 RESERVED = (MANIFEST, LOCK_FILE)
-PRIVATE_DIRS = ("etc/netplan/",)  # netplan warns about (and may refuse) world-readable files
+PRIVATE_DIRS = ("etc/netplan/", "etc/lhsmd/")
+"""Trees whose files only root reads: netplan warns about (and may refuse) world-readable files; the HSM
+copytool's configuration names where its S3 keys are (a site may put them in it, as Lemur allows)."""
 
 
 def file_mode(rel: str) -> int:

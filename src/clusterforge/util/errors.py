@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -67,6 +68,10 @@ RULES: dict[str, str] = {
 """Rule ids of inventory issues (`clusterforge check`), one per family of rules, and what each covers."""
 
 
+ACCESS_KEY_ID = re.compile(r"(?:AKIA|ASIA|AIDA|AROA|ANPA|AGPA)[A-Z0-9]{16}")
+"""An AWS-style access key id (Ceph RGW hands out 20-character upper-case ids of the same shape)."""
+
+
 @dataclass(frozen=True, slots=True)
 class InventoryIssue:
     """One problem in an inventory, located in its files."""
@@ -81,6 +86,8 @@ class InventoryIssue:
     def __post_init__(self) -> None:
         if len(self.message) > MAX_MESSAGE:  # a value echoed whole (a 50 MB string): bounded in text and JSON
             object.__setattr__(self, "message", cap(self.message))
+        if ACCESS_KEY_ID.search(self.message):  # a key pasted into any field: never quoted back (a log, CI)
+            object.__setattr__(self, "message", ACCESS_KEY_ID.sub("<an access key id, not echoed>", self.message))
 
     def located(self, file: str | None, line: int | None, col: int | None) -> InventoryIssue:
         return InventoryIssue(self.path, self.message, file, line, col, self.rule)
