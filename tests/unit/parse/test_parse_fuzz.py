@@ -16,9 +16,10 @@ from _parse_fixtures import DIR_TO_TOOL, fixture_files, parse_fn, read_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clusterforge.parse import ParseError, to_jsonable
+from clusterforge.parse import PARSERS, ParseError, to_jsonable
 
 TOOLS = sorted(set(DIR_TO_TOOL.values()))
+ALL_TOOLS = sorted(set(TOOLS) | set(PARSERS))  # those without a real capture to mutate too (#33: every parser)
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 MAX_FIXTURE = 120_000  # bytes; keeps the run short (the 300 KB fabric is covered elsewhere)
@@ -92,14 +93,14 @@ def mutated(draw: st.DrawFn, tool: str) -> str:
     return text
 
 
-@pytest.mark.parametrize("tool", TOOLS)
+@pytest.mark.parametrize("tool", ALL_TOOLS)
 @SETTINGS
 @given(data=st.data())
 def test_random_text(tool: str, data: st.DataObject) -> None:
     check(tool, data.draw(NOISE))
 
 
-@pytest.mark.parametrize("tool", TOOLS)
+@pytest.mark.parametrize("tool", ALL_TOOLS)
 @SETTINGS
 @given(data=st.data())
 def test_spliced_fixture_lines(tool: str, data: st.DataObject) -> None:
@@ -114,7 +115,7 @@ def test_mutated_fixtures(tool: str, data: st.DataObject) -> None:
     check(tool, data.draw(mutated(tool)))
 
 
-@pytest.mark.parametrize("tool", TOOLS)
+@pytest.mark.parametrize("tool", ALL_TOOLS)
 def test_every_fixture_of_other_tools(tool: str) -> None:
     """Feeding one tool's real output to another parser is handled (usually ParseError)."""
     for path in fixture_files():
