@@ -7,11 +7,11 @@ from collections.abc import Callable
 
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
+from ..model.place_text import port_text
 from .firmware import Bump, bumps, refuse_downgrades
 from .ha import Groups, changed_trunks, groups, moved_racks, relaid_trunks, replaced_switches
 from .host_diff import HostChange
 from .inventory_diff import InventoryDiff, device_places, unit_heights
-from .plan_text import port_text
 from .steps import Phase
 from .waves import Task
 

@@ -3,7 +3,7 @@ checks. Pure."""
 
 from __future__ import annotations
 
-from ..model.index import Index, PortKey
+from ..model.index import Index
 from .inventory_diff import CableChange, DeviceChange
 
 
@@ -15,11 +15,6 @@ def commissioning_checks(before: str, after: str, sensors: int) -> list[str]:
                   else "verify the leak sensors report and alarm (the rack declares none: leak_sensors 0)")
     checks.append("verify coolant flow and inlet/outlet temperatures under load before the rack returns")
     return checks
-
-
-def port_text(key: PortKey) -> str:
-    device, hca, port = key
-    return f"{device}/{hca}/{port}" if hca else f"{device}/{port}"
 
 
 def relabel_text(c: CableChange) -> str:

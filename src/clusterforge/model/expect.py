@@ -1,4 +1,5 @@
-"""The expected fabric, derived from the inventory: which port should meet which."""
+"""The expected fabric, derived from the inventory: which port should meet which (the words that name its
+ports, places and cables are model/place_text.py's)."""
 
 from __future__ import annotations
 
@@ -11,17 +12,12 @@ from .index import Index, PortKey
 @dataclass(frozen=True, slots=True)
 class ExpectedLink:
     cable: Cable
-    index: int  # position in inventory.cables
+    index: int  # position in inventory.cables: the model path ("cables", index) of its declaration
     a: PortKey
     b: PortKey
     width: str  # "4x"
     speed: str  # "HDR"
     rate: str  # declared rate of the slower end, e.g. "HDR100"
-
-
-def port_text(key: PortKey) -> str:
-    device, hca, port = key
-    return f"{device} {hca}/{port}" if hca else f"{device}/{port}"
 
 
 def speed_name(rate: str) -> str:
@@ -37,64 +33,3 @@ def expected_links(index: Index) -> dict[frozenset[PortKey], ExpectedLink]:
         info = index.cat.rates[rate]
         out[frozenset((a, b))] = ExpectedLink(cable, i, a, b, info.width, speed_name(rate), rate)
     return out
-
-
-def device_floor(index: Index, device: str) -> str:
-    """Rack and unit of a node or switch, for the technician."""
-    place = index.places.get(device)
-    return f"rack {place[0]} U{place[1]}" if place is not None else "not in the inventory"
-
-
-def floor_of(index: Index, key: PortKey) -> str:
-    """Rack and unit of the device that owns a port."""
-    return device_floor(index, key[0])
-
-
-def cable_label(cable: Cable) -> str:
-    """What is printed on the cable (labels.csv): its label, else its id."""
-    return cable.label or cable.id
-
-
-def route_text(index: Index, cable: Cable) -> str:
-    """Where a trunked link rides: 'trunk T lane group 1, patch panels P (rack R U42) / Q (rack S U42)'."""
-    return routes_text(index, [cable])
-
-
-def routes_text(index: Index, cables: list[Cable]) -> str:
-    """The trunks some links ride, each once with its lane groups: 'trunk T lane groups 1/2/0, patch
-    panels P (rack R U42) / Q (rack S U42)'; '' when none rides a trunk."""
-    groups: dict[str, list[str]] = {}
-    for c in cables:
-        if c.trunk and c.trunk in index.trunks:
-            groups.setdefault(c.trunk, [])
-            if c.lane_group is not None:
-                groups[c.trunk].append(str(c.lane_group))
-    if not groups:
-        return ""
-    names = {n for t in groups for n in (index.trunks[t].a_panel, index.trunks[t].b_panel)}
-    panels = {p.name: p for p in index.inv.patch_panels if p.name in names}
-
-    def panel(name: str) -> str:
-        p = panels.get(name)
-        return f"{name} (rack {p.rack} U{p.u})" if p is not None else name
-
-    parts = []
-    for tid, lanes in groups.items():
-        trunk = index.trunks[tid]
-        lane = f" lane group{'s' if len(lanes) > 1 else ''} {'/'.join(lanes)}" if lanes else ""
-        parts.append(f"trunk {tid}{lane}, patch panels {panel(trunk.a_panel)} / {panel(trunk.b_panel)}")
-    return "; ".join(parts)
-
-
-def link_floor(index: Index, a: PortKey, b: PortKey, cable: Cable | None = None) -> str:
-    """Both ends of a link on the floor, each with its own rack and U, and the trunk it rides."""
-    text = f"{port_text(a)} in {floor_of(index, a)} to {port_text(b)} in {floor_of(index, b)}"
-    route = route_text(index, cable) if cable is not None else ""
-    return f"{text}, via {route}" if route else text
-
-
-def cable_text(index: Index, cable: Cable) -> str:
-    label = f" (label {cable.label})" if cable.label else ""
-    text = f"cable {cable.id}{label}, {cable.media} {cable.length_m:g} m"
-    route = route_text(index, cable)
-    return f"{text}, on MPO {route}" if route else text

@@ -12,9 +12,9 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..model.expect import link_floor, route_text
 from ..model.index import Index
 from ..model.monitoring import PORT_ALERTS
+from ..model.place_text import link_floor, route_text
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..model.expect import route_text
 from ..model.hooks import ALERT_REASON, hook_argv
 from ..model.index import Index
 from ..model.monitoring import Monitoring
 from ..model.nodes import Node
+from ..model.place_text import route_text
 from . import ib_health
 from .fabric import FabricView
 from .monitoring_rules import rule_groups

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from ..model.expect import ExpectedLink, cable_label, cable_text, device_floor, link_floor, port_text, route_text
+from ..model.expect import ExpectedLink
 from ..model.index import Index, PortKey
+from ..model.place_text import cable_label, cable_text, device_floor, link_floor, port_text, route_text
 from .findings import Finding
 from .identify import DeviceKey
 

@@ -4,8 +4,8 @@ card carries the wrong name, and where it sits)."""
 
 from __future__ import annotations
 
-from ..model.expect import cable_label, device_floor, port_text
 from ..model.index import Index, PortKey
+from ..model.place_text import cable_label, device_floor, port_text
 from ..parse.ibnetdiscover import IbNode, IbTopology
 from .findings import Finding
 from .identify import Binding, DeviceKey, by_description

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ..model.expect import ExpectedLink, cable_text, expected_links, link_floor, port_text
+from ..model.expect import ExpectedLink, expected_links
 from ..model.index import Index, PortKey
+from ..model.place_text import cable_text, link_floor, port_text
 from ..parse.iblinkinfo import IblinkinfoReport
 from ..parse.ibnetdiscover import IbTopology
 from .absent import PortState, absent_findings

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..model.expect import device_floor
 from ..model.hardware import Hardware
 from ..model.index import Index
+from ..model.place_text import device_floor
 from ..parse.nvidia_smi_nvlink import NvlinkStatus
 from ..parse.nvidia_smi_topo import NvidiaSmiTopo
 from .findings import Finding

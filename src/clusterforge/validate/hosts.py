@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..model.expect import device_floor, port_text
 from ..model.index import Index
+from ..model.place_text import device_floor, port_text
 from ..parse.ibstat import IbstatCa
 from .findings import Finding
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..catalog import LinkHealth
-from ..model.expect import cable_text, floor_of, port_text
 from ..model.index import Index
+from ..model.place_text import cable_text, floor_of, port_text
 from ..parse.mlxlink import MlxlinkReport
 from .findings import Finding
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.cabling import Cable
-from ..model.expect import cable_label, cable_text, device_floor, port_text, routes_text
 from ..model.index import Index, PortKey
+from ..model.place_text import cable_label, cable_text, device_floor, port_text, routes_text
 from .findings import Finding
 
 

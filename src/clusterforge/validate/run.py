@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 
 from ..collect.plan import mlxlink_port
 from ..collect.store import Observations
-from ..model.expect import port_text
 from ..model.index import Index
+from ..model.place_text import port_text
 from ..parse import (
     ParseError,
     dpkg_query,

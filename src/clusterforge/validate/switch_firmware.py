@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..collect.store import Observations
-from ..model.expect import device_floor
 from ..model.firmware import FirmwarePin
 from ..model.index import Index
+from ..model.place_text import device_floor
 from ..parse import ParseError, ibnetdiscover
 from ..parse.flint_q import FlintQuery
 from .findings import Finding
