@@ -147,3 +147,40 @@ def test_a_node_that_cannot_be_checked_is_not_healthy(rendered: Path, tmp_path: 
 def test_without_a_hook_to_drain_through_it_is_a_config_error(rendered: Path, tmp_path: Path) -> None:
     code, out, calls = _run(rendered, tmp_path, show=_show("IDLE", None), gpus=8, drain=[])
     assert (code, calls) == (2, []) and "no drain or resume hook" in out
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    (b"not json", "Expecting value"), (b"[]", "not a JSON object"), (b"{}", "no field 'reason_prefix'"),
+    (b"\xff\xfe\x00", "not JSON text"), (b"[" * 100_000, "not JSON text"),
+    (json.dumps({"reason_prefix": "x", "drain": ["a"], "resume": ["b"], "checks": ["gpus"], "gpus": "many",
+                 "hca_ports": [], "mounts": []}).encode(), "field 'gpus' is not a int"),
+    (json.dumps({"reason_prefix": "x", "drain": ["a", 1], "resume": ["b"], "checks": [], "gpus": 1,
+                 "hca_ports": [], "mounts": []}).encode(), "field 'drain': every item must be a string"),
+    (json.dumps({"reason_prefix": "x", "drain": ["a"], "resume": ["b"], "checks": [], "gpus": 1,
+                 "hca_ports": [{"hca": "mlx5_0"}], "mounts": []}).encode(), "'hca_ports'[0]"),
+    (json.dumps({"reason_prefix": "x", "drain": ["a"], "resume": ["b"], "checks": [], "gpus": 1, "hca_ports": [],
+                 "mounts": [], "tool_timeout_s": 1e300}).encode(), "'tool_timeout_s'"),
+    (b"x" * (1024 * 1024 + 1), "larger than 1 MB"),
+], ids=["text", "list", "empty", "binary", "deep", "gpus-word", "argv-int", "port-shape", "timeout", "huge"])
+def test_a_config_that_is_not_one_is_a_config_error_never_a_traceback(rendered: Path, tmp_path: Path, body: bytes,
+                                                                      says: str) -> None:
+    cfg = tmp_path / "nodecheck.json"
+    cfg.write_bytes(body)
+    proc = subprocess.run([sys.executable, str(rendered / "slurm/nodes/usr/local/lib/clusterforge/cf-nodecheck"),
+                           "--config", str(cfg), "--node", "gpu07"], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith(f"cf-nodecheck: config {cfg}: ") and says in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "missing"])
+def test_a_config_that_is_no_file_is_refused_at_once(rendered: Path, tmp_path: Path, kind: str) -> None:
+    cfg = tmp_path / "nodecheck.json"
+    if kind == "fifo":
+        os.mkfifo(cfg)  # a read would block slurmd's health check forever
+    elif kind == "directory":
+        cfg.mkdir()
+    proc = subprocess.run([sys.executable, str(rendered / "slurm/nodes/usr/local/lib/clusterforge/cf-nodecheck"),
+                           "--config", str(cfg)], capture_output=True, text=True, timeout=30, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
