@@ -24,9 +24,10 @@ from typing import TypeVar
 
 from ..collect.store import OutputTooLarge, read_capture
 from ..model.index import Index
+from ..model.place_text import port_text
 from ..parse import ParseError, dcgmi_diag, nccl_tests, nvidia_smi_nvlink, nvidia_smi_q, perftest
 from ..util.echo import one_line
-from ..validate.findings import Finding
+from ..validate.findings import Finding, Ids
 from .bisect import halves_plan
 from .expect import Expect, expect
 from .plan import AcceptPlan, HostPort, LinkTest, accept_plan
@@ -66,7 +67,7 @@ def judge(index: Index, directory: Path, plan: AcceptPlan | None = None) -> Judg
         missing = Finding("ACC-NO-DATA", "error", f"nccl {ft.name}",
                           f"no all_reduce_perf output for {ft.name} ({len(ft.nodes)} nodes)",
                           action=f"run it: {' '.join(ft.argv())}; save its output as nccl/{ft.name}")
-        res = _parsed(directory, f"nccl/{ft.name}", nccl_tests.parse, missing, out)
+        res = _parsed(directory, f"nccl/{ft.name}", nccl_tests.parse, missing, out, Ids())
         if res is None:
             continue
         least = exp.fabric_busbw_gbs(ft.nodes, index.inv.acceptance.nccl_efficiency)
@@ -95,8 +96,16 @@ def judge(index: Index, directory: Path, plan: AcceptPlan | None = None) -> Judg
     return out
 
 
-def _parsed(directory: Path, rel: str, parser: Callable[[str], T], missing: Finding, out: Judged) -> T | None:
-    """One planned output: its records, or None with the finding that says why (missing, or not parsed)."""
+def port_ids(p: HostPort) -> Ids:
+    """A link test's port by id: its node, the leaf and the cable it is plugged into, the port as
+    `place_text.port_text` spells it (`gpu01 mlx5_0/1`; the subject keeps the plan's `gpu01/mlx5_0/1`)."""
+    return Ids(host=p.node, switch=p.leaf, cable=p.cable, port=port_text((p.node, p.hca, p.port)))
+
+
+def _parsed(directory: Path, rel: str, parser: Callable[[str], T], missing: Finding, out: Judged,
+            at: Ids) -> T | None:
+    """One planned output: its records, or None with the finding that says why (missing, or not parsed; `at`:
+    what the output is about, by id)."""
     text = _read(directory / rel, directory.resolve())
     if text is None:
         out.findings.append(missing)
@@ -104,15 +113,15 @@ def _parsed(directory: Path, rel: str, parser: Callable[[str], T], missing: Find
     try:
         records = parser(text)
     except ParseError as exc:
-        out.findings.append(_parse_finding(rel, exc))
+        out.findings.append(_parse_finding(rel, exc, at))
         return None
     out.tests_run += 1  # read: an output that does not parse is no test run (its ACC-PARSE says so)
     return records
 
 
-def _parse_finding(where: str, exc: ParseError) -> Finding:
+def _parse_finding(where: str, exc: ParseError, at: Ids) -> Finding:
     return Finding("ACC-PARSE", "error", where, f"{where}:{exc.line_no}: {exc.message}",
-                   observed=exc.line, action="save the tool's whole output again")
+                   observed=exc.line, action="save the tool's whole output again", **at)
 
 
 def _node(index: Index, exp: Expect, d: Path, node: str, out: Judged) -> None:
@@ -126,7 +135,7 @@ def _node(index: Index, exp: Expect, d: Path, node: str, out: Judged) -> None:
     if missing:
         out.findings.append(Finding("ACC-NO-DATA", "error", node, f"no {', '.join(missing)} output: not checked",
                                     action=f"run `clusterforge accept --plan` for the commands; save them under "
-                                           f"nodes/{node}/"))
+                                           f"nodes/{node}/", host=node))
     for name, text in texts.items():
         if text is None:
             continue
@@ -143,7 +152,7 @@ def _node(index: Index, exp: Expect, d: Path, node: str, out: Judged) -> None:
             else:
                 _single(node, exp, nccl_tests.parse(text), out)
         except ParseError as exc:
-            out.findings.append(_parse_finding(f"nodes/{node}/{name}", exc))
+            out.findings.append(_parse_finding(f"nodes/{node}/{name}", exc, Ids(host=node)))
             continue
         out.tests_run += 1
 
@@ -160,7 +169,7 @@ def _dcgm(node: str, diag: dcgmi_diag.DcgmDiag, out: Judged) -> None:
             f"dcgmi diag {t.category or ''} {t.name}: {t.result}{which}".replace("  ", " "),
             observed=text or None,
             action="fix what DCGM names (persistence mode, cooling, a GPU with memory errors: RMA), then run "
-                   "the diagnostic again"))
+                   "the diagnostic again", host=node))
 
 
 def _pcie(node: str, exp: Expect, q: nvidia_smi_q.NvidiaSmiQ, out: Judged) -> None:
@@ -181,7 +190,7 @@ def _pcie(node: str, exp: Expect, q: nvidia_smi_q.NvidiaSmiQ, out: Judged) -> No
                 expected=f"Gen{want or g.pcie.gen_max} x{g.pcie.width_max or 16}",
                 observed=f"Gen{g.pcie.gen_current} x{g.pcie.width_current}",
                 action="reseat the GPU (or its riser/baseboard cable), check the slot's BIOS link setting; "
-                       "nvidia-smi -q was read under load: an idle GPU lowers its link on purpose"))
+                       "nvidia-smi -q was read under load: an idle GPU lowers its link on purpose", host=node))
 
 
 def _nvlink(node: str, st: nvidia_smi_nvlink.NvlinkStatus, gpus: int, out: Judged) -> None:
@@ -191,7 +200,8 @@ def _nvlink(node: str, st: nvidia_smi_nvlink.NvlinkStatus, gpus: int, out: Judge
             "ACC-NVLINK", "error", node, f"nvidia-smi nvlink -s lists {len(st.gpus)} of the {gpus} GPUs declared "
                                          f"(GPUs listed: {seen}): their links were not seen",
             expected=f"{gpus} GPUs", observed=str(len(st.gpus)),
-            action="check the GPUs are seen (`nvidia-smi -L`) and Fabric Manager runs; save the whole output again"))
+            action="check the GPUs are seen (`nvidia-smi -L`) and Fabric Manager runs; save the whole output again",
+            host=node))
     for g in st.gpus:
         down = [link.link for link in g.links if not link.active] if g.status == "ok" else []
         if down or g.status == "inactive":
@@ -199,7 +209,7 @@ def _nvlink(node: str, st: nvidia_smi_nvlink.NvlinkStatus, gpus: int, out: Judge
                 "ACC-NVLINK", "error", f"{node} GPU {g.index}",
                 f"NVLink links down: {', '.join(map(str, down)) or 'all'}",
                 action="reseat the GPU on its baseboard / check the NVSwitch tray; run nvidia-smi nvlink -e "
-                       "for the error counters"))
+                       "for the error counters", host=node))
 
 
 def _single(node: str, exp: Expect, res: nccl_tests.NcclResult, out: Judged) -> None:
@@ -211,7 +221,8 @@ def _single(node: str, exp: Expect, res: nccl_tests.NcclResult, out: Judged) -> 
         out.findings.append(Finding(
             "ACC-NCCL-NODE", "error", node, "single-node all_reduce below the NVLink bound",
             expected=f">= {least:g} GB/s bus bandwidth", observed=seen,
-            action="check nvidia-smi nvlink -s and topo -m on this node (a GPU off NVLink falls back to PCIe)"))
+            action="check nvidia-smi nvlink -s and topo -m on this node (a GPU off NVLink falls back to PCIe)",
+            host=node))
 
 
 def _links(exp: Expect, plan: AcceptPlan, d: Path, out: Judged) -> list[HostPort]:
@@ -220,8 +231,8 @@ def _links(exp: Expect, plan: AcceptPlan, d: Path, out: Judged) -> list[HostPort
     for t in plan.links:
         missing = Finding("ACC-NO-DATA", "error", f"{t.client.label} -> {t.server.label}",
                           f"no ib_write_bw output for round {t.round}",
-                          action=f"save the client's output as links/{t.name}")
-        r = _parsed(d.parent, f"links/{t.name}", perftest.parse, missing, out)
+                          action=f"save the client's output as links/{t.name}", **port_ids(t.client))
+        r = _parsed(d.parent, f"links/{t.name}", perftest.parse, missing, out, port_ids(t.client))
         if r is not None:
             results[t] = r.bw_avg_gbps if r.status == "ok" else None
     slow_in: dict[HostPort, list[LinkTest]] = defaultdict(list)
@@ -252,7 +263,7 @@ def _links(exp: Expect, plan: AcceptPlan, d: Path, out: Judged) -> list[HostPort
             observed=seen, floor=f"cable {port.cable} to {port.leaf}/{port.leaf_port}",
             action=f"check cable {port.cable} ({port.label} <-> {port.leaf}/{port.leaf_port}): validate for its "
                    "width and speed, ib-health for symbol errors and BER; reseat or replace it, then re-run its "
-                   "tests"))
+                   "tests", **port_ids(port)))
     for t, gbps in results.items():
         least = min(exp.link_gbps.get(t.client.label, 0.0), exp.link_gbps.get(t.server.label, 0.0))
         if t in blamed or (gbps is not None and gbps >= least):
@@ -266,7 +277,7 @@ def _links(exp: Expect, plan: AcceptPlan, d: Path, out: Judged) -> list[HostPort
             floor=f"cables {t.client.cable}, {t.server.cable}",
             action=("the path between the leaves is suspect: ibtracert between the two ports names the spine and "
                     "the two uplinks it takes; check those cables" if t.cross_leaf
-                    else "run the test again; a repeat means the leaf's ports or their cables")))
+                    else "run the test again; a repeat means the leaf's ports or their cables"), **port_ids(t.client)))
     return slow_ports
 
 

@@ -90,10 +90,7 @@ def validate(
     if lab is not None:
         _lab_partial(env, lab, checked, report.findings)
     if hosts is not None:
-        # the fabric's own data problems (FAB-NO-DATA, an unparsable ibnetdiscover) concern every
-        # host's ports: they stay, so a wave is never "clean" on a fabric that was not checked
-        keep = hosts | {"fabric"} | ({switch} if switch is not None else set())
-        report.findings = [f for f in report.findings if f.subject.split(" ", 1)[0] in keep]
+        report.findings = [f for f in report.findings if _in_wave(f, hosts, switch)]
     for i, f in enumerate(report.findings):
         if f.inventory:
             file, line, col = checked.source.locate(f.inventory)
@@ -112,6 +109,19 @@ def validate(
     raise typer.Exit(int(exit_code(report)))
 
 
+def _in_wave(f: Finding, hosts: set[str], switch: str | None) -> bool:
+    """Whether `--limit HOSTS` (and `--switch`) keeps a finding, by its ids: it is about one of the hosts (a
+    host's own check, or a link or port with a host end among them), about the wave's switch (its firmware, its
+    links), or about no device at all: the fabric's own data problems (FAB-NO-DATA, a plane not collected, an
+    unparsable ibnetdiscover) concern every host's ports, so a wave is never "clean" on a fabric that was not
+    checked."""
+    if f.host is not None and f.host in hosts:
+        return True
+    if switch is not None and f.switch == switch:
+        return True
+    return f.host is None and f.switch is None and f.cable is None and f.port is None
+
+
 def _with_where(f: Finding, where: str) -> Finding:
     return dataclasses.replace(f, where=where)
 
@@ -122,7 +132,7 @@ def _lab_partial(env: Path, state: LabState, checked: Checked, findings: list[Fi
     if len(state.hosts) >= len(checked.index.nodes):
         return
     absent = set(checked.index.nodes) - set(state.hosts)
-    findings[:] = [f for f in findings if not (f.rule == "HOST-NO-DATA" and f.subject in absent)]
+    findings[:] = [f for f in findings if not (f.rule == "HOST-NO-DATA" and f.host in absent)]
     err.print(f"lab of {env}: {len(state.hosts)} of {len(checked.index.nodes)} nodes have a container: host "
               f"checks for those, the whole fabric for all ({len(absent)} nodes' hosts not checked)", markup=False)
 

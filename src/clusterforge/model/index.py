@@ -181,6 +181,24 @@ class Index:
             out.setdefault(cable.b.key, cable)
         return out
 
+    @cached_property
+    def cables(self) -> dict[str, Cable]:
+        """Every cable by its id (first one wins; a repeated id is a check error): how a finding's `cable`
+        finds its cable again."""
+        out: dict[str, Cable] = {}
+        for cable in self.inv.cables:
+            out.setdefault(cable.id, cable)
+        return out
+
+    @cached_property
+    def cable_positions(self) -> dict[str, int]:
+        """Each cable id's position in `inv.cables` (first one wins): its model path `("cables", k)`, which
+        the source map turns into file:line."""
+        out: dict[str, int] = {}
+        for k, cable in enumerate(self.inv.cables):
+            out.setdefault(cable.id, k)
+        return out
+
     def switch_port_count(self, sw: Switch) -> int | None:
         """Logical ports of a switch (split ports counted twice); None for a model not in the catalog."""
         known = self.switch_ports.get(sw.name)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..model.expect import ExpectedLink
 from ..model.index import Index, PortKey
 from ..model.place_text import cable_label, cable_text, device_floor, link_floor, port_text, route_text
-from .findings import Finding
+from .findings import Finding, ids
 from .identify import DeviceKey
 
 
@@ -183,6 +183,7 @@ def _switch_missing(index: Index, name: str, links: list[ExpectedLink], behind: 
         ),
         floor=where,
         inventory=("switches", position),
+        switch=name,
         details=tuple(_link_line(index, name, e) for e in own)
         + tuple(_link_line(index, e.a[0] if e.a[1] is None else e.b[0], e) + " (behind it)" for e in rest),
         covers=_covers(links),
@@ -207,6 +208,7 @@ def _host_missing(index: Index, host: str, links: list[ExpectedLink]) -> Finding
         ),
         floor=where,
         inventory=("nodes", position),
+        host=host,
         details=tuple(_link_line(index, host, e) for e in links),
         covers=_covers(links),
     )
@@ -241,6 +243,7 @@ def _missing_link(index: Index, exp: ExpectedLink, down: dict[PortKey, PortState
             floor=floor,
             inventory=("cables", exp.index),
             covers=(port_text(exp.a), port_text(exp.b)),
+            **ids(exp.a, exp.b, cable=exp.cable),
         )
     ends = f"plugged at both ends, {port_text(exp.a)} in {device_floor(index, exp.a[0])} and {port_text(exp.b)} in " \
         f"{device_floor(index, exp.b[0])}"
@@ -264,4 +267,5 @@ def _missing_link(index: Index, exp: ExpectedLink, down: dict[PortKey, PortState
         floor=floor,
         inventory=("cables", exp.index),
         covers=(port_text(exp.a), port_text(exp.b)),
+        **ids(exp.a, exp.b, cable=exp.cable),
     )

@@ -62,6 +62,7 @@ def coverage_findings(index: Index, obs: Observations, *, hosts: bool = True) ->
                 one_line(host),
                 f"{where} names no node of the inventory: its outputs were not checked",
                 action="rename it to the node's name, or remove it if it belongs to another environment",
+                host=one_line(host),  # as saved: no node of the inventory
             )
         )
     if not hosts:
@@ -95,4 +96,5 @@ def _no_data(obs: Observations, host: str, message: str, stems: tuple[str, ...])
         expected=files or None,
         action=f"re-collect from {host} (are the tools installed and on PATH?)"
         + (f", or save {files}{where}" if files else ""),
+        host=host,
     )

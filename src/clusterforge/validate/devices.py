@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..model.index import Index, PortKey
 from ..model.place_text import cable_label, device_floor, port_text
 from ..parse.ibnetdiscover import IbNode, IbTopology
-from .findings import Finding
+from .findings import Finding, Ids, device_ids, ids
 from .identify import Binding, DeviceKey, by_description
 from .miswire import other_end
 
@@ -57,6 +57,7 @@ def identity_findings(
                     "`clusterforge learn` to lock the new GUID and re-render the OpenSM GUID files"
                 ),
                 floor=device_floor(index, key[0]),
+                **device_ids(key),
             )
         )
     in_dups = {n.guid for _, nodes in binding.duplicate_desc for n in nodes}
@@ -109,6 +110,7 @@ def _unknown(index: Index, binding: Binding, node: IbNode, ports: list[tuple[int
         floor=f"plugged into {floor}" if floor else None,
         details=details,
         covers=tuple(port_text(k) for _, p, c in declared for k in (p, other_end(c, p))),
+        **(ids(ports[0][1], cable=index.cable_at.get(ports[0][1])) if ports else Ids()),
     )
 
 
@@ -136,6 +138,7 @@ def _duplicate(index: Index, binding: Binding, topo: IbTopology, desc: str, node
     details: list[str] = []
     fixes: list[str] = []
     slots: list[str] = []
+    first: tuple[str, str | None] | None = named  # the device the finding is about: the one the description names
     unbound = False  # a device left unbound: its links were not checked, so this is an error
     for n in nodes:
         ports = sorted(at.get(n.guid, []))
@@ -154,6 +157,7 @@ def _duplicate(index: Index, binding: Binding, topo: IbTopology, desc: str, node
             continue
         slot = _name(key)
         slots.append(key[0])
+        first = first or key
         wrong = named is None or named != key
         parts.append(f"{n.guid}{where} is {slot} (by {how})" + (", misnamed" if wrong and named else ""))
         details.append(
@@ -181,4 +185,5 @@ def _duplicate(index: Index, binding: Binding, topo: IbTopology, desc: str, node
         action="; ".join(fixes),
         floor=", ".join(f"{d} in {device_floor(index, d)}" for d in dict.fromkeys(slots)) or None,
         details=tuple(details),
+        **(device_ids(first) if first is not None else Ids()),
     )

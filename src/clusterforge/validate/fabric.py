@@ -9,7 +9,7 @@ from ..parse.iblinkinfo import IblinkinfoReport
 from ..parse.ibnetdiscover import IbTopology
 from .absent import PortState, absent_findings
 from .devices import identity_findings, occupied_ports
-from .findings import Finding
+from .findings import Finding, ids
 from .identify import Binding, bind
 from .miswire import Seen, miswired
 
@@ -117,6 +117,7 @@ def _degraded(index: Index, exp: ExpectedLink, s: Seen) -> list[Finding]:
             floor=link_floor(index, exp.a, exp.b, exp.cable),
             inventory=("cables", exp.index),
             covers=(port_text(exp.a), port_text(exp.b)),
+            **ids(exp.a, exp.b, cable=exp.cable),
         )
     ]
 
@@ -131,6 +132,7 @@ def _unexpected(index: Index, s: Seen) -> Finding:
         observed=subject,
         action="declare the cable in the inventory if it is intended, otherwise remove it",
         floor=link_floor(index, s.a, s.b),
+        **ids(s.a, s.b),
     )
 
 
@@ -180,6 +182,7 @@ def _rail_findings(index: Index, matched: list[Seen]) -> list[Finding]:
                         action="move the cable to the node's rail leaf; rail-optimized NCCL traffic "
                         "would otherwise cross the spine",
                         floor=link_floor(index, x, y, index.cable_at.get(x)),
+                        **ids(x, y, cable=index.cable_at.get(x)),
                     )
                 )
     return out

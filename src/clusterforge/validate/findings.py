@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from ..util.echo import MAX_MESSAGE, cap
 from ..util.errors import Path as ErrPath
+
+if TYPE_CHECKING:  # imported by validate.quick's clean report (through report.py): no model at import
+    from ..model.cabling import Cable
+    from ..model.index import PortKey
 
 Severity = Literal["error", "warning", "info"]
 
@@ -78,6 +82,11 @@ class Finding:
     where: str | None = field(default=None, compare=False)  # file:line of the declaration
     details: tuple[str, ...] = ()  # one line each: the links of a missing switch, the ports of a rotation
     covers: tuple[str, ...] = field(default=(), compare=False)  # ports (port_text) whose host echoes it explains
+    # what it is about, by id (docs/validate.md, "Reading a finding"); None where it names none:
+    host: str | None = None  # the node it is about, else the node at an end of its port's link or cable
+    switch: str | None = None  # the switch it is about, else the switch at an end of its port's link or cable
+    cable: str | None = None  # the declared cable's id (where it names several: the one `inventory` points at)
+    port: str | None = None  # the port it names first, as port_text spells it: "gpu01 mlx5_0/1", "leaf01/17"
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
@@ -89,6 +98,35 @@ class Finding:
                 object.__setattr__(self, name, cap(value))
         if any(len(d) > MAX_MESSAGE for d in self.details):
             object.__setattr__(self, "details", tuple(cap(d) for d in self.details))
+
+
+class Ids(TypedDict, total=False):
+    """A finding's ids, as keyword arguments: `Finding(..., **ids(port, cable=c))`."""
+
+    host: str | None
+    switch: str | None
+    cable: str | None
+    port: str | None
+
+
+def ids(*ports: PortKey, cable: Cable | None = None) -> Ids:
+    """The ids of a finding about these ports (the first is its `port`) and this declared cable: `host` is the
+    first node and `switch` the first switch among the ports, then among the cable's two ends."""
+    from ..model.place_text import port_text
+
+    ends = (*ports, *((cable.a.key, cable.b.key) if cable is not None else ()))
+    return Ids(
+        host=next((k[0] for k in ends if k[1] is not None), None),
+        switch=next((k[0] for k in ends if k[1] is None), None),
+        cable=cable.id if cable is not None else None,
+        port=port_text(ports[0]) if ports else None,
+    )
+
+
+def device_ids(key: tuple[str, str | None]) -> Ids:
+    """The ids of a finding about a device as the fabric shows it: an HCA `(node, hca)` or a switch
+    `(switch, None)`."""
+    return Ids(host=key[0]) if key[1] is not None else Ids(switch=key[0])
 
 
 def sort_key(f: Finding) -> tuple[int, str, str]:

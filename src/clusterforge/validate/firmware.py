@@ -56,7 +56,7 @@ def check_firmware(index: Index, host: str, devices: Sequence[FwDevice]) -> list
                         "bump it through a day-2 plan (`clusterforge diff` with the new pin): the node is drained, "
                         "flashed from the pin's image, reset and validated before it resumes"),
                 inventory=("firmware", "hcas", [p.model for p in index.inv.firmware.hcas].index(model_name))
-                if index.inv.firmware else ()))
+                if index.inv.firmware else (), host=host))
         elif d.fw != pin.version:  # runs the pin, but its flash holds another image: its next reset runs that
             out.append(Finding(
                 "FW-DRIFT", "error", f"{host} {names[0]}" if len(names) == 1 else host,
@@ -66,7 +66,7 @@ def check_firmware(index: Index, host: str, devices: Sequence[FwDevice]) -> list
                        f"--limit {host} --model {model_name} --version {pin.version} --reflash`, the node drained), "
                        "or bump the pin through a plan",
                 inventory=("firmware", "hcas", [p.model for p in index.inv.firmware.hcas].index(model_name))
-                if index.inv.firmware else ()))
+                if index.inv.firmware else (), host=host))
         if pin.psids and d.psid not in pin.psids:
             out.append(Finding(
                 "FW-PSID", "error", f"{host} {names[0]}" if len(names) == 1 else host,
@@ -74,5 +74,5 @@ def check_firmware(index: Index, host: str, devices: Sequence[FwDevice]) -> list
                 "(OEM) board or another card model",
                 expected=", ".join(pin.psids), observed=d.psid or "none",
                 action="do not cross-flash another PSID's image; replace the card with a pinned board, or add its "
-                       "PSID (with its own image) to the pin after qualifying it"))
+                       "PSID (with its own image) to the pin after qualifying it", host=host))
     return out

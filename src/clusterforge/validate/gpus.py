@@ -28,6 +28,7 @@ def check_topo(index: Index, host: str, topo: NvidiaSmiTopo) -> list[Finding]:
                 observed=str(len(topo.gpus)),
                 action="check `nvidia-smi -L` and dmesg for fallen-off-the-bus GPUs (Xid 79); reseat or RMA",
                 floor=floor,
+                host=host,
             )
         )
     if hw.gpus is not None and hw.gpus.nvlink_topology != "none":
@@ -55,6 +56,7 @@ def check_topo(index: Index, host: str, topo: NvidiaSmiTopo) -> list[Finding]:
                         action="check nvidia-fabricmanager is running (NVSwitch systems) and `nvidia-smi nvlink "
                         "--status`; a GPU with missing links needs a reseat or RMA",
                         floor=floor,
+                        host=host,
                     )
                 )
     legend = {dev: nic for nic, dev in topo.nic_legend.items()}
@@ -78,6 +80,7 @@ def check_topo(index: Index, host: str, topo: NvidiaSmiTopo) -> list[Finding]:
                     observed=str(cell),
                     action="move the HCA to the PCIe switch of its GPU, or fix the pairing (gpu:) in the inventory",
                     floor=floor,
+                    host=host,
                 )
             )
     out += _dpus(host, hw, topo, floor)
@@ -103,7 +106,7 @@ def _dpus(host: str, hw: Hardware, topo: NvidiaSmiTopo, floor: str) -> list[Find
                 expected="NODE or SYS to every GPU", observed=", ".join(f"{g}: {topo.matrix[g][nic]}" for g in near),
                 action="move the DPU to a slot on another root complex; GPUDirect traffic and the DPU would "
                        "otherwise contend for one host bridge",
-                floor=floor,
+                floor=floor, host=host,
             ))
     return out
 
@@ -124,6 +127,6 @@ def check_nvlink(index: Index, host: str, status: NvlinkStatus) -> list[Finding]
             "GPU-NVLINK-DOWN", "error", host, f"{host}: {len(down)} NVLink link(s) inactive: {', '.join(down[:6])}",
             expected="all links active", observed=", ".join(down[:12]),
             action="check nvidia-fabricmanager and `nvidia-smi nvlink -e` error counters; reseat or RMA the GPU",
-            floor=device_floor(index, host),
+            floor=device_floor(index, host), host=host,
         )
     ]

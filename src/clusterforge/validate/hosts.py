@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from ..model.index import Index
 from ..model.place_text import device_floor, port_text
 from ..parse.ibstat import IbstatCa
-from .findings import Finding
+from .findings import Finding, ids
 
 
 def check_host(index: Index, host: str, cas: Sequence[IbstatCa]) -> list[Finding]:
@@ -30,12 +30,15 @@ def check_host(index: Index, host: str, cas: Sequence[IbstatCa]) -> list[Finding
                     action="check the card is seated and the driver loaded (`ibstat`, `lspci | grep Mellanox`, "
                     "`dmesg | grep mlx5`)",
                     floor=floor,
+                    host=host,
                 )
             )
             continue
         ports = {p.port: p for p in ca.ports}
         for hp in hca.ports:
-            subject = port_text((host, hca.name, hp.port))  # as the fabric findings name it (run.py matches them)
+            key = (host, hca.name, hp.port)
+            subject = port_text(key)  # as the fabric findings name it (run.py matches them)
+            at = ids(key, cable=index.cable_at.get(key))
             port = ports.get(hp.port)
             if port is None:
                 out.append(
@@ -48,6 +51,7 @@ def check_host(index: Index, host: str, cas: Sequence[IbstatCa]) -> list[Finding
                         observed=f"ports {sorted(ports)}",
                         action="check the HCA model and firmware port configuration",
                         floor=floor,
+                        **at,
                     )
                 )
                 continue
@@ -65,6 +69,7 @@ def check_host(index: Index, host: str, cas: Sequence[IbstatCa]) -> list[Finding
                             "Polling: no peer, check the cable; Disabled: `ibportstate` enable"
                         ),
                         floor=floor,
+                        **at,
                     )
                 )
             want = index.cat.rates[hp.rate].gbps
@@ -79,6 +84,7 @@ def check_host(index: Index, host: str, cas: Sequence[IbstatCa]) -> list[Finding
                         observed=f"{port.rate}",
                         action="check the cable and the switch port speed configuration",
                         floor=floor,
+                        **at,
                     )
                 )
             if port.link_layer is not None and port.link_layer != hp.link_layer:
@@ -92,9 +98,10 @@ def check_host(index: Index, host: str, cas: Sequence[IbstatCa]) -> list[Finding
                         observed=port.link_layer,
                         action="set the port type with `mlxconfig -d <dev> set LINK_TYPE_P1=1` (IB) and reboot",
                         floor=floor,
+                        **at,
                     )
                 )
-            locked = locks.get((host, hca.name, hp.port)) or hp.guid
+            locked = locks.get(key) or hp.guid
             if locked is not None and port.port_guid != locked:
                 out.append(
                     Finding(
@@ -106,6 +113,7 @@ def check_host(index: Index, host: str, cas: Sequence[IbstatCa]) -> list[Finding
                         observed=port.port_guid,
                         action="confirm the replacement, then `clusterforge learn` to lock the new GUID",
                         floor=floor,
+                        **at,
                     )
                 )
     return out

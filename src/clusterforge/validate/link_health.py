@@ -15,12 +15,13 @@ Pure: parsed reports in, findings out.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..catalog import LinkHealth
 from ..model.index import Index
 from ..model.place_text import cable_text, floor_of, port_text
 from ..parse.mlxlink import MlxlinkReport
-from .findings import Finding
+from .findings import Finding, Ids, ids
 
 
 def _ber(value: float) -> str:
@@ -48,16 +49,28 @@ def check_link_health(index: Index, host: str, reports: Mapping[tuple[str, int],
         cable = index.cable_at.get(key)
         where = cable_text(index, cable) if cable is not None else "no cable declared"
         floor = floor_of(index, key) + (f", {where}" if cable is not None else "")
-        path: tuple[str | int, ...] = ("cables", index.inv.cables.index(cable)) if cable is not None else ()
-        out += _ber_findings(limits, subject, where, floor, path, r)
-        out += _flaps(subject, where, floor, path, r)
+        at = _At(subject, where, floor, ("cables", index.cable_positions[cable.id]) if cable is not None else (),
+                 ids(key, cable=cable))
+        out += _ber_findings(limits, at, r)
+        out += _flaps(at, r)
         if cable is not None and cable.media in limits.module.media and r.module is not None:
-            out += _module(limits, subject, where, floor, path, r)
+            out += _module(limits, at, r)
     return out
 
 
-def _ber_findings(limits: LinkHealth, subject: str, where: str, floor: str, path: tuple[str | int, ...],
-                  r: MlxlinkReport) -> list[Finding]:
+@dataclass(frozen=True, slots=True)
+class _At:
+    """The port a report is of: its text, its cable's words, its place, the cable's model path, its ids."""
+
+    subject: str
+    where: str
+    floor: str
+    path: tuple[str | int, ...]
+    ids: Ids
+
+
+def _ber_findings(limits: LinkHealth, at: _At, r: MlxlinkReport) -> list[Finding]:
+    subject, where, floor, path = at.subject, at.where, at.floor, at.path
     ber = limits.ber
     fec = _has_fec(r.fec)
     post = r.symbol_ber if r.symbol_ber is not None else r.effective_ber if fec else r.raw_ber
@@ -70,23 +83,24 @@ def _ber_findings(limits: LinkHealth, subject: str, where: str, floor: str, path
         out.append(Finding("LINK-BER", "error", subject,
                            f"{subject} ({where}): {post_name} {_ber(post)} is past {_ber(ber.effective_max)}: the "
                            f"application sees errors{lane}", expected=f"<= {_ber(ber.effective_max)}",
-                           observed=_ber(post), action=replace, floor=floor, inventory=path))
+                           observed=_ber(post), action=replace, floor=floor, inventory=path, **at.ids))
     if r.raw_ber is not None and fec and r.raw_ber > ber.raw_fec_limit:
         out.append(Finding("LINK-BER", "error", subject,
                            f"{subject} ({where}): raw BER {_ber(r.raw_ber)} is past what the FEC corrects "
                            f"({_ber(ber.raw_fec_limit)}){lane}", expected=f"<= {_ber(ber.raw_fec_limit)}",
-                           observed=_ber(r.raw_ber), action=replace, floor=floor, inventory=path))
+                           observed=_ber(r.raw_ber), action=replace, floor=floor, inventory=path, **at.ids))
     elif r.raw_ber is not None and r.raw_ber > ber.raw_warn and not out:
         out.append(Finding("LINK-BER", "warning", subject,
                            f"{subject} ({where}): raw BER {_ber(r.raw_ber)} is past {_ber(ber.raw_warn)}: the FEC "
                            f"still corrects it, but the link has lost its margin (an optic or cable decaying){lane}",
                            expected=f"<= {_ber(ber.raw_warn)}", observed=_ber(r.raw_ber),
                            action="plan to clean or replace it in the next maintenance window; watch its BER "
-                                  "alert (monitoring) meanwhile", floor=floor, inventory=path))
+                                  "alert (monitoring) meanwhile", floor=floor, inventory=path, **at.ids))
     return out
 
 
-def _flaps(subject: str, where: str, floor: str, path: tuple[str | int, ...], r: MlxlinkReport) -> list[Finding]:
+def _flaps(at: _At, r: MlxlinkReport) -> list[Finding]:
+    subject, where, floor, path = at.subject, at.where, at.floor, at.path
     seen = [f"{n} link down" for n in (r.link_down,) if n] + [f"{n} error recoveries" for n in (r.link_recovery,) if n]
     if not seen:
         return []
@@ -95,11 +109,11 @@ def _flaps(subject: str, where: str, floor: str, path: tuple[str | int, ...], r:
     return [Finding("LINK-FLAP", "warning", subject, f"{subject} ({where}): {', '.join(seen)}{since}",
                     expected="0", observed=", ".join(seen),
                     action=f"reseat {where} and clear the counters (`mlxlink -d <hca> -p <port> -pc`); a link that "
-                           "flaps again needs the cable replaced", floor=floor, inventory=path)]
+                           "flaps again needs the cable replaced", floor=floor, inventory=path, **at.ids)]
 
 
-def _module(limits: LinkHealth, subject: str, where: str, floor: str, path: tuple[str | int, ...],
-            r: MlxlinkReport) -> list[Finding]:
+def _module(limits: LinkHealth, at: _At, r: MlxlinkReport) -> list[Finding]:
+    subject, where, floor, path = at.subject, at.where, at.floor, at.path
     m = r.module
     assert m is not None
     mod = limits.module
@@ -120,4 +134,4 @@ def _module(limits: LinkHealth, subject: str, where: str, floor: str, path: tupl
                     observed="; ".join(said),
                     action=f"clean the connectors of {where} and reseat the module; a lane still low, or a module "
                            "still hot (check the airflow), needs the module or cable replaced",
-                    floor=floor, inventory=path)]
+                    floor=floor, inventory=path, **at.ids)]

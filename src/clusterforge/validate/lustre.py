@@ -42,14 +42,14 @@ def check_lfs_df(index: Index, host: str, seen: Sequence[LfsFilesystem]) -> list
                 f"{', '.join(str(f.mount) for f in seen) or 'no Lustre file system'})",
                 expected=f"{fs.name} at {fs.mount}", observed=", ".join(str(f.mount) for f in seen) or "none",
                 action=f"`mount -t lustre {fs.name}` per /etc/fstab (the deploy writes it); check `lctl ping` to the "
-                       "MGS NIDs and `dmesg` for the mount error"))
+                       "MGS NIDs and `dmesg` for the mount error", host=host))
             continue
         if (got.fsname is not None and got.fsname != fs.name) or got.mount != fs.mount:
             out.append(Finding(
                 "LUSTRE-NOT-MOUNTED", "error", host,
                 f"{host} mounts {got.fsname or '?'} at {got.mount}, declared {fs.name} at {fs.mount}",
                 expected=f"{fs.name} at {fs.mount}", observed=f"{got.fsname or '?'} at {got.mount}",
-                action="fix the client's fstab entry (the deploy writes it from the inventory) and remount"))
+                action="fix the client's fstab entry (the deploy writes it from the inventory) and remount", host=host))
         if not fs.targets:
             continue
         declared = {(t.kind.upper(), t.index): t for t in fs.targets if t.kind in ("mdt", "ost")}
@@ -65,7 +65,7 @@ def check_lfs_df(index: Index, host: str, seen: Sequence[LfsFilesystem]) -> list
                     f"{host}: {name} ({serve}) is not in lfs df",
                     expected=f"{name} active", observed="absent",
                     action=f"check the target is formatted and mounted on {t.server} (`lctl dl`), and that it "
-                           "registered with the MGS"))
+                           "registered with the MGS", host=host))
             elif not s.active:
                 out.append(Finding(
                     "LUSTRE-TARGET", "error", f"{host} {name}",
@@ -74,14 +74,14 @@ def check_lfs_df(index: Index, host: str, seen: Sequence[LfsFilesystem]) -> list
                     action=f"check {t.server} (`lctl dl`, `lctl get_param obdfilter.*.recovery_status`); "
                            + (f"if it is down, fail the target over to {partner}" if partner else
                               "the target has no failover partner") + "; on the client `lctl get_param "
-                           "osc.*.state` shows the import"))
+                           "osc.*.state` shows the import", host=host))
         for key in sorted(set(shown) - set(declared)):
             name = f"{fs.name}-{key[0]}{key[1]:04x}"
             out.append(Finding(
                 "LUSTRE-UNDECLARED", "warning", f"{host} {name}",
                 f"{host}: lfs df shows {name}, which the inventory does not declare",
                 observed=shown[key].status,
-                action=f"declare it under lustre {fs.name} targets (or remove it from the file system)"))
+                action=f"declare it under lustre {fs.name} targets (or remove it from the file system)", host=host))
     return out
 
 
@@ -106,7 +106,7 @@ def check_hsm(index: Index, host: str, seen: Sequence[MdtHsm]) -> list[Finding]:
                 "LUSTRE-HSM", "error", subject,
                 f"{host}: {mdt.target}'s HSM coordinator is {mdt.control}: archive and restore requests wait",
                 expected="enabled", observed=mdt.control,
-                action=f"`lctl set_param -P mdt.{mdt.target}.hsm_control=enabled` (persistent, on the MGS)"))
+                action=f"`lctl set_param -P mdt.{mdt.target}.hsm_control=enabled` (persistent, on the MGS)", host=host))
         serving = [a for a in mdt.agents if a.serves(hsm.archive_id)]
         agents = ", ".join(hsm.agents) or "the declared agent nodes"
         if not serving:
@@ -117,7 +117,7 @@ def check_hsm(index: Index, host: str, seen: Sequence[MdtHsm]) -> list[Finding]:
                 expected=f"{len(hsm.agents)} agent(s) for archive {hsm.archive_id}", observed=str(len(serving)),
                 action=f"on {agents}: `systemctl status lhsmd` ({hsm.copytool}'s agent; the deploy's hsm component "
                        f"installs and starts it: `clusterforge deploy ENV --limit {','.join(hsm.agents)} --component "
-                       f"hsm`), its journal, and that it reaches {hsm.endpoint}"))
+                       f"hsm`), its journal, and that it reaches {hsm.endpoint}", host=host))
         elif len(serving) < len(hsm.agents):
             out.append(Finding(
                 "LUSTRE-HSM", "warning", subject,
@@ -125,7 +125,7 @@ def check_hsm(index: Index, host: str, seen: Sequence[MdtHsm]) -> list[Finding]:
                 f"{mdt.target} for archive {hsm.archive_id}",
                 expected=str(len(hsm.agents)), observed=str(len(serving)),
                 action=f"`systemctl status lhsmd` and its journal on each of {agents}: the agent not registered "
-                       "failed to start or to mount the file system"))
+                       "failed to start or to mount the file system", host=host))
         for a in serving:
             if a.errors:
                 out.append(Finding(
@@ -134,7 +134,7 @@ def check_hsm(index: Index, host: str, seen: Sequence[MdtHsm]) -> list[Finding]:
                     f"({a.ok} ok, {a.current} running)",
                     observed=f"errors {a.errors}",
                     action=f"read the copytool's log on its agent node; check the bucket {hsm.bucket} at "
-                           f"{hsm.endpoint} and the credentials it references"))
+                           f"{hsm.endpoint} and the credentials it references", host=host))
     return out
 
 
@@ -160,7 +160,7 @@ def check_pcc(index: Index, host: str, seen: Sequence[PccMount]) -> list[Finding
                 f"{host}: no cache back-end at {pcc.mount} is attached to {fs.name} (attached: {others}): its "
                 f"reads and writes go to the OSTs", expected=pcc.mount, observed=others,
                 action=f"check the cache's file system is mounted at {pcc.mount}, then `systemctl enable --now "
-                       f"{unit}` (it runs `lctl pcc add`)"))
+                       f"{unit}` (it runs `lctl pcc add`)", host=host))
             continue
         d = attached[0]
         ident = d.rwid if pcc.mode == "readwrite" else d.roid
@@ -178,7 +178,7 @@ def check_pcc(index: Index, host: str, seen: Sequence[PccMount]) -> list[Finding
                 expected=f"{pcc.mode} id {pcc.archive_id} rule {pcc.rule}",
                 observed=f"{'/'.join(d.modes) or 'none'} rwid {d.rwid} roid {d.roid} rule {d.autocache}",
                 action=f"`lctl pcc del {fs.mount} {pcc.mount}`, then `systemctl restart {unit}` (it adds it as "
-                       "rendered)"))
+                       "rendered)", host=host))
     return out
 
 
@@ -203,14 +203,16 @@ def check_recovery(index: Index, host: str, seen: Sequence[TargetRecovery]) -> l
                         f"{host} does not serve its target {name}: failed over to {other or 'no partner'}, or down",
                         expected=f"served by {host}", observed="not mounted here",
                         action=f"`lfs df` on a client shows whether {name} is up; if it runs on {other}, fail it "
-                               f"back once {host} is healthy (unmount it there, mount it here); if not, mount it here"))
+                               f"back once {host} is healthy (unmount it there, mount it here); if not, mount it here",
+                        host=host))
                 continue
             if host not in (t.server, other):
                 out.append(Finding(
                     "LUSTRE-TARGET-STATE", "error", f"{host} {name}",
                     f"{host} serves {name}, which the inventory puts on {t.server} (failover {other or 'none'})",
                     expected=t.server, observed=host,
-                    action=f"unmount {name} here and mount it on {t.server}; two servers must never mount it"))
+                    action=f"unmount {name} here and mount it on {t.server}; two servers must never mount it",
+                    host=host))
             if got.status in ("RECOVERING", "WAITING", "WAITING_FOR_CLIENTS"):
                 left = got.fields.get("time_remaining")
                 conn = got.clients("connected_clients")
@@ -220,7 +222,7 @@ def check_recovery(index: Index, host: str, seen: Sequence[TargetRecovery]) -> l
                     + (f", {conn[0]}/{conn[1]} clients reconnected" if conn else "")
                     + (f", {left} s left" if left else "") + "): its clients' I/O waits",
                     expected="COMPLETE", observed=got.status,
-                    action="wait for the recovery window to end; clients that do not reconnect are evicted"))
+                    action="wait for the recovery window to end; clients that do not reconnect are evicted", host=host))
             done = got.clients("completed_clients")
             if got.status == "COMPLETE" and done and done[0] < done[1]:
                 out.append(Finding(
@@ -229,5 +231,5 @@ def check_recovery(index: Index, host: str, seen: Sequence[TargetRecovery]) -> l
                     "uncommitted writes and locks are lost)", expected=f"{done[1]}/{done[1]}",
                     observed=f"{done[0]}/{done[1]}",
                     action="find the evicted clients (`lctl get_param osc.*.state` on them shows EVICTED) and "
-                           "check their jobs"))
+                           "check their jobs", host=host))
     return out

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ..model.cabling import Cable
 from ..model.index import Index, PortKey
 from ..model.place_text import cable_label, cable_text, device_floor, port_text, routes_text
-from .findings import Finding
+from .findings import Finding, ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,6 @@ def miswired(index: Index, misplaced: list[Seen]) -> list[Finding]:
     if not misplaced:
         return out
     seen_at = {end: j for j, s in enumerate(misplaced) for end in (s.a, s.b)}
-    position = {id(c): k for k, c in enumerate(index.inv.cables)}
     done: set[int] = set()
     for i in range(len(misplaced)):
         if i in done:
@@ -56,10 +55,10 @@ def miswired(index: Index, misplaced: list[Seen]) -> list[Finding]:
         done.update(members)
         first = min(range(len(steps)), key=lambda k: _order(steps[k].y))
         steps = steps[first:] + steps[:first]
-        out.append(_cycle_finding(index, position, steps))
+        out.append(_cycle_finding(index, steps))
     for i, s in enumerate(misplaced):
         if i not in done:
-            out.append(_one_miswire(index, position, s))
+            out.append(_one_miswire(index, s))
     return out
 
 
@@ -120,7 +119,7 @@ def _routes(index: Index, cables: list[Cable]) -> str:
     return f"; the links ride {routes}" if routes else ""
 
 
-def _cycle_finding(index: Index, position: dict[int, int], steps: list[Step]) -> Finding:
+def _cycle_finding(index: Index, steps: list[Step]) -> Finding:
     ys = [st.y for st in steps]
     xs = [st.x for st in steps]
     where = _ports_of(ys)
@@ -174,9 +173,11 @@ def _cycle_finding(index: Index, position: dict[int, int], steps: list[Step]) ->
         observed=", ".join(f"{port_text(st.y)} - {port_text(st.x)}" for st in steps),
         action=action,
         floor=f"at {_places(index, [y[0] for y in ys])}; far ends {_places(index, [x[0] for x in xs])}",
-        inventory=("cables", position[id(steps[0].cable)]),
+        inventory=("cables", index.cable_positions[steps[0].cable.id]),
         details=details,
         covers=tuple(port_text(k) for st in steps for k in (st.x, st.y)),
+        # the ports as the subject names them: the moved ends first on a host's crossed pair, else the far ends
+        **ids(*((*ys, *xs) if len(steps) == 2 and host_crossed else (*xs, *ys)), cable=steps[0].cable),
     )
 
 
@@ -215,7 +216,7 @@ def plane_crossing(index: Index, x: PortKey, y: PortKey) -> str:
     return f"rail {hca.rail} HCA reaches plane {leaf.rail // rpp}'s leaf {leaf.name}"
 
 
-def _one_miswire(index: Index, position: dict[int, int], s: Seen) -> Finding:
+def _one_miswire(index: Index, s: Seen) -> Finding:
     # Report from the end that has a declared cable, preferring the host end.
     for x, y in ((s.a, s.b), (s.b, s.a)):
         cable = index.cable_at.get(x)
@@ -238,7 +239,8 @@ def _one_miswire(index: Index, position: dict[int, int], s: Seen) -> Finding:
                 f"{port_text(x)} in {device_floor(index, x[0])}; plugged into {port_text(y)} in "
                 f"{device_floor(index, y[0])}; belongs in {port_text(want)} in {device_floor(index, want[0])}"
             ),
-            inventory=("cables", position[id(cable)]),
+            inventory=("cables", index.cable_positions[cable.id]),
             covers=(port_text(x), port_text(want)),
+            **ids(x, want, cable=cable),
         )
     raise AssertionError("misplaced link without a declared end")  # guarded by the caller

@@ -17,18 +17,6 @@ def switch_plane(index: Index) -> dict[str, int]:
     return index.switch_planes
 
 
-def _subject_planes(index: Index, planes: dict[str, int]) -> dict[str, int]:
-    """Finding subject (a switch, a switch port, a host port `node/hca/port`) -> its plane."""
-    out = dict(planes)
-    for cable in index.inv.cables:
-        a, b = cable.a, cable.b
-        for near, far in ((a, b), (b, a)):
-            if far.device in planes:
-                text = f"{near.device}/{near.hca}/{near.port}" if near.hca else f"{near.device}/{near.port}"
-                out[text] = planes[far.device]
-    return out
-
-
 def uncollected(index: Index, findings: list[Finding], missing: list[int], failed: list[int],
                 where: str) -> list[Finding]:
     """`findings` of the collected planes' diff without what only the absence of `missing` and `failed`
@@ -38,9 +26,10 @@ def uncollected(index: Index, findings: list[Finding], missing: list[int], faile
     if not gone:
         return findings
     planes = switch_plane(index)
-    subjects = _subject_planes(index, planes)
+    # a missing switch, or a link whose switch end is in a plane not looked at (its `switch`: a host port's link
+    # names the leaf it reaches, a leaf-spine link its first switch, both in one plane)
     kept = [f for f in findings if not (f.rule in ("FAB-DEVICE-MISSING", "FAB-MISSING", "FAB-PORT-DOWN")
-                                        and subjects.get(f.subject) in gone)]
+                                        and f.switch is not None and planes.get(f.switch) in gone)]
     for plane in missing:
         switches = sorted(s for s, p in planes.items() if p == plane)
         kept.append(Finding(

@@ -87,6 +87,7 @@ def _validate(index: Index, obs: Observations, fabric_only: bool = False, switch
                 name,
                 f"{name} could not be reached: {one_line(reason)}",
                 action="check the host is up and reachable over SSH (and its host key is known)",
+                host=name,
             )
         )
     for host, texts in sorted(obs.hosts.items()):
@@ -109,26 +110,26 @@ def _one_finding_per_fault(index: Index, findings: list[Finding]) -> list[Findin
     covered: set[str] = set()
     for f in findings:
         covered.update(f.covers)  # the ports a fabric finding explains (a missing switch's links, a swap's)
-        if f.rule in _LINK_RULES and f.inventory[:1] == ("cables",) and len(f.inventory) > 1:
-            cable = index.inv.cables[int(f.inventory[1])]
+        cable = index.cables.get(f.cable) if f.rule in _LINK_RULES and f.cable is not None else None
+        if cable is not None:  # by its id: the ports of the cable the finding is about
             covered.update(port_text(ref.key) for ref in (cable.a, cable.b))
-    kept = [f for f in findings if not (f.rule in _ECHO_RULES and f.subject in covered)]
+    kept = [f for f in findings if not (f.rule in _ECHO_RULES and f.port in covered)]
     return _down_hosts(kept)
 
 
 def _down_hosts(findings: list[Finding]) -> list[Finding]:
     """A host that SSH cannot reach and the fabric does not see is down: one finding (HOST-UNREACHABLE,
     which sets the exit code) with the fabric finding's rack/U, repair and links folded in."""
-    unseen = {f.subject: f for f in findings if f.rule == "FAB-DEVICE-MISSING"}
-    down = {f.subject for f in findings if f.rule == "HOST-UNREACHABLE" and f.subject in unseen}
+    unseen = {f.host: f for f in findings if f.rule == "FAB-DEVICE-MISSING" and f.host is not None}
+    down = {f.host for f in findings if f.rule == "HOST-UNREACHABLE" and f.host in unseen}
     if not down:
         return findings
     out: list[Finding] = []
     for f in findings:
-        if f.rule == "FAB-DEVICE-MISSING" and f.subject in down:
+        if f.rule == "FAB-DEVICE-MISSING" and f.host in down:
             continue
-        if f.rule == "HOST-UNREACHABLE" and f.subject in down:
-            fab = unseen[f.subject]
+        if f.rule == "HOST-UNREACHABLE" and f.host in down:
+            fab = unseen[f.host]
             f = dataclasses.replace(
                 f,
                 message=f"{f.message}; nor is it seen on the fabric ({fab.floor}, {len(fab.details)} HCA "
@@ -157,6 +158,7 @@ def _parse(
                 f"{obs.path_of(host, stem)}:{exc.line_no}: {exc.message}",
                 observed=clip(exc.line),  # the line, as the message quotes it: cut at MAX_ECHO
                 action="re-collect; if the tool's output format changed, report it",
+                host=host,
             )
         )
         return None
@@ -225,7 +227,7 @@ def _switch_firmware(index: Index, obs: Observations, report: Report, only: str 
         parsed = _parse(obs, None, stem, text, flint_q.parse, report)
         if parsed is not None:
             queries[name] = parsed
-    unseen = {f.subject for f in report.findings if f.rule == "FAB-DEVICE-MISSING"}
+    unseen = {f.switch for f in report.findings if f.rule == "FAB-DEVICE-MISSING" and f.switch is not None}
     report.findings += check_switch_firmware(index, obs, queries, unseen, only)
 
 

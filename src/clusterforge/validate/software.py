@@ -28,6 +28,7 @@ def check_driver(index: Index, host: str, query: QueryGpuResult) -> list[Finding
             expected=pin,
             observed=", ".join(sorted(s for s in seen if s)),
             action="re-run the deploy for this host (`make deploy ENV=... LIMIT=<host>`)",
+            host=host,
         )
     ]
 
@@ -50,6 +51,7 @@ def check_nids(index: Index, host: str, nids: Sequence[LnetNid]) -> list[Finding
                     observed=", ".join(n.nid for n in nids) or "none",
                     action=f"check lnet.conf / `options lnet networks=` for {fs.lnet}({','.join(fs.interfaces)}) "
                     "and that the IPoIB interface is up; `lnetctl net show`",
+                    host=host,
                 )
             )
     return out
@@ -63,7 +65,7 @@ def _pinned(pin: str, installed: str) -> bool:
 def _version_finding(host: str, what: str, pin: str, seen: str) -> Finding:
     return Finding(
         "SW-VERSION", "error", host, f"{host} runs {what} {seen}, pinned {pin}", expected=pin, observed=seen,
-        action="re-run the deploy for this host (`make deploy ENV=... LIMIT=<host>`)",
+        action="re-run the deploy for this host (`make deploy ENV=... LIMIT=<host>`)", host=host,
     )
 
 

@@ -102,14 +102,14 @@ def check_switch_firmware(index: Index, obs: Observations, queries: Mapping[str,
                         if pending else
                         f"bump it through a day-2 plan (`clusterforge diff` with the new pin): the nodes cabled to "
                         f"it are drained first, the switch is updated ({how}), validated, and they resume"),
-                inventory=("firmware", "switches", at)))
+                inventory=("firmware", "switches", at), switch=name))
         elif q.fw_version != pin.version:  # runs the pin, but its next reset would not
             out.append(Finding(
                 "FW-DRIFT", "error", name, f"{which} runs its pin {pin.version} but its flash holds {q.fw_version}: "
                 "its next reset (or power cycle) runs that", expected=pin.version, observed=q.fw_version,
                 floor=floor, action=f"burn the pin's image back before anything resets it (`clusterforge firmware "
                                     f"flash ENV --switch {name} ... --reflash`), or bump the pin through a plan",
-                inventory=("firmware", "switches", at)))
+                inventory=("firmware", "switches", at), switch=name))
         if pin.psids and q.psid not in pin.psids:
             out.append(Finding(
                 "FW-PSID", "error", name,
@@ -118,7 +118,7 @@ def check_switch_firmware(index: Index, obs: Observations, queries: Mapping[str,
                 expected=", ".join(pin.psids), observed=q.psid or "none", floor=floor,
                 action="do not cross-flash another PSID's image; qualify the board and add its PSID (with its "
                        "own image) to the pin, or replace the switch",
-                inventory=("firmware", "switches", at)))
+                inventory=("firmware", "switches", at), switch=name))
     unread = sorted(n for n in pinned if n not in queries and n not in unseen)
     if unread and _discoveries(obs):
         shown = ", ".join(unread[:5]) + (f" and {len(unread) - 5} more" if len(unread) > 5 else "")
