@@ -20,7 +20,7 @@ blank or single-space line anywhere, sections missing or in another order, rows 
 kept in ``messages``), and output filtered by ``grep`` (rows without their section's title: the rows are
 known by their labels). A BER is ``<coef>E-<magnitude>`` (``15E-255`` is mlxlink's zero). What is not read: a
 line that is none of these, a numeric row whose value is no number (``Temperature [C] : hot``), and empty
-input: a ParseError naming the line. Pure.
+input: a ParseError naming the line. Pure and self-contained (only ParseError): `ib-health` embeds it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterforge.parse._common import empty_error, fail, split_lines, strip_ansi
+from clusterforge.parse.errors import ParseError
 
 TOOL = "mlxlink"
 
@@ -47,6 +47,21 @@ _NUMBER_RE = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
 _RANGE_SUFFIX_RE = re.compile(r"\s*\[[^\]]*\]$")
 _RANGE_RE = re.compile(r"\[\s*([+-]?\d+(?:\.\d+)?)\s*\.\.\s*([+-]?\d+(?:\.\d+)?)\s*\]$")
 _NA = ("N/A", "NA", "n/a", "")
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+"""The color codes mlxlink writes around its messages."""
+
+
+# Self-contained (only ParseError): ib-health embeds this module's source on the nodes.
+def fail(tool: str, line_no: int, line: str, message: str) -> ParseError:
+    return ParseError(tool, line_no, line, message)
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split on \\n only (numbered as an editor numbers them), a trailing \\r and color codes cut."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [ANSI_RE.sub("", ln[:-1] if ln.endswith("\r") else ln) for ln in lines]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +157,8 @@ _TEXTS = {"State": "state", "Physical state": "physical_state", "Speed": "speed"
 
 def parse(text: str) -> MlxlinkReport:
     if not text.strip():
-        raise empty_error(TOOL)
-    lines = [strip_ansi(line) for line in split_lines(text)]
+        raise ParseError(TOOL, 1, "", "empty input: the tool always prints something")
+    lines = _lines(text)
     sections: dict[str, dict[str, str]] = {}
     where: dict[str, tuple[int, str]] = {}
     messages: list[str] = []

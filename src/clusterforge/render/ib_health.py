@@ -1,6 +1,6 @@
 """The `ib-health` script (/usr/local/lib/clusterforge/ib-health): rendered from templates/monitoring/
 ib-health.py.j2 with the parsers it uses embedded verbatim (clusterforge.parse.errors, .sminfo,
-.mlxcables, .lustre_state, .mstlink: nothing of clusterforge is installed on the nodes). The monitoring
+.mlxcables, .lustre_state, .mstlink, .mlxlink: nothing of clusterforge is installed on the nodes). The monitoring
 component deploys it on every node with an HCA; node_exporter's textfile collector or Telegraf's exec
 input reads what it prints."""
 
@@ -9,13 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..parse import errors as parse_errors
-from ..parse import lustre_state, mlxcables, mstlink, sminfo
+from ..parse import lustre_state, mlxcables, mlxlink, mstlink, sminfo
 from .spec import FileSpec
 
 TEMPLATE = "monitoring/ib-health.py.j2"
 PATH = "/usr/local/lib/clusterforge/ib-health"
 MODULES = {"errors": parse_errors, "sminfo": sminfo, "mlxcables": mlxcables, "lustre_state": lustre_state,
-           "mstlink": mstlink}
+           "mstlink": mstlink, "mlxlink": mlxlink}
 
 
 def context() -> dict[str, str]:

@@ -296,3 +296,42 @@ def test_script_runs_mstlink_per_port_without_a_shell(script: Path, tmp_path: Pa
     p = subprocess.run([sys.executable, "-I", str(script), "--ib-sysfs", str(tmp_path / "none")], capture_output=True,
                        text=True, timeout=30, env=env, cwd=tmp_path)
     assert p.returncode == 0 and p.stdout == "\n" and not (tmp_path / "argv.txt").exists()
+
+
+def test_script_reads_mlxlink_where_mstflint_is_not_installed(script: Path, tmp_path: Path) -> None:
+    """MFT's mlxlink text (real captures: a clean 4x link, the HDR grep fragment with a 1E-8 raw BER) feeds the
+    same BER series; mstlink is preferred where both are installed; mlxlink's garbage is one error sample."""
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "mlxlink"
+    clean = next(fixtures.glob("bf3-mft4.30-m-c-*.txt"))
+    fragment = next(fixtures.glob("cx6-hdr2x-mft4.24-show-counters-*.txt"))
+    sysfs = tmp_path / "infiniband"
+    for dev in ("mlx5_0", "mlx5_1", "mlx5_2"):
+        (sysfs / dev / "ports" / "1").mkdir(parents=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "mlxlink"
+    answers = {"mlx5_0": str(clean), "mlx5_1": str(fragment)}
+    tool.write_text(f"#!{sys.executable}\nimport sys\n"
+                    f"open({str(tmp_path / 'argv.txt')!r}, 'a').write(repr(sys.argv[1:]) + '\\n')\n"
+                    f"answers = {{k: open(v).read() for k, v in {answers!r}.items()}}\n"
+                    "sys.stdout.write(answers.get(sys.argv[2], 'garbage\\n'))\n")
+    tool.chmod(0o755)
+    env = {"PATH": str(bin_dir), "PYTHONPATH": "", "HOME": str(tmp_path)}
+    p = subprocess.run([sys.executable, "-I", str(script), "--ib-sysfs", str(sysfs)], capture_output=True,
+                       text=True, timeout=30, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "argv.txt").read_text().splitlines()[0] == repr(["-d", "mlx5_0", "-p", "1", "-c"])
+    assert 'cf_optic_prefec_ber{device="mlx5_0",port="1"} 1.5e-254' in p.stdout
+    assert 'cf_optic_prefec_ber{device="mlx5_1",port="1"} 1e-08' in p.stdout
+    assert 'cf_ib_health_error{source="mlxlink"} 1' in p.stdout and "ib-health: mlxlink mlx5_2 port 1:" in p.stderr
+    _promtool(p.stdout)
+    # both installed: mstlink (its JSON) is read, mlxlink never run
+    (tmp_path / "argv.txt").unlink()
+    (bin_dir / "doc.json").write_text(MSTLINK_JSON % "2E-8")
+    (bin_dir / "mstlink").write_text(f"#!{sys.executable}\nimport sys\n"
+                                     f"sys.stdout.write(open({str(bin_dir / 'doc.json')!r}).read())\n")
+    (bin_dir / "mstlink").chmod(0o755)
+    p = subprocess.run([sys.executable, "-I", str(script), "--ib-sysfs", str(sysfs)], capture_output=True,
+                       text=True, timeout=30, env=env, cwd=tmp_path)
+    assert p.returncode == 0 and not (tmp_path / "argv.txt").exists(), p.stderr
+    assert 'cf_optic_prefec_ber{device="mlx5_2",port="1"} 2e-08' in p.stdout
