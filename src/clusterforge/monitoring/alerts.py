@@ -4,6 +4,8 @@ Pure: text in, records out. Each alert is placed by its `host` label (rack and U
 inventory); a port alert (`device`, `port`) also by the cable in that port: its id, both ends
 with their racks and units, and the trunk and patch panels it rides, with a repair instruction
 in `validate`'s words ("clean or reseat the optic at leaf01 port 17: cable C-0412, trunk ...").
+Like a finding, a located alert names what it is about by id: `host`, `switch` (the switch at the far
+end of the port's cable, or the host label when that is a switch) and `cable` (the cable's id).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class LocatedAlert:
     state: str  # active | suppressed (inhibited or silenced) | unprocessed
     since: str
     host: str | None
+    switch: str | None  # the switch at the far end of the port's cable, or `host` when that names a switch
     rack: str | None
     u: int | None
     device: str | None
@@ -71,6 +74,7 @@ def locate(index: Index, alert: dict[str, Any]) -> LocatedAlert:
         rack, u = index.places[host]
     device, port = labels.get("device"), _int(labels.get("port"))
     cable_id = a_end = b_end = lanes = where = None
+    switch = host if host is not None and host in index.switches else None
     repair = str(notes.get("repair", ""))
     if host is not None and device is not None and port is not None:
         cable = index.cable_at.get((host, device, port))
@@ -78,6 +82,7 @@ def locate(index: Index, alert: dict[str, Any]) -> LocatedAlert:
             cable_id, a_end, b_end = cable.id, str(cable.a), str(cable.b)
             lanes = route_text(index, cable) or None
             here, far = ((cable.a, cable.b) if cable.a.key == (host, device, port) else (cable.b, cable.a))
+            switch = switch or (far.device if far.hca is None else None)
             where = link_floor(index, here.key, far.key, cable)
             if name in PORT_ALERTS:
                 at = f"{far.device} port {far.port}" if far.hca is None else f"{far.device} {far.hca} port {far.port}"
@@ -90,7 +95,7 @@ def locate(index: Index, alert: dict[str, Any]) -> LocatedAlert:
         where = f"rack {rack} U{u}"
     return LocatedAlert(
         alertname=name, level=_int(labels.get("level")), state=str(status.get("state", "active")),
-        since=str(alert.get("startsAt", "")), host=host, rack=rack, u=u, device=device, port=port,
+        since=str(alert.get("startsAt", "")), host=host, switch=switch, rack=rack, u=u, device=device, port=port,
         cable=cable_id, a_end=a_end, b_end=b_end, lanes=lanes, where=where,
         summary=str(notes.get("summary", "")), repair=repair, labels=labels,
     )

@@ -37,9 +37,11 @@ def test_a_port_alert_names_the_cable_ends_and_repair() -> None:
                        _alert("HbmTemperatureHigh", 3, host="gpu02", gpu="3")])
     hbm, sym = located_alerts(index, text)
     assert (hbm.alertname, hbm.level, hbm.rack, hbm.u) == ("HbmTemperatureHigh", 3, "lab-su01-r01", 6)
-    assert hbm.repair == "HbmTemperatureHigh repair" and hbm.cable is None
+    assert hbm.repair == "HbmTemperatureHigh repair" and hbm.cable is None and hbm.switch is None
     assert (sym.rack, sym.u) == ("lab-su01-r01", 2)  # from the model, not the alert's labels
     assert (sym.cable, sym.a_end, sym.b_end) == (cable.id, "gpu01/mlx5_0/1", str(cable.b))
+    assert (sym.host, sym.switch) == ("gpu01", cable.b.device)  # by id, as a finding names them
+    assert sym.as_dict()["switch"] == cable.b.device and sym.as_dict()["cable"] == cable.id
     assert sym.repair == f"clean or reseat the optic at {cable.b.device} port {cable.b.port}: cable {cable.id}"
     assert sym.where is not None and "rack lab-su01-r01 U2" in sym.where and cable.b.device in sym.where
 
