@@ -229,7 +229,7 @@ def scale_rows(counts: tuple[int, ...] = (32, 64), ansible: bool = True) -> list
 
 def bench_lab_spec(name: str, cidr: str, work: Path, nodes: tuple[str, ...]) -> LabSpec:
     """A podman lab of NODES of the lab inventory (subnet CIDR, an SM), its ibsim fabric rendered under WORK."""
-    from clusterforge.lab.rehearsal.env import lab_spec
+    from clusterforge.rehearsal.env import lab_spec
     from clusterforge.render import render_environment
 
     index = load_checked(ENV).index

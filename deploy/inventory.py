@@ -14,7 +14,7 @@ from clusterforge.api import load_checked
 from clusterforge.deploy.api import DeployRequest, lab_mirror, plans_for, ssh_from_inventory
 from clusterforge.deploy.lablink import lab_plans, lab_ssh
 from clusterforge.deploy.runner import _host_data
-from clusterforge.lab.rehearsal import env as labenv
+from clusterforge.rehearsal import env as labenv
 
 _env = Path(os.environ.get("CLUSTERFORGE_ENV", "inventories/lab"))
 _index = load_checked(_env).index

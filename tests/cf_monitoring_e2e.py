@@ -39,7 +39,7 @@ from typer.testing import CliRunner
 
 from clusterforge.cli.main import app
 from clusterforge.lab.monitoring_standins import sysfs_root
-from clusterforge.lab.rehearsal import env as labenv
+from clusterforge.rehearsal import env as labenv
 from clusterforge.util.fsutil import write_atomic
 
 CABLE = "C-00010"

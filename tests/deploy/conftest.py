@@ -10,7 +10,7 @@ from lab_deploy_support import ENV, NODES, DeployLab, free_subnet, missing_tools
 
 from clusterforge.api import load_checked
 from clusterforge.lab import down, up
-from clusterforge.lab.rehearsal.env import lab_spec
+from clusterforge.rehearsal.env import lab_spec
 from clusterforge.render import render_environment
 
 

@@ -33,7 +33,7 @@ import pytest
 
 from cf_lab_net import cf, lab_copy, own_network
 from clusterforge.lab.netfile import parse_netfile
-from clusterforge.lab.rehearsal.env import paths
+from clusterforge.rehearsal.env import paths
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.lab

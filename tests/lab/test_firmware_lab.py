@@ -33,8 +33,8 @@ from cf_lab_net import cf, lab_copy, own_network
 from clusterforge.lab import ssh_command
 from clusterforge.lab.firmware_standin import lab_image
 from clusterforge.lab.proc import run
-from clusterforge.lab.rehearsal import env as labenv
 from clusterforge.parse.mlxfwmanager import parse
+from clusterforge.rehearsal import env as labenv
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.lab, pytest.mark.long]

@@ -26,7 +26,7 @@ from clusterforge.deploy.ansible_api import deploy_ansible
 from clusterforge.deploy.api import DeployRequest
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
-from clusterforge.lab.rehearsal import env as labenv
+from clusterforge.rehearsal import env as labenv
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES = ["gpu01", "sm01"]

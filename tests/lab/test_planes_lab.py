@@ -28,8 +28,8 @@ from cf_lab_net import cf, lab_copy
 from clusterforge.api import load_checked
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
-from clusterforge.lab.rehearsal import env as labenv
-from clusterforge.lab.rehearsal import services as labservices
+from clusterforge.rehearsal import env as labenv
+from clusterforge.rehearsal import services as labservices
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "inventories" / "lab-planes"

@@ -11,7 +11,7 @@ import pytest
 from clusterforge.api import load_checked
 from clusterforge.lab.guest import ibwrap
 from clusterforge.lab.image import LAB_OPENSM_PLANE_DROPIN
-from clusterforge.lab.rehearsal.env import lab_spec
+from clusterforge.rehearsal.env import lab_spec
 from clusterforge.render import render_environment
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "inventories" / "lab-planes"

@@ -23,7 +23,7 @@ from clusterforge.api import load_checked
 from clusterforge.deploy.api import DeployRequest, plans_for
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
-from clusterforge.lab.rehearsal import env as labenv
+from clusterforge.rehearsal import env as labenv
 
 ROOT = Path(__file__).resolve().parents[2]
 RACK = ["gpu0001", "gpu0002", "gpu0003", "gpu0004"]

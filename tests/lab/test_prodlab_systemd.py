@@ -25,8 +25,8 @@ from clusterforge.deploy.ansible_api import deploy_ansible
 from clusterforge.deploy.api import DeployRequest
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
-from clusterforge.lab.rehearsal import env as labenv
-from clusterforge.lab.rehearsal import services as labservices
+from clusterforge.rehearsal import env as labenv
+from clusterforge.rehearsal import services as labservices
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES = ["gpu0001", "gpu0002", "gpu0003", "gpu0004", "sm01", "sm02", "lus01"]

@@ -23,9 +23,9 @@ from clusterforge.deploy.runner import HostResult
 from clusterforge.inventory.selection import SelectionError, default_rehearsal, select_nodes
 from clusterforge.lab.errors import LabError
 from clusterforge.lab.netfile import parse_netfile
-from clusterforge.lab.rehearsal import env as labenv
 from clusterforge.lab.spec import LabSpec, validate_spec
 from clusterforge.lab.state import HostRecord, LabState
+from clusterforge.rehearsal import env as labenv
 
 ROOT = Path(__file__).resolve().parents[2]
 PROD = ROOT / "inventories" / "prod"

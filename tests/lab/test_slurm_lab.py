@@ -25,7 +25,7 @@ import pytest
 from cf_lab_net import cf, lab_copy
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
-from clusterforge.lab.rehearsal import env as labenv
+from clusterforge.rehearsal import env as labenv
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.lab, pytest.mark.long]

@@ -56,7 +56,7 @@ def test_limit_tokens_keeps_what_names_something() -> None:
 def no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any deploy or lab start reached here would be a widened selection: fail loudly instead of contacting."""
     import clusterforge.cli.deploy as cli_deploy
-    import clusterforge.lab.rehearsal.env as labenv
+    import clusterforge.rehearsal.env as labenv
 
     def contacted(*args: object, **kwargs: object) -> None:
         raise AssertionError("an empty --limit reached the engine")

@@ -30,7 +30,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("accept",),
     ("lab",),
     ("deploy",),
-    ("lab.rehearsal",),
+    ("rehearsal",),
     ("monitoring",),
     ("day2",),
     ("cli",),
@@ -55,8 +55,6 @@ def _capability(module: str) -> str:
     parts = module.split(".")
     if len(parts) == 1:
         return "clusterforge"
-    if parts[1:3] == ["lab", "rehearsal"]:
-        return "lab.rehearsal"
     return parts[1]
 
 
@@ -106,7 +104,7 @@ def _arrows() -> list[tuple[str, str, str, str]]:
     for mod, targets in _graph().items():
         for t in targets:
             a, b = _capability(mod), _capability(t)
-            if a != b and not (a == "lab.rehearsal" and b == "lab" and t.startswith("clusterforge.lab.rehearsal")):
+            if a != b and not (a == "lab.rehearsal" and b == "lab" and t.startswith("clusterforge.rehearsal")):
                 out.append((mod, t, a, b))
     return out
 

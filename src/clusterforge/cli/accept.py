@@ -69,7 +69,7 @@ def _run(env: Path, index: Any, plan: AcceptPlan, run_dir: Path) -> None:
     """The plan's tests over SSH into `run_dir`: the environment's lab when one is up for it (its containers at
     their lab addresses, the lab's keys), else the real hosts (management addresses, `deploy`'s SSH settings)."""
     from ..accept.run import run_plan
-    from ..lab.rehearsal import env as labenv
+    from ..rehearsal import env as labenv
 
     addresses, cfg = labenv.ssh_reach(env, index)
     run_dir.mkdir(parents=True, exist_ok=True)

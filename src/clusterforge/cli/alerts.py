@@ -13,9 +13,9 @@ import typer
 from rich.markup import escape
 
 from ..check.checked import Checked
-from ..lab.rehearsal.env import LAB_RANGE
 from ..monitoring.alerts import LocatedAlert, located_alerts
 from ..monitoring.drain import DrainHook, serve
+from ..rehearsal.env import LAB_RANGE
 from ..util.errors import ExitCode
 from .common import Format, err, load_or_fail, out, print_json
 

@@ -57,7 +57,7 @@ def apply(
     tech = None
     if lab_technician:
         from ..day2.lab_technician import lab_technician as make_technician
-        from ..lab.rehearsal import env as labenv
+        from ..rehearsal import env as labenv
 
         state = labenv.running(plan.env)
         if state is None:

@@ -12,7 +12,7 @@ import typer
 
 from ..deploy.confirm import needs_confirmation, prompt, refusal
 from ..inventory.selection import SelectionError, limit_tokens
-from ..lab.rehearsal import env as labenv
+from ..rehearsal import env as labenv
 from ..util.errors import ExitCode, InventoryInvalid
 from .common import (
     Format,

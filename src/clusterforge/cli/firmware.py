@@ -43,7 +43,7 @@ def make_runner(env: Path, checked: Checked) -> Runner:
     keys), else to the inventory's hosts (their management addresses; the deploy's SSH user, port,
     known_hosts)."""
     from ..day2.fwtool import ssh_runner
-    from ..lab.rehearsal import env as labenv
+    from ..rehearsal import env as labenv
 
     addresses, cfg = labenv.ssh_reach(env, checked.index)
     return ssh_runner(cfg, addresses)

@@ -10,10 +10,10 @@ import typer
 
 from ..inventory.selection import SelectionError, limit_tokens
 from ..lab import LabError, down, fault_injector, status
-from ..lab.rehearsal import env as labenv
-from ..lab.rehearsal import services as labservices
 from ..lab.sm_remedy import has_subnet_manager, wait_active_or_restart_master
 from ..lab.technician import set_drained
+from ..rehearsal import env as labenv
+from ..rehearsal import services as labservices
 from ..util.errors import ExitCode
 from .common import Format, err, load_or_fail, out, print_json, print_table, ticked
 from .lab_cable import cable_app

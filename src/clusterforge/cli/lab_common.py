@@ -9,7 +9,7 @@ from typing import NoReturn
 import typer
 
 from ..lab import LabError, LabState
-from ..lab.rehearsal import env as labenv
+from ..rehearsal import env as labenv
 from ..util.errors import ExitCode
 from .common import Format, err, out, print_json
 

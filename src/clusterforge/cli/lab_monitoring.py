@@ -9,7 +9,7 @@ import typer
 
 from ..lab import LabError
 from ..lab import monitoring_faults as mf
-from ..lab.rehearsal import env as labenv
+from ..rehearsal import env as labenv
 from ..util.errors import ExitCode
 from .common import Format, err, load_or_fail, out, print_json
 
@@ -27,7 +27,7 @@ def _usage(msg: str) -> NoReturn:
 def fault(env: Path, kind: str, args: list[str], *, rate: float | None, temp: float | None,
           per_day: float | None, fmt: Format) -> None:
     """Check the arguments against the inventory (exit 2 naming what is wrong), then apply in the running lab."""
-    from ..lab.rehearsal import faults as labfaults
+    from ..rehearsal import faults as labfaults
 
     want = 1 if kind == "errors" else 2
     if len(args) != want:

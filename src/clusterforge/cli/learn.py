@@ -128,7 +128,7 @@ def _collect(env: Path, checked: Checked) -> str:
     """ibnetdiscover run on the fabric (through the lab's fabric container when one is up for `env`)."""
     from ..collect.live import ssh_config, targets
     from ..collect.ssh import collect
-    from ..lab.rehearsal import env as labenv
+    from ..rehearsal import env as labenv
 
     state = labenv.running(env)
     if state is not None:

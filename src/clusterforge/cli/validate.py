@@ -142,7 +142,7 @@ def _collect_live(env: Path, checked: Checked, no_lab: bool = False) -> tuple[Ob
     with the lab's state (None when collected from the real hosts)."""
     from ..collect.live import ssh_config, targets
     from ..collect.ssh import collect
-    from ..lab.rehearsal import (
+    from ..rehearsal import (
         env as labenv,  # the lab and SSH modules only when collecting live (`--from` needs none: 0.7 s)
     )
 

@@ -92,7 +92,7 @@ def record_dir(env: Path, record: Path | None) -> Path:
     """Where the deploy record of `env` is kept: `record` if given, the running lab's state, else
     `state/<env>/` (deploy/record.py)."""
     from ..deploy.record import default_dir
-    from ..lab.rehearsal import env as labenv
+    from ..rehearsal import env as labenv
 
     if record is not None:
         return record

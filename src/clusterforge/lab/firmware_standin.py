@@ -28,7 +28,7 @@ its firmware read from /var/lib/clusterforge-lab/fw/switches.json (`switches`):
 * `flint -d DEV -i IMAGE -y burn`: a LAB image (`lab_image`) of the switch's device type and a PSID it lists;
 * `flint -d DEV swreset`: the burned version runs.
 
-Anything else exits 2 naming itself. Pure here: the install is in lab/rehearsal/standins.py.
+Anything else exits 2 naming itself. Pure here: the install is in rehearsal/standins.py.
 """
 
 from __future__ import annotations

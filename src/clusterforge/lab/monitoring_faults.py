@@ -11,7 +11,7 @@ wall time (value = start + rate x elapsed). Every applied fault is journaled in
 shows it and any process can `heal`: stop the driver, write every original value back.
 
 Stdlib only, like the rest of the lab package; the inventory side (cable id -> HCA ports,
-host -> GPUs) is `clusterforge.lab.rehearsal.faults`.
+host -> GPUs) is `clusterforge.rehearsal.faults`.
 """
 
 from __future__ import annotations

@@ -138,7 +138,7 @@ def _duplicate(index: Index, binding: Binding, topo: IbTopology, desc: str, node
     details: list[str] = []
     fixes: list[str] = []
     slots: list[str] = []
-    first: tuple[str, str | None] | None = named  # the device the finding is about: the one the description names
+    misnamed: list[DeviceKey] = []  # the slots whose card must change its description: what the finding is about
     unbound = False  # a device left unbound: its links were not checked, so this is an error
     for n in nodes:
         ports = sorted(at.get(n.guid, []))
@@ -157,7 +157,6 @@ def _duplicate(index: Index, binding: Binding, topo: IbTopology, desc: str, node
             continue
         slot = _name(key)
         slots.append(key[0])
-        first = first or key
         wrong = named is None or named != key
         parts.append(f"{n.guid}{where} is {slot} (by {how})" + (", misnamed" if wrong and named else ""))
         details.append(
@@ -165,6 +164,7 @@ def _duplicate(index: Index, binding: Binding, topo: IbTopology, desc: str, node
             + ("; its description is wrong" if wrong and named else "")
         )
         if wrong:
+            misnamed.append(key)
             how_to = (
                 f"on {key[0]}: `echo {slot!r} > /sys/class/infiniband/{key[1]}/node_desc`"
                 if key[1]
@@ -185,5 +185,5 @@ def _duplicate(index: Index, binding: Binding, topo: IbTopology, desc: str, node
         action="; ".join(fixes),
         floor=", ".join(f"{d} in {device_floor(index, d)}" for d in dict.fromkeys(slots)) or None,
         details=tuple(details),
-        **(device_ids(first) if first is not None else Ids()),
+        **(device_ids(about) if (about := next(iter(misnamed), named)) is not None else Ids()),
     )

@@ -18,8 +18,8 @@ from clusterforge.lab import monitoring_faults as mf
 from clusterforge.lab.errors import FaultError
 from clusterforge.lab.monitoring_standins import MonitoredHost, dcgm_file, sysfs_root, write_initial
 from clusterforge.lab.proc import ProcessRecord, is_alive
-from clusterforge.lab.rehearsal.faults import FaultArgError, cable_errors, gpu_ecc, gpu_hot
 from clusterforge.lab.state import HostRecord, LabState, write_state
+from clusterforge.rehearsal.faults import FaultArgError, cable_errors, gpu_ecc, gpu_hot
 
 LAB = Path("inventories/lab")
 

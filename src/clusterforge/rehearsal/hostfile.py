@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .. import LabState, ssh_command
-from ..proc import run
+from ..lab import LabState, ssh_command
+from ..lab.proc import run
 
 __all__ = ["put_file"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import math
 
-from ...check.checked import Checked
-from ..monitoring_faults import MonitorFault, ecc_fault, errors_fault, hot_fault
+from ..check.checked import Checked
+from ..lab.monitoring_faults import MonitorFault, ecc_fault, errors_fault, hot_fault
 
 DEFAULT_RATE_PER_H = 600.0
 """Symbol (and receive) errors an hour on each node end: 60 times the rules' default threshold (10/h)."""

@@ -7,12 +7,12 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ...check.checked import Checked
-from ...collect.plan import plane_ports
-from ...model.index import Index
-from ...validate.planes import switch_plane
-from .. import LabState, ssh_command
-from ..proc import run
+from ..check.checked import Checked
+from ..collect.plan import plane_ports
+from ..lab import LabState, ssh_command
+from ..lab.proc import run
+from ..model.index import Index
+from ..validate.planes import switch_plane
 from .env import hca_plane, sm_nodes_by_priority
 
 
@@ -30,8 +30,8 @@ class UnitState:
 
 def managed_units(checked: Checked) -> dict[str, tuple[str, ...]]:
     """node -> the systemd units the deploy enables and starts there (its components' services)."""
-    from ...deploy.desired import host_plans
-    from ...deploy.options import DeployOptions
+    from ..deploy.desired import host_plans
+    from ..deploy.options import DeployOptions
 
     plans = host_plans(checked.index, DeployOptions(checked.index.inv.site.name))
     return {n: tuple(u for c in p.components for u in c.services) for n, p in plans.items()}

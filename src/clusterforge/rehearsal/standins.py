@@ -1,4 +1,4 @@
-"""The lab's LAB-ONLY stand-ins, installed by `lab up` into its containers (lab/rehearsal/env.py's bring_up):
+"""The lab's LAB-ONLY stand-ins, installed by `lab up` into its containers (rehearsal/env.py's bring_up):
 `nvidia-smi` on every host with declared GPUs (answers from the model, clusterforge.sim), `mlxfwmanager`/
 `mlxfwreset` on every host with a pinned card and the in-band `flint` on the fabric node (lab/firmware_standin.py),
 and the monitoring stand-ins' initial sysfs tree and DCGM metrics (lab/monitoring_standins.py)."""
@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
-from ...check.checked import Checked
-from ...collect.plan import HOST_TOOLS, sm_node
-from ...sim import nvidia_smi
-from .. import LabState
-from .. import firmware_standin as fw_standin
-from ..monitoring_standins import MonitoredHost, write_initial
+from ..check.checked import Checked
+from ..collect.plan import HOST_TOOLS, sm_node
+from ..lab import LabState
+from ..lab import firmware_standin as fw_standin
+from ..lab.monitoring_standins import MonitoredHost, write_initial
+from ..sim import nvidia_smi
 from .hostfile import put_file
 
 STANDIN_DIR = "/usr/local/lib/clusterforge-lab/nvidia-smi"

@@ -18,24 +18,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...check.checked import Checked
-from ...collect.plan import FABRIC_TOOLS, Target, default_targets, plane_ports
-from ...collect.ssh import SshConfig
-from ...inventory.env_entries import dir_name
-from ...inventory.selection import SelectionError, default_rehearsal, select_nodes
-from ...model.index import Index
-from ...render import render, write_tree
-from ...render.context_opensm import install_path, plane_services
-from ...render.nodecheck import healthcheck_lines
-from ...util.fsutil import write_atomic
-from ...util.ticks import Ticks
-from ...validate.planes import switch_plane
-from .. import SM_ROLE, LabHca, LabHost, LabSpec, LabState, PortRef, down, read_state, ssh_command, up
-from ..errors import LabError
-from ..ibsim import MAX_CLIENTS
-from ..netfile import parse_netfile
-from ..proc import run
-from ..slurm import SlurmLab
+from ..check.checked import Checked
+from ..collect.plan import FABRIC_TOOLS, Target, default_targets, plane_ports
+from ..collect.ssh import SshConfig
+from ..inventory.env_entries import dir_name
+from ..inventory.selection import SelectionError, default_rehearsal, select_nodes
+from ..lab import SM_ROLE, LabHca, LabHost, LabSpec, LabState, PortRef, down, read_state, ssh_command, up
+from ..lab.errors import LabError
+from ..lab.ibsim import MAX_CLIENTS
+from ..lab.netfile import parse_netfile
+from ..lab.proc import run
+from ..lab.slurm import SlurmLab
+from ..model.index import Index
+from ..render import render, write_tree
+from ..render.context_opensm import install_path, plane_services
+from ..render.nodecheck import healthcheck_lines
+from ..util.fsutil import write_atomic
+from ..util.ticks import Ticks
+from ..validate.planes import switch_plane
 from .hostfile import put_file
 
 LAB_ROOT = Path(os.environ.get("CLUSTERFORGE_LAB_ROOT", ".lab"))
@@ -368,7 +368,7 @@ def ssh_reach(env: Path, index: Index) -> tuple[dict[str, str], SshConfig]:
     """Where and how commands reach ENV's hosts (accept --run, firmware flash|activate): its lab when one is up
     for it (the containers at their lab addresses, the lab's keys), else the inventory's hosts (management
     addresses; the deploy's SSH user, port, known_hosts)."""
-    from ...collect.live import ssh_config
+    from ..collect.live import ssh_config
 
     state = running(env)
     if state is not None:
