@@ -246,6 +246,7 @@ def lab_rows(nodes: tuple[str, ...] = ("gpu01", "gpu02", "sm01", "lus01"),
     from clusterforge.deploy.ansible_api import deploy_ansible
     from clusterforge.deploy.api import DeployRequest, deploy
     from clusterforge.lab import down, up
+    from clusterforge.rehearsal.stage import LabStage
 
     spec = bench_lab_spec("cfbench", cidr, WORK, nodes)
     rows: list[dict[str, Any]] = []
@@ -254,7 +255,7 @@ def lab_rows(nodes: tuple[str, ...] = ("gpu01", "gpu02", "sm01", "lus01"),
             down(spec.state_dir)
             up(spec, mode="podman")
             for phase, dry in (("dry", True), ("first", False), ("second", False)):
-                req = DeployRequest(dry_run=dry, lab_state=spec.state_dir)
+                req = DeployRequest(dry_run=dry, stage=LabStage(spec.state_dir))
                 if engine == "pyinfra":
                     def fn(req: DeployRequest = req) -> object:
                         return deploy(ENV, req)

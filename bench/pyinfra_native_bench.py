@@ -40,8 +40,8 @@ class BenchFailed(RuntimeError):
 
 
 def _pyinfra(state_dir: Path, deploy_file: Path, dry: bool) -> float:
-    from clusterforge.deploy.api import lab_session
     from clusterforge.lab import read_state
+    from clusterforge.rehearsal.stage import lab_session
 
     state = read_state(state_dir)
     if state is None:
@@ -64,8 +64,9 @@ def _pyinfra(state_dir: Path, deploy_file: Path, dry: bool) -> float:
 def _converged(state_dir: Path) -> None:
     """clusterforge's own dry run: every host reached, nothing left to change."""
     from clusterforge.deploy.api import DeployRequest, deploy
+    from clusterforge.rehearsal.stage import LabStage
 
-    out = deploy(ENV, DeployRequest(dry_run=True, lab_state=state_dir))
+    out = deploy(ENV, DeployRequest(dry_run=True, stage=LabStage(state_dir)))
     bad = {r.name: (r.status, [f"{c.component}/{c.kind}/{c.target}" for c in r.changes][:5], r.error)
            for r in out.results if r.status != "ok" or r.changes}
     if bad or {r.name for r in out.results} != set(NODES):

@@ -11,10 +11,11 @@ import os
 from pathlib import Path
 
 from clusterforge.api import load_checked
-from clusterforge.deploy.api import DeployRequest, lab_mirror, plans_for, ssh_from_inventory
-from clusterforge.deploy.lablink import lab_plans, lab_ssh
+from clusterforge.deploy.api import DeployRequest, plans_for, ssh_from_inventory
 from clusterforge.deploy.runner import _host_data
 from clusterforge.rehearsal import env as labenv
+from clusterforge.rehearsal.lablink import lab_plans, lab_ssh
+from clusterforge.rehearsal.stage import lab_mirror
 
 _env = Path(os.environ.get("CLUSTERFORGE_ENV", "inventories/lab"))
 _index = load_checked(_env).index

@@ -8,10 +8,11 @@ import os
 from pathlib import Path
 
 from clusterforge.api import load_checked
-from clusterforge.deploy.api import DeployRequest, lab_mirror, plans_for
-from clusterforge.deploy.lablink import lab_plans, lab_ssh
+from clusterforge.deploy.api import DeployRequest, plans_for
 from clusterforge.deploy.runner import _host_data
 from clusterforge.lab import read_state
+from clusterforge.rehearsal.lablink import lab_plans, lab_ssh
+from clusterforge.rehearsal.stage import lab_mirror
 
 _env = Path(os.environ.get("CLUSTERFORGE_ENV", "inventories/lab"))
 _state = read_state(Path(os.environ["CF_BENCH_LAB_STATE"]))

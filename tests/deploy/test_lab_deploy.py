@@ -20,12 +20,13 @@ from clusterforge.deploy.record import read_record
 from clusterforge.deploy.report import change_keys
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
+from clusterforge.rehearsal.stage import LabStage
 
 pytestmark = pytest.mark.lab
 
 
 def _deploy(lab: DeployLab, **kw: object) -> DeployOutcome:
-    return deploy(ENV, DeployRequest(lab_state=lab.state_dir, **kw))  # type: ignore[arg-type]
+    return deploy(ENV, DeployRequest(stage=LabStage(lab.state_dir), **kw))  # type: ignore[arg-type]
 
 
 def _status(out: DeployOutcome) -> dict[str, str]:
@@ -84,14 +85,14 @@ def test_day2_a_new_pin_reaches_only_the_hosts_it_touches(deploy_lab: DeployLab,
     services.write_text(services.read_text().replace("nccl: 2.21.5-1", "nccl: 2.22.3-1"))
     plan = change_plan(load_checked(ENV).index, load_checked(bumped).index, str(bumped), "lab")
     assert {h.host for h in plan.hosts} == {f"gpu0{i}" for i in range(1, 9)} and plan.drained == ()
-    out = deploy(bumped, DeployRequest(lab_state=deploy_lab.state_dir, changed_only=True))
+    out = deploy(bumped, DeployRequest(stage=LabStage(deploy_lab.state_dir), changed_only=True))
     assert out.exit_code == 0, [r.error for r in out.results]
     assert sorted(r.name for r in out.results) == ["gpu01", "gpu02"]  # the lab's GPU nodes; not sm01, lus01
     assert {c.component for r in out.results for c in r.changes} == {"repo", "nccl"}
     version = run(ssh_command(deploy_lab.state, "gpu01", ["dpkg-query", "-W", "-f", "${Version}", "libnccl2"]),
                   timeout=30).stdout
     assert version == "2.22.3-1+cuda12.4"
-    assert deploy(bumped, DeployRequest(lab_state=deploy_lab.state_dir, changed_only=True)).results == []
+    assert deploy(bumped, DeployRequest(stage=LabStage(deploy_lab.state_dir), changed_only=True)).results == []
     back = _deploy(deploy_lab)  # the committed inventory again: a full deploy converges the two hosts back
     assert back.exit_code == 0 and sorted(r.name for r in back.results if r.changes) == ["gpu01", "gpu02"]
     assert sum(len(r.changes) for r in _deploy(deploy_lab).results) == 0
@@ -161,16 +162,16 @@ def test_engines_write_identical_bytes(deploy_lab: DeployLab) -> None:
     ours = _snapshot(deploy_lab)
     deploy_lab.reset()
     # check mode on fresh containers is honest: no failure hidden, every host reports what it would change
-    dry = deploy_ansible(ENV, DeployRequest(lab_state=deploy_lab.state_dir, dry_run=True))
+    dry = deploy_ansible(ENV, DeployRequest(stage=LabStage(deploy_lab.state_dir), dry_run=True))
     assert dry.exit_code == 0, [(r.name, r.error) for r in dry.results]
     assert set(_status(dry).values()) == {"changed"}
     assert {"changed: nccl: Write configuration files",
             "changed: nccl: Report what check mode would install"} <= set(_notes(dry, "gpu01"))
-    ans = deploy_ansible(ENV, DeployRequest(lab_state=deploy_lab.state_dir))
+    ans = deploy_ansible(ENV, DeployRequest(stage=LabStage(deploy_lab.state_dir)))
     assert ans.exit_code == 0, [(r.name, r.error) for r in ans.results]
     assert set(_status(ans).values()) == {"changed"}
     # a second Ansible run changes nothing (changed=0 in the callback's stats)
-    again = deploy_ansible(ENV, DeployRequest(lab_state=deploy_lab.state_dir))
+    again = deploy_ansible(ENV, DeployRequest(stage=LabStage(deploy_lab.state_dir)))
     assert again.exit_code == 0, [(r.name, r.error) for r in again.results]
     assert _status(again) == dict.fromkeys(NODES, "ok"), [(r.name, r.notes) for r in again.results]
     assert all("ansible: changed=0 " in " ".join(r.notes) for r in again.results)

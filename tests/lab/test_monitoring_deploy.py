@@ -27,6 +27,7 @@ from clusterforge.deploy.api import DeployRequest
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
 from clusterforge.rehearsal import env as labenv
+from clusterforge.rehearsal.stage import LabStage
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES = ["gpu01", "sm01"]
@@ -102,7 +103,8 @@ def test_monitoring_deploys_scrapes_and_converges(labmon: Path, tmp_path: Path) 
     # converged: a second pyinfra run changes nothing, nor does Ansible after it (the same bytes and units)
     again = _deploy(labmon, plan)
     assert sum(len(r["changes"]) for r in again.values()) == 0, again
-    result = deploy_ansible(labmon, DeployRequest(lab_state=labenv.paths(labmon).state_dir, limit=tuple(NODES)))
+    result = deploy_ansible(labmon, DeployRequest(stage=LabStage(labenv.paths(labmon).state_dir),
+                                                  limit=tuple(NODES)))
     assert result.exit_code == 0, [(r.name, r.error) for r in result.results]
     assert {r.name: r.status for r in result.results} == {"gpu01": "ok", "sm01": "ok"}
 

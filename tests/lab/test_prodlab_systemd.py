@@ -27,6 +27,7 @@ from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
 from clusterforge.rehearsal import env as labenv
 from clusterforge.rehearsal import services as labservices
+from clusterforge.rehearsal.stage import LabStage
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES = ["gpu0001", "gpu0002", "gpu0003", "gpu0004", "sm01", "sm02", "lus01"]
@@ -191,7 +192,7 @@ def test_ansible_on_fresh_containers_reaches_the_same_state(prodsd: Path) -> Non
     assert code == 0, out
     code, out = cf("lab", "up", str(prodsd), "--systemd", "--no-start-sm", "--cidr", cidr)
     assert code == 0, out
-    result = deploy_ansible(prodsd, DeployRequest(lab_state=labenv.paths(prodsd).state_dir))
+    result = deploy_ansible(prodsd, DeployRequest(stage=LabStage(labenv.paths(prodsd).state_dir)))
     assert result.exit_code == 0, [(r.name, r.error) for r in result.results]
     assert sorted(r.name for r in result.results) == sorted(NODES)
     after = _services(prodsd)

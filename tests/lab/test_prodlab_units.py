@@ -14,10 +14,9 @@ from typer.testing import CliRunner
 
 from clusterforge.api import Checked, load_checked
 from clusterforge.cli.main import app
-from clusterforge.deploy.api import DeployError, DeployRequest, lab_only_targets, plans_for
+from clusterforge.deploy.api import DeployError, DeployRequest, Placed, plans_for, staged_only
 from clusterforge.deploy.changes import Change
 from clusterforge.deploy.confirm import needs_confirmation, prompt, refusal
-from clusterforge.deploy.lablink import lab_plans
 from clusterforge.deploy.options import Mirror
 from clusterforge.deploy.runner import HostResult
 from clusterforge.inventory.selection import SelectionError, default_rehearsal, select_nodes
@@ -26,6 +25,7 @@ from clusterforge.lab.netfile import parse_netfile
 from clusterforge.lab.spec import LabSpec, validate_spec
 from clusterforge.lab.state import HostRecord, LabState
 from clusterforge.rehearsal import env as labenv
+from clusterforge.rehearsal.stage import placed_in
 
 ROOT = Path(__file__).resolve().parents[2]
 PROD = ROOT / "inventories" / "prod"
@@ -115,9 +115,10 @@ def test_no_deploy_or_collect_target_of_a_prod_lab_is_an_inventory_address(
     state = offline_state(prod_spec)
     net = ipaddress.ip_network(state.network_cidr)
     mirror = Mirror(f"http://{state.gateway}:8765/", "lab", ("main",), "trusted=yes")
-    plans = lab_plans(plans_for(PROD, DeployRequest(), mirror, prod.index), state)
+    placed = placed_in(state, plans_for(PROD, DeployRequest(), mirror, prod.index), ())
+    plans = placed.plans
     assert sorted(p.name for p in plans) == sorted(h.name for h in prod_spec.hosts)
-    lab_only_targets(plans, state)  # raises on any address off the lab network
+    staged_only(placed)  # raises on any address off the lab network
     hosts, fabric = labenv.collect_targets(state, prod)
     assert fabric is not None and fabric.host == "sm01"
     addresses = [p.address for p in plans] + [t.address for t in [*hosts, fabric]]
@@ -126,7 +127,7 @@ def test_no_deploy_or_collect_target_of_a_prod_lab_is_an_inventory_address(
     # the plans as the inventory addresses them (no lab): refused as lab targets
     raw = list(plans_for(PROD, DeployRequest(limit=("gpu0001",)), mirror, prod.index).values())
     with pytest.raises(DeployError, match=r"gpu0001 at 10\.10\.0\.10"):
-        lab_only_targets(raw, state)
+        staged_only(Placed(raw, {}, placed.network, placed.addresses))
 
 
 def test_without_a_selected_sm_node_opensm_runs_beside_the_simulator(

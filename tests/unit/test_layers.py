@@ -184,3 +184,13 @@ def test_the_graph_is_read_whole() -> None:
     for _, _, a, b in _arrows():
         by_pair[(a, b)] += 1
     assert len(by_pair) > 40 and sum(by_pair.values()) > 300
+
+
+@pytest.mark.parametrize(("low", "high"), [("deploy", "lab"), ("deploy", "rehearsal"), ("lab", "model"),
+                                           ("lab", "inventory"), ("lab", "check")])
+def test_what_a_folder_must_not_know(low: str, high: str) -> None:
+    """The deploy takes its targets and repositories from its caller (a rehearsal hands it a stage: it
+    imports no lab); the lab's machinery knows no inventory (docs/architecture.md, #38)."""
+    arrows = [(src, dst) for src, dsts in _graph().items() if _capability(src) == low
+              for dst in dsts if _capability(dst) == high]
+    assert not arrows, f"{low} imports {high}: {arrows[:5]}"

@@ -74,6 +74,7 @@ def deploy_cmd(
     from ..deploy.api import EXIT_USAGE, DeployError, DeployRequest
     from ..deploy.record import default_dir
     from ..deploy.report import fold_reboots, format_changes, to_json, to_junit, write_plan
+    from ..rehearsal.stage import LabStage
     from ..util.fsutil import write_atomic
 
     if junit is not None:
@@ -95,8 +96,8 @@ def deploy_cmd(
         lab = labenv.paths(env).state_dir
         err.print(f"deploying to the lab of {env} ({lab})", markup=False)
     req = DeployRequest(dry_run=dry_run, limit=tokens, batch=batch, max_fail_percent=max_fail_percent,
-                        components=tuple(component) or None, lab_state=lab, changed_only=changed,
-                        record_dir=record or default_dir(env))
+                        components=tuple(component) or None, stage=None if lab is None else LabStage(lab),
+                        changed_only=changed, record_dir=record or default_dir(env))
     if needs_confirmation(lab=lab is not None, dry_run=dry_run, yes=yes):
         _confirm(env, req, engine, diffs)
 

@@ -2,14 +2,15 @@
 
     from clusterforge.deploy import DeployRequest, deploy, host_plans
 
-    outcome = deploy(Path("inventories/lab"), DeployRequest(dry_run=True, lab_state=Path("/var/tmp/lab")))
+    outcome = deploy(Path("inventories/lab"), DeployRequest(dry_run=True))   # or stage=: a rehearsal's hosts
     outcome.results      # one HostResult per host: status, changes (with diffs), error, reboot
     outcome.exit_code    # 0; 1 when a host failed, 5 when one was unreachable
 
 Layers: `desired` (model -> HostPlan, pure), `facts` (one probe per host, pure parser),
 `changes` (facts in -> changes and commands out, pure), `runner` (pyinfra API, per-host
-isolation), `ansible` (same plans as Ansible's inventory + roles/), `standin` (lab repo),
-`report` (results folded by outcome into node sets, the plan file, JUnit).
+isolation), `ansible` (same plans as Ansible's inventory + roles/), `report` (results folded by outcome into
+node sets, the plan file, JUnit). A rehearsal's hosts and repository come from the caller (`stage`:
+rehearsal/stage.py); deploy imports no lab.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The deploy verb: inventory -> host plans -> (lab glue) -> engine -> results.
+"""The deploy verb: inventory -> host plans -> (a caller's stage) -> engine -> results.
 
-    outcome = deploy(Path("inventories/lab"), DeployRequest(dry_run=True, lab_state=Path(".lab")))
+    outcome = deploy(Path("inventories/lab"), DeployRequest(dry_run=True, stage=LabStage(Path(".lab/lab/state"))))
     outcome.exit_code   # 0 all hosts fine, 1 some host failed, 5 some host unreachable
 """
 
@@ -9,32 +9,27 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import ipaddress
-import platform
-import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..check.checked import load_checked
 from ..inventory import addresses_file
 from ..inventory.env_entries import dir_name
 from ..inventory.selection import SelectionError, select_nodes
-from ..lab import LabState, read_state
 from ..model.index import Index
 from ..util.errors import ExitCode
 from ..util.fsutil import LockTimeout
 from .component import HostPlan
 from .desired import COMPONENTS, host_plans
-from .lablink import lab_plans, lab_ssh, repo_url, serve_repo
 from .options import DeployOptions, Mirror, read_repo_auth
-from .packages import all_pins
 from .reboot import RebootOutcome, reboot_hosts
 from .record import RecordError, changed_plans, read_record, update_record
 from .retire import retire_component
 from .runner import HostResult, HostSession, SshSettings, make_state, run_deploy
-from .standin import MONITORING_PACKAGES, STANDIN_RECIPE, SUPPORT_PACKAGES, build_repo, download_debs
 
 EXIT_OK = int(ExitCode.OK)
 EXIT_HOSTS_FAILED = int(ExitCode.FAILURE)  # a host failed (the others finished)
@@ -43,7 +38,38 @@ EXIT_USAGE = int(ExitCode.USAGE_OR_PARSE)
 
 
 class DeployError(Exception):
-    """A problem with the request itself (bad --limit, missing lab): nothing was started."""
+    """A problem with the request itself (bad --limit, no such stage): nothing was started."""
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A stage's hosts for a run: the plans addressed at them, what each is (for the record), the network and
+    addresses every target must be in (the guard: a staged run never reaches an inventory address)."""
+
+    plans: list[HostPlan]
+    ids: dict[str, str]
+    network: str
+    addresses: frozenset[str]
+    notes: tuple[str, ...] = ()
+
+
+class Stage(Protocol):
+    """Where a staged run deploys, handed in by the caller (deploy imports no lab): its package repository
+    for the run's duration, its hosts, how to reach them and where it keeps its record."""
+
+    @property
+    def record_dir(self) -> Path: ...
+
+    def session(self, index: Index) -> AbstractContextManager[Mirror]:
+        """The repository the hosts are pointed at, served while the run lasts."""
+        ...
+
+    def place(self, wanted: Mapping[str, HostPlan], limit: tuple[str, ...]) -> Placed:
+        """The plans of the hosts the stage has, addressed at them (DeployError when `limit` names one it has
+        not)."""
+        ...
+
+    def ssh(self) -> SshSettings: ...
 
 
 @dataclass(frozen=True)
@@ -55,18 +81,20 @@ class DeployRequest:
     parallel: int | None = None
     """Hosts at once; None: the inventory's `deploy.parallel`."""
     components: tuple[str, ...] | None = None
-    lab_state: Path | None = None
+    stage: Stage | None = None
+    """Where a staged run deploys instead of the inventory's hosts (a rehearsal on the lab: the caller's,
+    rehearsal/stage.py); None: the inventory's hosts at their management addresses."""
     ssh: SshSettings | None = None
     repo: Mirror | None = None
     root: str = "/"
     changed_only: bool = False
     """Only hosts and components whose desired state is not the one on record (record.py)."""
     record_dir: Path | None = None
-    """Where a run against the inventory's hosts keeps its record (a lab run keeps it in the lab's state)."""
+    """Where a run against the inventory's hosts keeps its record (a staged run keeps it where its stage does)."""
 
     @property
     def record_at(self) -> Path | None:
-        return self.lab_state if self.lab_state is not None else self.record_dir
+        return self.stage.record_dir if self.stage is not None else self.record_dir
 
 
 @dataclass
@@ -97,38 +125,6 @@ def ssh_from_inventory(env: Path, index: Index) -> SshSettings:
     d = index.inv.deploy
     known = (env / d.known_hosts) if d.known_hosts else None
     return SshSettings(user=d.ssh_user, port=d.ssh_port, known_hosts=known, connect_retries=d.connect_retries)
-
-
-def lab_repo(state: LabState, index: Index) -> Path:
-    """The stand-in repository for this lab's pins, built once into the lab's state directory."""
-    out = state.state_dir / "standin-repo"
-    stamp = out / ".pins"
-    pins = all_pins(index.inv.software)
-    want = ("\n".join(f"{p.package}={p.version}" for p in pins) + f"\nkernel={platform.release()}\n"
-            f"recipe={STANDIN_RECIPE}\n")
-    if not stamp.is_file() or stamp.read_text() != want:
-        try:
-            real = download_debs((*SUPPORT_PACKAGES, *MONITORING_PACKAGES), state.state_dir / "support-debs")
-        except (subprocess.SubprocessError, OSError):
-            real = []  # the pyinfra engine does not need them; Ansible's apt module will say what is missing
-        build_repo(out, pins, kernels=[platform.release()], real_debs=real)
-        stamp.write_text(want)
-    return out
-
-
-def lab_mirror(state: LabState) -> Mirror:
-    """The apt source of the lab's stand-in repository, as the hosts are configured with it."""
-    return Mirror(repo_url(state), "lab", ("main",), "trusted=yes")
-
-
-@contextlib.contextmanager
-def lab_session(state: LabState, index: Index) -> Iterator[Mirror]:
-    server = serve_repo(lab_repo(state, index), state.gateway)
-    try:
-        yield lab_mirror(state)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def plans_for(env: Path, req: DeployRequest, mirror: Mirror | None, index: Index, *,
@@ -178,53 +174,32 @@ class Targets:
 
 @contextlib.contextmanager
 def deploy_targets(env: Path, req: DeployRequest, index: Index) -> Iterator[Targets]:
-    """The targets of a run, for either engine: the lab's containers (its stand-in repository served
-    for the run's duration) or the inventory's hosts; with `changed_only`, cut down to what changed."""
-    if req.lab_state is None:
+    """The targets of a run, for either engine: a stage's hosts (its repository served for the run's duration)
+    or the inventory's hosts; with `changed_only`, cut down to what changed."""
+    if req.stage is None:
         plans = list(plans_for(env, req, None, index, whole=True).values())
-        ids = targets(plans, None)
+        ids = {p.name: f"ssh:{p.address}" for p in plans}
         record = _record(req, env)
         plans = with_retire(plans, req, ids, record)
         yield Targets(_only_changed(plans, req, ids, record), req.ssh or ssh_from_inventory(env, index), ids)
         return
-    state = read_state(req.lab_state)
-    if state is None:
-        raise DeployError(f"no lab recorded in {req.lab_state}: start it first")
-    with lab_session(state, index) as mirror:
-        wanted = plans_for(env, req, mirror, index, whole=True)
-        absent = [n for n in wanted if n not in state.hosts]
-        if absent and req.limit:
-            raise DeployError(f"--limit {', '.join(req.limit)}: {len(absent)} of the selected host(s) have no "
-                              f"container in the lab ({', '.join(absent[:5])}{', ...' if len(absent) > 5 else ''}): "
-                              "bring it up with that selection (`clusterforge lab up ENV --limit ...`)")
-        plans = lab_plans(wanted, state)
-        lab_only_targets(plans, state)
-        ids = targets(plans, state)
+    with req.stage.session(index) as mirror:
+        placed = req.stage.place(plans_for(env, req, mirror, index, whole=True), req.limit)
+        staged_only(placed)
         record = _record(req, env)
-        plans = with_retire(plans, req, ids, record)
-        notes = (f"lab: {len(plans)} of {len(wanted)} host(s) have a container; the other {len(absent)} are "
-                 "not deployed (their HCAs are simulated)",) if absent else ()
-        yield Targets(_only_changed(plans, req, ids, record), req.ssh or lab_ssh(state), ids, notes)
+        plans = with_retire(placed.plans, req, placed.ids, record)
+        yield Targets(_only_changed(plans, req, placed.ids, record), req.ssh or req.stage.ssh(), placed.ids,
+                      placed.notes)
 
 
-def lab_only_targets(plans: Sequence[HostPlan], state: LabState) -> None:
-    """Refuse (DeployError) any target that is not a lab container's address on the lab's own network:
-    a lab run must never reach an inventory address."""
-    net = ipaddress.ip_network(state.network_cidr)
-    lab_addresses = {rec.address for rec in state.hosts.values()}
-    bad = [f"{p.name} at {p.address}" for p in plans
-           if p.address not in lab_addresses or ipaddress.ip_address(p.address) not in net]
+def staged_only(placed: Placed) -> None:
+    """Refuse (DeployError) any target that is not one of the stage's own addresses on its network: a staged
+    run (a rehearsal on the lab) must never reach an inventory address."""
+    net = ipaddress.ip_network(placed.network)
+    bad = [f"{p.name} at {p.address}" for p in placed.plans
+           if p.address not in placed.addresses or ipaddress.ip_address(p.address) not in net]
     if bad:
-        raise DeployError(f"refusing to deploy outside the lab network {state.network_cidr}: {', '.join(bad[:5])}")
-
-
-def targets(plans: Sequence[HostPlan], state: LabState | None) -> dict[str, str]:
-    """What each host is, for the record: its lab container (re-created: a new one), else its address."""
-    out = {}
-    for p in plans:
-        rec = state.hosts.get(p.name) if state is not None else None
-        out[p.name] = f"lab:{rec.container_id or rec.address}" if rec is not None else f"ssh:{p.address}"
-    return out
+        raise DeployError(f"refusing to deploy outside the staged network {placed.network}: {', '.join(bad[:5])}")
 
 
 def _only_changed(plans: list[HostPlan], req: DeployRequest, ids: dict[str, str],

@@ -28,15 +28,13 @@ its firmware read from /var/lib/clusterforge-lab/fw/switches.json (`switches`):
 * `flint -d DEV -i IMAGE -y burn`: a LAB image (`lab_image`) of the switch's device type and a PSID it lists;
 * `flint -d DEV swreset`: the burned version runs.
 
-Anything else exits 2 naming itself. Pure here: the install is in rehearsal/standins.py.
+Anything else exits 2 naming itself. Pure here, and no inventory: which cards and switches a host of an
+environment starts with, and the install, are the rehearsal's (rehearsal/standins.py).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from ..model.index import Index
 
 STATE = "/var/lib/clusterforge-lab/fw/cards.json"
 SWITCH_STATE = "/var/lib/clusterforge-lab/fw/switches.json"
@@ -213,41 +211,6 @@ elif rest == ["swreset"]:
 else:
     fail("clusterforge lab flint stand-in: unsupported arguments: %s" % " ".join(args), 2)
 '''.replace("@STATE@", SWITCH_STATE)
-
-
-def switches(index: Index) -> dict[str, dict[str, Any]]:
-    """The pinned switches as the flint stand-in starts them (by node description, which in the lab is the
-    switch's name): each at its pin's version and first PSID, its device type the catalog family."""
-    fw = index.inv.firmware
-    pins = {p.model: p for p in fw.switches} if fw is not None else {}
-    out: dict[str, dict[str, Any]] = {}
-    for sw in index.inv.switches:
-        pin, info = pins.get(sw.model), index.cat.switches.get(sw.model)
-        if pin is None or info is None:
-            continue
-        out[sw.name] = {"model": sw.model, "device_type": info.family, "psid": pin.psids[0] if pin.psids
-                        else DEFAULT_PSID, "fw": pin.version, "fw_running": pin.version}
-    return out
-
-
-def cards(index: Index, host: str) -> list[dict[str, Any]]:
-    """The host's pinned cards as the stand-in starts them: each at its pin's version and first PSID, one
-    PCI address a card (no Base GUID: validate matches them to the declared cards by device type). None when
-    nothing on the host is pinned."""
-    fw = index.inv.firmware
-    pins = {p.model: p for p in fw.hcas} if fw is not None else {}
-    hw = index.hardware.get(host)
-    out: list[dict[str, Any]] = []
-    if hw is None:
-        return out
-    for i, (name, model) in enumerate([(h.name, h.model) for h in hw.hcas] + [(d.name, d.model) for d in hw.dpus]):
-        pin, info = pins.get(model), index.cat.hcas.get(model)
-        if pin is None or info is None or not info.fw_device_type:
-            continue
-        out.append({"name": name, "device_type": info.fw_device_type, "psid": pin.psids[0] if pin.psids
-                    else DEFAULT_PSID, "pci": f"0000:{0x3b + i:02x}:00.0", "fw": pin.version,
-                    "fw_running": pin.version})
-    return out
 
 
 def lab_image(device_type: str, version: str, psids: list[str] | tuple[str, ...] = ()) -> str:

@@ -9,9 +9,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from ..deploy.component import HostPlan
+from ..deploy.runner import SshSettings
 from ..lab import LabState
-from .component import HostPlan
-from .runner import SshSettings
 
 REPO_PORT = 8765
 

@@ -20,9 +20,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..lab.monitoring_standins import DCGM_FILE, SYSFS_ROOT
-from . import standin_lnet
-from .packages import (
+from ..deploy.packages import (
     DCGM_EXPORTER_PACKAGE,
     LEMUR_AGENT_PACKAGE,
     LEMUR_MOVERS_PACKAGE,
@@ -30,6 +28,8 @@ from .packages import (
     Pin,
     headers_package,
 )
+from ..lab.monitoring_standins import DCGM_FILE, SYSFS_ROOT
+from . import standin_lnet
 
 LABEL = "clusterforge LAB-ONLY stand-in"
 TOOL_TIMEOUT_S = 120

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from ..check.checked import Checked
 from ..collect.plan import HOST_TOOLS, sm_node
 from ..lab import LabState
 from ..lab import firmware_standin as fw_standin
 from ..lab.monitoring_standins import MonitoredHost, write_initial
+from ..model.index import Index
 from ..sim import nvidia_smi
 from .hostfile import put_file
 
@@ -73,7 +75,7 @@ def install_gpu_standins(state: LabState, checked: Checked) -> int:
 def install_fw_standins(state: LabState, checked: Checked) -> int:
     """The LAB-ONLY mlxfwmanager/mlxfwreset stand-ins on every lab host with a pinned card (lab.firmware_standin),
     each card at its pin; none when the environment pins no firmware."""
-    todo = {n: c for n in sorted(state.hosts) if (c := fw_standin.cards(checked.index, n))}
+    todo = {n: c for n in sorted(state.hosts) if (c := cards(checked.index, n))}
 
     def install(name: str) -> None:
         put_file(state, name, fw_standin.STATE, json.dumps(todo[name], indent=1))
@@ -88,7 +90,7 @@ def install_fw_standins(state: LabState, checked: Checked) -> int:
 def _install_switch_standin(state: LabState, checked: Checked) -> int:
     """The LAB-ONLY in-band `flint` on the fabric node (where validate reads the fabric: the master SM node, else
     the first host with an HCA), each pinned switch at its pin; none when no switch is pinned."""
-    pinned = fw_standin.switches(checked.index)
+    pinned = switches(checked.index)
     master = sm_node(checked.index)
     node = master if master in state.hosts else next((n for n, rec in state.hosts.items() if rec.hcas), None)
     if not pinned or node is None:
@@ -96,3 +98,38 @@ def _install_switch_standin(state: LabState, checked: Checked) -> int:
     put_file(state, node, fw_standin.SWITCH_STATE, json.dumps(pinned, indent=1))
     put_file(state, node, "/usr/local/bin/flint", fw_standin.SWITCH_STANDIN, mode="0755")
     return 1
+
+
+def switches(index: Index) -> dict[str, dict[str, Any]]:
+    """The pinned switches as the flint stand-in starts them (by node description, which in the lab is the
+    switch's name): each at its pin's version and first PSID, its device type the catalog family."""
+    fw = index.inv.firmware
+    pins = {p.model: p for p in fw.switches} if fw is not None else {}
+    out: dict[str, dict[str, Any]] = {}
+    for sw in index.inv.switches:
+        pin, info = pins.get(sw.model), index.cat.switches.get(sw.model)
+        if pin is None or info is None:
+            continue
+        out[sw.name] = {"model": sw.model, "device_type": info.family, "psid": pin.psids[0] if pin.psids
+                        else fw_standin.DEFAULT_PSID, "fw": pin.version, "fw_running": pin.version}
+    return out
+
+
+def cards(index: Index, host: str) -> list[dict[str, Any]]:
+    """The host's pinned cards as the stand-in starts them: each at its pin's version and first PSID, one
+    PCI address a card (no Base GUID: validate matches them to the declared cards by device type). None when
+    nothing on the host is pinned."""
+    fw = index.inv.firmware
+    pins = {p.model: p for p in fw.hcas} if fw is not None else {}
+    hw = index.hardware.get(host)
+    out: list[dict[str, Any]] = []
+    if hw is None:
+        return out
+    for i, (name, model) in enumerate([(h.name, h.model) for h in hw.hcas] + [(d.name, d.model) for d in hw.dpus]):
+        pin, info = pins.get(model), index.cat.hcas.get(model)
+        if pin is None or info is None or not info.fw_device_type:
+            continue
+        out.append({"name": name, "device_type": info.fw_device_type, "psid": pin.psids[0] if pin.psids
+                    else fw_standin.DEFAULT_PSID, "pci": f"0000:{0x3b + i:02x}:00.0", "fw": pin.version,
+                    "fw_running": pin.version})
+    return out

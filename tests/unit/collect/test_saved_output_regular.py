@@ -39,7 +39,7 @@ def test_parse_of_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
 
 def test_parse_of_a_device_or_directory_is_refused(tmp_path: Path) -> None:
     _refused(_run(["parse", "ibstat", "/dev/zero"], tmp_path), Path("/dev/zero"))
-    _refused(_run(["parse", "ibstat", str(tmp_path)], tmp_path), tmp_path, "Is a directory")
+    _refused(_run(["parse", "ibstat", str(tmp_path)], tmp_path), tmp_path, "not a regular file")
 
 
 def test_parse_still_reads_a_regular_file_and_stdin(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from clusterforge.api import load_checked
 from clusterforge.day2.fwtool import FlashJob, Ran, flash_host, reset_host
 from clusterforge.lab import firmware_standin as fw
 from clusterforge.parse.mlxfwmanager import parse
+from clusterforge.rehearsal.standins import cards as fw_cards
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -25,7 +26,7 @@ def host(tmp_path: Path) -> tuple[Path, Path]:
     """The stand-ins (their state in tmp) and gpu0001's cards from prod's pin."""
     state = tmp_path / "cards.json"
     index = load_checked(ROOT / "inventories" / "prod").index
-    state.write_text(json.dumps(fw.cards(index, "gpu0001")))
+    state.write_text(json.dumps(fw_cards(index, "gpu0001")))
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     for tool in fw.TOOLS:
@@ -84,4 +85,4 @@ def test_a_psid_or_card_the_image_is_not_for_is_refused(host: tuple[Path, Path],
 
 def test_a_host_without_a_pinned_card_gets_none() -> None:
     index = load_checked(ROOT / "inventories" / "lab").index  # the lab pins no firmware
-    assert fw.cards(index, "gpu01") == []
+    assert fw_cards(index, "gpu01") == []

@@ -28,6 +28,7 @@ from clusterforge.lab import firmware_standin as fw
 from clusterforge.lab.firmware_standin import lab_image
 from clusterforge.parse import ibnetdiscover
 from clusterforge.parse.flint_q import parse as parse_flint
+from clusterforge.rehearsal.standins import switches as fw_switches
 from clusterforge.sim import ibnetdiscover as sim
 
 OLD, NEW = "27.2010.6102", "27.2012.1010"
@@ -73,7 +74,7 @@ class Fabric:
         self.bin = tmp / "bin"
         self.bin.mkdir()
         self.state = tmp / "switches.json"
-        self.state.write_text(json.dumps(fw.switches(self.index)))
+        self.state.write_text(json.dumps(fw_switches(self.index)))
         (self.bin / "flint").write_text(fw.SWITCH_STANDIN.replace(fw.SWITCH_STATE, str(self.state)))
         lids = {str(sw.lid): (sw.name, sw.guid) for sw in ibnetdiscover.parse(self.discovery).switches}
         (tmp / "lids.json").write_text(json.dumps(lids))

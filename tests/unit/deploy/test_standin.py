@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from clusterforge.deploy.packages import Pin, all_pins, deb_version
-from clusterforge.deploy.standin import LABEL, build_repo
 from clusterforge.model.services import SoftwarePins
+from clusterforge.rehearsal.standin import LABEL, build_repo
 
 pytestmark = pytest.mark.skipif(not (shutil.which("dpkg-deb") and shutil.which("apt-ftparchive")
                                      and shutil.which("dpkg-scanpackages")),

@@ -1,4 +1,4 @@
-"""The lab's stand-ins of Lemur's two packages (deploy/standin.py): lemur-hsm-agent's lhsmd reads prod's
+"""The lab's stand-ins of Lemur's two packages (rehearsal/standin.py): lemur-hsm-agent's lhsmd reads prod's
 rendered agent configuration as the real agent does when it starts (client_device, enabled_plugins, each
 plugin in lemur-data-movers' directory with its configuration beside the agent's), then idles; what the real
 agent would refuse, it refuses, saying why."""
@@ -14,7 +14,7 @@ import pytest
 
 from clusterforge.api import load_checked
 from clusterforge.deploy.packages import lemur_pins
-from clusterforge.deploy.standin import LABEL, build_repo
+from clusterforge.rehearsal.standin import LABEL, build_repo
 from clusterforge.render.core import render_environment
 
 ROOT = Path(__file__).resolve().parents[3]

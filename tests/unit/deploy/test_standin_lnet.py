@@ -1,4 +1,4 @@
-"""The LAB-ONLY lnet.service stand-in's reader (deploy/standin_lnet.py): it reads /etc/lnet.conf as `lnetctl
+"""The LAB-ONLY lnet.service stand-in's reader (rehearsal/standin_lnet.py): it reads /etc/lnet.conf as `lnetctl
 import` would, so the lab's lnet.service succeeds only with a file in that layout. Checked against PyYAML on
 real lnetctl output (tests/fixtures/lnetctl-net-show) and on every rendered lnet.conf, and run as the script
 the stand-in package ships."""
@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 from clusterforge.api import load_checked
-from clusterforge.deploy import standin_lnet
 from clusterforge.deploy.component import HostPlan
 from clusterforge.deploy.options import DeployOptions
-from clusterforge.deploy.standin import build_package
-from clusterforge.deploy.standin_lnet import LnetConfError, nets, package_files, read
+from clusterforge.rehearsal import standin_lnet
+from clusterforge.rehearsal.standin import build_package
+from clusterforge.rehearsal.standin_lnet import LnetConfError, nets, package_files, read
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures" / "lnetctl-net-show"

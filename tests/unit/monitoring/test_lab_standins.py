@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from clusterforge.deploy.packages import DCGM_EXPORTER_PACKAGE
-from clusterforge.deploy.standin import _extra_files
 from clusterforge.lab.monitoring_standins import (
     DCGM_FILE,
     LAB_DIR,
@@ -27,6 +26,7 @@ from clusterforge.lab.monitoring_standins import (
     sysfs_root,
     write_initial,
 )
+from clusterforge.rehearsal.standin import _extra_files
 from clusterforge.sim import ib_sysfs
 from clusterforge.sim.nvidia_smi import _uuid
 

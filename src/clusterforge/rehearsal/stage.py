@@ -1,0 +1,98 @@
+"""A rehearsal as the deploy's stage (deploy.api.Stage): the lab's containers as the targets, the lab's
+stand-in repository for the pins as the package source, the lab's keys for SSH, its state directory for the
+record. The deploy knows none of it: `clusterforge deploy --lab` (and the tests, benches and `make deploy`)
+hand it a LabStage, as a site hands its own repository and hosts through the inventory."""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..deploy.api import DeployError, Placed
+from ..deploy.component import HostPlan
+from ..deploy.options import Mirror
+from ..deploy.packages import all_pins
+from ..deploy.runner import SshSettings
+from ..lab import LabState, read_state
+from ..model.index import Index
+from .lablink import lab_plans, lab_ssh, repo_url, serve_repo
+from .standin import MONITORING_PACKAGES, STANDIN_RECIPE, SUPPORT_PACKAGES, build_repo, download_debs
+
+
+def lab_repo(state: LabState, index: Index) -> Path:
+    """The stand-in repository for this lab's pins, built once into the lab's state directory."""
+    out = state.state_dir / "standin-repo"
+    stamp = out / ".pins"
+    pins = all_pins(index.inv.software)
+    want = ("\n".join(f"{p.package}={p.version}" for p in pins) + f"\nkernel={platform.release()}\n"
+            f"recipe={STANDIN_RECIPE}\n")
+    if not stamp.is_file() or stamp.read_text() != want:
+        try:
+            real = download_debs((*SUPPORT_PACKAGES, *MONITORING_PACKAGES), state.state_dir / "support-debs")
+        except (subprocess.SubprocessError, OSError):
+            real = []  # the pyinfra engine does not need them; Ansible's apt module will say what is missing
+        build_repo(out, pins, kernels=[platform.release()], real_debs=real)
+        stamp.write_text(want)
+    return out
+
+
+def lab_mirror(state: LabState) -> Mirror:
+    """The apt source of the lab's stand-in repository, as the hosts are configured with it."""
+    return Mirror(repo_url(state), "lab", ("main",), "trusted=yes")
+
+
+@contextlib.contextmanager
+def lab_session(state: LabState, index: Index) -> Iterator[Mirror]:
+    server = serve_repo(lab_repo(state, index), state.gateway)
+    try:
+        yield lab_mirror(state)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def placed_in(state: LabState, wanted: Mapping[str, HostPlan], limit: tuple[str, ...]) -> Placed:
+    """The wanted hosts that have a container, addressed at it; what each is for the record (a re-created
+    container is a new host); the lab's network and addresses (the guard)."""
+    absent = [n for n in wanted if n not in state.hosts]
+    if absent and limit:
+        raise DeployError(f"--limit {', '.join(limit)}: {len(absent)} of the selected host(s) have no "
+                          f"container in the lab ({', '.join(absent[:5])}{', ...' if len(absent) > 5 else ''}): "
+                          "bring it up with that selection (`clusterforge lab up ENV --limit ...`)")
+    plans = lab_plans(dict(wanted), state)
+    ids = {p.name: f"lab:{state.hosts[p.name].container_id or state.hosts[p.name].address}" for p in plans}
+    notes = (f"lab: {len(plans)} of {len(wanted)} host(s) have a container; the other {len(absent)} are "
+             "not deployed (their HCAs are simulated)",) if absent else ()
+    return Placed(plans, ids, state.network_cidr, frozenset(rec.address for rec in state.hosts.values()), notes)
+
+
+@dataclass(frozen=True)
+class LabStage:
+    """The lab of an environment (its state directory) as the deploy's stage."""
+
+    state_dir: Path
+
+    @property
+    def record_dir(self) -> Path:
+        return self.state_dir
+
+    def _state(self) -> LabState:
+        state = read_state(self.state_dir)
+        if state is None:
+            raise DeployError(f"no lab recorded in {self.state_dir}: start it first")
+        return state
+
+    @contextlib.contextmanager
+    def session(self, index: Index) -> Iterator[Mirror]:
+        with lab_session(self._state(), index) as mirror:
+            yield mirror
+
+    def place(self, wanted: Mapping[str, HostPlan], limit: tuple[str, ...]) -> Placed:
+        return placed_in(self._state(), wanted, limit)
+
+    def ssh(self) -> SshSettings:
+        return lab_ssh(self._state())
