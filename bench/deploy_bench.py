@@ -135,7 +135,7 @@ REQUIRED = {"/usr/sbin/sshd": "openssh-server", "ssh": "openssh-client", "ssh-ke
 
 def missing() -> list[str]:
     """What this bench needs and this machine lacks: root, and the Debian packages of REQUIRED."""
-    from clusterforge.lab.scale import missing as missing_of
+    from clusterforge.lab.hosts.scale import missing as missing_of
 
     return missing_of(REQUIRED, "network namespaces, podman")
 

@@ -254,7 +254,7 @@ def bench_deploy(tmp: Path) -> list[dict[str, object]]:
 
 
 def bench_scale(tmp: Path) -> list[dict[str, object]]:
-    """The scale lab (clusterforge.lab.scale): pyinfra and Ansible (first, converged; wall, CPU, controller memory
+    """The scale lab (clusterforge.lab.hosts.scale): pyinfra and Ansible (first, converged; wall, CPU, controller memory
     per host) and host collection on 128 .. 2,048 SSH targets, each beside its peer in the same run, stopping at
     the largest N this machine's memory holds with 6 GiB left free (bench/scale_bench.py)."""
     import scale_bench
@@ -322,7 +322,7 @@ def preflight(names: list[str]) -> list[str]:
 
         gaps += [f"{tool} for the storage bench's S3 server (sh scripts/lab-deps.sh)" for tool in missing_tools()]
     if "scale" in names:
-        from clusterforge.lab.scale import missing as scale_missing
+        from clusterforge.lab.hosts.scale import missing as scale_missing
 
         gaps += [f"{gap} for the scale bench (sh scripts/lab-deps.sh --netns)" for gap in scale_missing()]
     return gaps
@@ -387,7 +387,7 @@ def main() -> None:
     if gaps:  # a bench that cannot run what it times would print nonsense: refuse up front
         sys.exit("make bench: this machine lacks " + "; ".join(gaps) + ". Nothing was measured.")
     from cli_bench import BenchFailed as CliFailed
-    from clusterforge.lab.scale_plan import ScaleError
+    from clusterforge.lab.hosts.scale_plan import ScaleError
     from deploy_bench import BenchFailed as DeployFailed
     from monitoring_bench import BenchFailed as MonitoringFailed
     from storage_bench import BenchFailed as StorageFailed

@@ -6,7 +6,7 @@
                                         [--ansible-timeout S]
                                         [--no-ansible] [--no-collect] [--ansible-converged-only]
 
-For each N that fits (clusterforge.lab.scale refuses, before starting anything, a size that would leave under
+For each N that fits (clusterforge.lab.hosts.scale refuses, before starting anything, a size that would leave under
 6 GiB free; the bench then says so and stops at the largest that fitted), on the same targets in the same run:
 
 - pyinfra (clusterforge.deploy.runner.run_deploy, parallel: deploy.parallel's default, 64) and Ansible
@@ -64,8 +64,8 @@ from clusterforge.deploy.component import HostPlan  # noqa: E402
 from clusterforge.deploy.desired import host_plans  # noqa: E402
 from clusterforge.deploy.options import DeployOptions  # noqa: E402
 from clusterforge.deploy.runner import SshSettings, run_deploy  # noqa: E402
-from clusterforge.lab.scale import ScaleLab, mem_available_mb  # noqa: E402
-from clusterforge.lab.scale_plan import ScaleRefused, address_plan  # noqa: E402
+from clusterforge.lab.hosts.scale import ScaleLab, mem_available_mb  # noqa: E402
+from clusterforge.lab.hosts.scale_plan import ScaleRefused, address_plan  # noqa: E402
 from clusterforge.model.inventory import DeploySettings  # noqa: E402
 from deploy_bench import ENV, BenchFailed, _files_only, verify  # noqa: E402
 

@@ -26,11 +26,11 @@ from clusterforge.lab import (
     status,
     up,
 )
-from clusterforge.lab.containers import network_info
+from clusterforge.lab.hosts.containers import network_info
+from clusterforge.lab.hosts.netns import link_exists, netns_exists
+from clusterforge.lab.hosts.podman import LABEL, ids_with_label
 from clusterforge.lab.ibsim import ibsim_running
-from clusterforge.lab.netns import link_exists, netns_exists
 from clusterforge.lab.observe import parse_ibnetdiscover, parse_ibstat
-from clusterforge.lab.podman import LABEL, ids_with_label
 from clusterforge.lab.proc import Result, run
 from clusterforge.lab.sshkeys import write_known_hosts
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from clusterforge.lab import LabHca, LabHost, LabSpec, down, read_state, ssh_command, status, up
-from clusterforge.lab.hostns import netns_usable
+from clusterforge.lab.hosts.hostns import netns_usable
+from clusterforge.lab.hosts.netns import link_exists, netns_exists
 from clusterforge.lab.ibsim import ibsim_running
-from clusterforge.lab.netns import link_exists, netns_exists
 from clusterforge.lab.observe import parse_ibstat
 from clusterforge.lab.proc import is_alive, run
 from clusterforge.util.ticks import Ticks

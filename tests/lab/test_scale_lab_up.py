@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from cf_lab_net import free_block
-from clusterforge.lab.proc import is_alive
-from clusterforge.lab.scale import (
+from clusterforge.lab.hosts.scale import (
     ScaleLab,
     cleanup,
     missing,
@@ -22,7 +21,8 @@ from clusterforge.lab.scale import (
     our_namespaces,
     our_veths,
 )
-from clusterforge.lab.scale_plan import ScaleRefused, missing_neighbours
+from clusterforge.lab.hosts.scale_plan import ScaleRefused, missing_neighbours
+from clusterforge.lab.proc import is_alive
 
 pytestmark = [pytest.mark.lab, pytest.mark.skipif(bool(missing()), reason=f"scale lab: missing {missing()}")]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from clusterforge.deploy.ansible import FORK_MB, bounded_forks
-from clusterforge.lab.scale import mem_available_mb
-from clusterforge.lab.scale_plan import (
+from clusterforge.lab.hosts.scale import mem_available_mb
+from clusterforge.lab.hosts.scale_plan import (
     FREE_FLOOR_MB,
     SEGMENT_TARGETS,
     SUBNET,
@@ -100,7 +100,7 @@ def test_ansible_forks_are_bounded_by_memory_never_one_per_host() -> None:
 
 
 def test_target_macs_are_distinct_and_locally_administered() -> None:
-    from clusterforge.lab.scale_plan import target_mac
+    from clusterforge.lab.hosts.scale_plan import target_mac
 
     macs = [target_mac(i) for i in range(4000)]
     assert len(set(macs)) == 4000 and target_mac(0) == "02:cf:5c:00:00:00" and target_mac(1023) == "02:cf:5c:00:03:ff"

@@ -354,7 +354,7 @@ def _drain(env: Path, host: str, drain: bool, fmt: Format = Format.text, reason:
         lab_monitoring.drained(state.state_dir, set(state.hosts))  # what the containers asked for comes first
         changed = set_drained(state.state_dir, host, drain, set(state.hosts), reason)
         if state.slurm_controller:  # the lab's real Slurm (lab up --slurm): scontrol in the controller's container
-            from ..lab import containers
+            from ..lab.hosts import containers
             from ..lab.slurm import scontrol_argv
 
             if host in state.hosts and state.hosts[host].role == "compute":

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterforge.lab.errors import LabError
-from clusterforge.lab.podman import exists, podman
+from clusterforge.lab.hosts.podman import exists, podman
 from clusterforge.lab.proc import run
 
 #: What every lab host gets.  openssh-server/python3/sudo make it a deploy

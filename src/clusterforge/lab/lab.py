@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusterforge.lab import containers, drain_outbox, hostns, netns, slurm
+from clusterforge.lab import drain_outbox, slurm
 from clusterforge.lab.errors import CommandError, LabError
 from clusterforge.lab.fabric_tools import (
     FabricClient,
@@ -32,6 +32,8 @@ from clusterforge.lab.fabric_tools import (
 )
 from clusterforge.lab.faults import FaultInjector
 from clusterforge.lab.guestfiles import GUEST_ETC, GUEST_SBIN, write_guest_files
+from clusterforge.lab.hosts import containers, hostns, netns
+from clusterforge.lab.hosts.podman import podman_usable
 from clusterforge.lab.ibsim import (
     DEFAULT_REMOTE_PORT,
     Console,
@@ -45,7 +47,6 @@ from clusterforge.lab.inotify import check_systemd_room
 from clusterforge.lab.monitoring_standins import LAB_DIR, host_dir
 from clusterforge.lab.netfile import NetFile, parse_netfile
 from clusterforge.lab.observe import parse_ibstat
-from clusterforge.lab.podman import podman_usable
 from clusterforge.lab.proc import is_alive, run, stop_process
 from clusterforge.lab.spec import LabSpec, validate_spec
 from clusterforge.lab.sshkeys import ssh_argv

@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterforge.lab import containers
 from clusterforge.lab.errors import LabError
+from clusterforge.lab.hosts import containers
 from clusterforge.lab.state import LabState, write_state
 from clusterforge.util.poll import wait_until
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterforge.lab.errors import CommandError, LabError
-from clusterforge.lab.podman import LABEL, ULIMITS, exists, podman, podman_json
+from clusterforge.lab.hosts.podman import LABEL, ULIMITS, exists, podman, podman_json
 from clusterforge.lab.proc import Result
 
 

@@ -3,7 +3,7 @@
 Used for ibsim's namespace (ibsim's remote mode binds 0.0.0.0; inside the namespace its only
 non-loopback interface is one leg of a veth pair whose other leg is enslaved to the lab bridge,
 so the simulator is reachable from the lab network only) and, where podman cannot run, for
-each host's (lab/hostns.py, which names the inner leg eth0).
+each host's (lab/hosts/hostns.py, which names the inner leg eth0).
 """
 
 from __future__ import annotations

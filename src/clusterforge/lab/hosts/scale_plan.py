@@ -1,5 +1,5 @@
 """The scale lab's pure parts (docs/scale.md): its address plan, the `ip -batch` lines that bring it up, and the
-memory arithmetic that refuses a size the machine cannot hold. No I/O; lab/scale.py does the starting and
+memory arithmetic that refuses a size the machine cannot hold. No I/O; lab/hosts/scale.py does the starting and
 stopping.
 """
 

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clusterforge.lab.netns import create_bridge, create_netns_on_bridge, delete_netns
+from clusterforge.lab.hosts.netns import create_bridge, create_netns_on_bridge, delete_netns
 from clusterforge.lab.proc import ProcessRecord, spawn_daemon
 
 __all__ = ["SSHD", "create_bridge", "create_host_netns", "netns_usable", "remove_host_netns", "start_sshd"]

@@ -21,7 +21,7 @@ each, MemAvailable read before and after, then stopped again), and a size that w
 recorded in a state file as it starts (namespaces, bridges, sshd pids with their start times) and stopped on
 exit, on an exception, on SIGTERM / SIGHUP / SIGINT; what a killed run left is stopped by the next start.
 Standard library only (the lab's floor), and root. The pure parts (the address plan, the bring-up lines, the memory
-arithmetic) are lab/scale_plan.py's.
+arithmetic) are lab/hosts/scale_plan.py's.
 """
 
 from __future__ import annotations
@@ -42,8 +42,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from clusterforge.lab.proc import ProcessRecord, is_alive, start_time_of
-from clusterforge.lab.scale_plan import (
+from clusterforge.lab.hosts.scale_plan import (
     BRIDGE_PREFIX,
     FREE_FLOOR_MB,
     MIN_TARGET_MB,
@@ -63,6 +62,7 @@ from clusterforge.lab.scale_plan import (
     overlapping,
     target_name,
 )
+from clusterforge.lab.proc import ProcessRecord, is_alive, start_time_of
 
 _NS_RE = re.compile(rf"^{NS_PREFIX}\d+$")
 _BRIDGE_RE = re.compile(rf"^{BRIDGE_PREFIX}\d+$")
