@@ -53,7 +53,7 @@ from clusterforge.lab.hosts.scale_plan import (
     USER,
     VETH_PREFIX,
     WORK,
-    AddressPlan,
+    ScaleAddresses,
     ScaleError,
     address_plan,
     bring_up_lines,
@@ -344,7 +344,7 @@ class ScaleLab:
         tmp.write_text(json.dumps(state))
         tmp.replace(self.work / "state.json")
 
-    def _bring_up(self, plan: AddressPlan, n: int) -> list[Target]:
+    def _bring_up(self, plan: ScaleAddresses, n: int) -> list[Target]:
         self._record()
         lines = bring_up_lines(plan, n)
         _ip_batch(lines)

@@ -48,7 +48,9 @@ class Segment:
 
 
 @dataclass(frozen=True)
-class AddressPlan:
+class ScaleAddresses:
+    """The scale lab's addresses: its segments and each target's address (not the inventory's AddressPlan)."""
+
     segments: tuple[Segment, ...]
     addresses: tuple[str, ...]
     """Target i's address; target i is on segment i // SEGMENT_TARGETS."""
@@ -64,7 +66,7 @@ def capacity(subnet: str = SUBNET) -> int:
     return len(list(net.subnets(new_prefix=SEGMENT_PREFIX))) * SEGMENT_TARGETS
 
 
-def address_plan(n: int, subnet: str = SUBNET) -> AddressPlan:
+def address_plan(n: int, subnet: str = SUBNET) -> ScaleAddresses:
     """N targets on `subnet`'s /22 segments, 1,000 a segment, from .10 of each (its gateway .1)."""
     net = ipaddress.IPv4Network(subnet)
     if not net.subnet_of(ipaddress.IPv4Network("198.18.0.0/15")):
@@ -76,7 +78,7 @@ def address_plan(n: int, subnet: str = SUBNET) -> AddressPlan:
                  for k, s in zip(range(count), net.subnets(new_prefix=SEGMENT_PREFIX), strict=False))
     addrs = tuple(str(segs[i // SEGMENT_TARGETS].network.network_address + FIRST_HOST + i % SEGMENT_TARGETS)
                   for i in range(n))
-    return AddressPlan(segs, addrs)
+    return ScaleAddresses(segs, addrs)
 
 
 def target_mac(i: int) -> str:
@@ -90,7 +92,7 @@ def bridge_mac(k: int) -> str:
     return f"02:cf:5d:00:00:{k:02x}"
 
 
-def bring_up_lines(plan: AddressPlan, n: int) -> list[str]:
+def bring_up_lines(plan: ScaleAddresses, n: int) -> list[str]:
     """`ip -batch` lines that make the segments' bridges, N namespaces with their veths and the controller's
     permanent neighbour entries (pure). Each target has a fixed MAC and a permanent entry: the controller's
     table holds 1,024 learned entries by default (gc_thresh3) and permanent ones do not count. The bridges
