@@ -27,7 +27,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("render", "interchange"),
     ("sim",),
     ("validate",),
-    ("accept",),
+    ("accept", "firmware"),
     ("lab",),
     ("deploy",),
     ("rehearsal",),

@@ -1,5 +1,5 @@
 """`clusterforge firmware flash|activate ENV --limit HOSTS|--switch NAME ...`: the machine steps of a day-2
-firmware bump (day2/fwtool.py for hosts' cards, day2/fwswitch.py for an unmanaged switch through the fabric;
+firmware bump (firmware/flash.py for hosts' cards, firmware/switch.py for an unmanaged switch through the fabric;
 `diff` plans them between a drain and a validation; a deploy never flashes)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import NoReturn
 import typer
 
 from ..check.checked import Checked
-from ..day2.fwswitch import SwitchJob
-from ..day2.fwtool import DEFAULT_IMAGE_DIR, QUERY, FlashJob, HostReport, Runner, staged_path
+from ..firmware.flash import DEFAULT_IMAGE_DIR, QUERY, FlashJob, HostReport, Runner, staged_path
+from ..firmware.switch import SwitchJob
 from ..inventory.selection import SelectionError, limit_tokens
 from ..util.errors import ExitCode
 from ..util.hostlist import HostlistError, expand
@@ -42,7 +42,7 @@ def make_runner(env: Path, checked: Checked) -> Runner:
     """SSH to the environment's lab when one is up for it (its containers at their lab addresses, the lab's
     keys), else to the inventory's hosts (their management addresses; the deploy's SSH user, port,
     known_hosts)."""
-    from ..day2.fwtool import ssh_runner
+    from ..firmware.flash import ssh_runner
     from ..rehearsal import env as labenv
 
     addresses, cfg = labenv.ssh_reach(env, checked.index)
@@ -201,7 +201,7 @@ def flash(
                 f"mlxfwmanager -d <card> -u -i {shlex.quote(job.image)} -y{force}")
         _dry([(h, what) for h in hosts], fmt)
         return
-    from ..day2.fwtool import each, flash_host
+    from ..firmware.flash import each, flash_host
 
     run = make_runner(env, checked)
     _report(each(hosts, lambda h: flash_host(h, job, run), checked.inv.deploy.parallel), "flashed or at the version",
@@ -245,7 +245,7 @@ def activate(
                 f"systemctl reboot, wait up to {timeout} s for SSH, then mlxfwmanager --query")
         _dry([(h, what) for h in hosts], fmt)
         return
-    from ..day2.fwtool import each, reboot_host, reset_host
+    from ..firmware.flash import each, reboot_host, reset_host
 
     run = make_runner(env, checked)
     if how is How.mlxfwreset:
@@ -261,7 +261,7 @@ def _flash_switch(env: Path, checked: Checked, target: _Switch, job: SwitchJob, 
                             f"the pin allows and it is not at {job.version}: flint -d lid-<LID> -i {job.image} -y "
                             "burn")], fmt)
         return
-    from ..day2.fwswitch import flash_switch, locate
+    from ..firmware.switch import flash_switch, locate
 
     run = make_runner(env, checked)
     device, why = locate(target.node, target.name, checked.index, target.via, run)
@@ -276,7 +276,7 @@ def _activate_switch(env: Path, checked: Checked, target: _Switch, dry_run: bool
                             f"is not what runs; then flint -d lid-<LID> q until it runs it (up to {timeout} s)")],
              fmt)
         return
-    from ..day2.fwswitch import locate, reset_switch
+    from ..firmware.switch import locate, reset_switch
 
     run = make_runner(env, checked)
     index = checked.index

@@ -4,9 +4,10 @@ fabric). Pure."""
 
 from __future__ import annotations
 
+from ..firmware.images import staged_path
 from ..util.hostlist import compress as hostlist
 from .changeplan_state import Emit, PlannerState
-from .firmware import Bump, activate_argv, activation, by_hand, flash_argv, staged_path
+from .firmware import Bump, activate_argv, activation, by_hand, flash_argv
 from .host_diff import HostChange
 from .plan_text import hosts_text
 from .waves import Wave

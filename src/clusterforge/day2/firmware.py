@@ -21,16 +21,15 @@ old inventory (the plan warns; `validate` reports cards that differ, FW-DRIFT). 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Literal
 
+from ..firmware.images import version_key
 from ..model.firmware import FirmwarePin
 from ..model.index import Index
 
 Kind = Literal["hcas", "switches"]
 Activation = Literal["mlxfwreset", "reboot", "swreset"]
 
-DEFAULT_IMAGE_DIR = "/var/lib/clusterforge/firmware"  # where `firmware flash` expects the image on each host
 FLASH = ("clusterforge", "firmware", "flash")
 ACTIVATE = ("clusterforge", "firmware", "activate")
 
@@ -41,11 +40,6 @@ class FirmwareRefused(ValueError):
     def __init__(self, path: tuple[str | int, ...], message: str):
         self.path = path
         super().__init__(message)
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    """`20.39.2048` -> (20, 39, 2048): firmware versions compare number by number (FwVersion's pattern)."""
-    return tuple(int(p) for p in version.split("."))
 
 
 @dataclass(frozen=True)
@@ -152,13 +146,6 @@ def cabled_nodes(index: Index, switches: set[str]) -> dict[str, list[str]]:
             if end in out and other in nodes:
                 out[end][other] = None
     return {s: list(v) for s, v in out.items()}
-
-
-def staged_path(image: str, image_dir: str = DEFAULT_IMAGE_DIR) -> str:
-    """Where the pin's image must be staged on a host: its file name under `image_dir` (a URL or a controller
-    path names the file; nothing copies it there)."""
-    name = PurePosixPath(image.split("?", 1)[0].rstrip("/")).name
-    return str(PurePosixPath(image_dir) / name)
 
 
 def flash_argv(env: str, b: Bump, *, hosts: str | None = None, switch: str | None = None) -> tuple[str, ...]:

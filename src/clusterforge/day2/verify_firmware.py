@@ -4,7 +4,8 @@ activation as each card's catalog entry says (a switch by swreset). Pure."""
 
 from __future__ import annotations
 
-from .firmware import ACTIVATE, FLASH, Bump, activation, by_hand, card_models, version_key
+from ..firmware.images import version_key
+from .firmware import ACTIVATE, FLASH, Bump, activation, by_hand, card_models
 from .steps import Step
 from .verify_state import ReplayState, step_arg
 

@@ -1,4 +1,4 @@
-"""`clusterforge firmware flash|activate` (day2/fwtool.py, cli/firmware.py) over a fake runner that answers
+"""`clusterforge firmware flash|activate` (firmware/flash.py, cli/firmware.py) over a fake runner that answers
 `mlxfwmanager --query` with the real captures in tests/fixtures/mlxfwmanager: query first, never cross-flash a
 PSID the pin does not list, skip cards at the version, refuse a downgrade without --allow-downgrade, a failed host
 never stops the others, --dry-run connects to nothing; and no deploy code can flash."""
@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from cf_lab_inventory import LAB
 from clusterforge.cli import firmware as cli_firmware
 from clusterforge.cli.main import app
-from clusterforge.day2.fwtool import FlashJob, Ran, each, flash_host, reboot_host, reset_host, staged_path
+from clusterforge.firmware.flash import FlashJob, Ran, each, flash_host, reboot_host, reset_host, staged_path
 
 ROOT = Path(__file__).resolve().parents[3]
 FIX = ROOT / "tests" / "fixtures" / "mlxfwmanager"
@@ -291,12 +291,14 @@ def test_activate_by_mlxfwreset_and_the_catalogs_refusal(cx7_lab: Path, monkeypa
 def test_no_deploy_code_flashes() -> None:
     """Deploy never flashes: no firmware tool in the deploy package, roles or templates, and the flash code is
     reached only from its command."""
-    words = re.compile(r"mlxfwreset|mlxfwmanager\b[^\n]*\s-u\b|flint\b[^\n]*\bburn\b|fwtool|firmware flash")
+    words = re.compile(r"mlxfwreset|mlxfwmanager\b[^\n]*\s-u\b|flint\b[^\n]*\bburn\b|firmware\.(flash|switch)\b|"
+                       r"firmware flash")
     found = [str(p.relative_to(ROOT)) for base in ("src/clusterforge/deploy", "roles", "templates", "deploy")
              for p in sorted((ROOT / base).rglob("*")) if p.is_file() and p.suffix not in (".pyc",)
              and words.search(p.read_text(errors="replace"))]
     assert found == []
-    flash_code = {"fwtool.py", "fwswitch.py"}  # the hosts' cards, an unmanaged switch through the fabric
+    flash_code = ROOT / "src" / "clusterforge" / "firmware"  # the hosts' cards, an unmanaged switch in-band
     users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "src" / "clusterforge").rglob("*.py")
-                   if re.search(r"\bfw(tool|switch)\b", p.read_text()) and p.name not in flash_code)
+                   if re.search(r"\bfirmware\.(flash|switch)\b|from \.(flash|switch) import", p.read_text())
+                   and not p.is_relative_to(flash_code))
     assert users == ["src/clusterforge/cli/firmware.py"]

@@ -1,5 +1,5 @@
 """The lab's LAB-ONLY mlxfwmanager/mlxfwreset stand-ins (lab/firmware_standin.py), run for real here as the
-lab runs them, driven by the same flash and reset code (day2/fwtool.py) that `clusterforge firmware` runs over
+lab runs them, driven by the same flash and reset code (firmware/flash.py) that `clusterforge firmware` runs over
 SSH: its query parses with the real parser, a flash leaves a reset pending, a reset makes it run; a PSID the
 image does not list and another card's image are refused."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge.api import load_checked
-from clusterforge.day2.fwtool import FlashJob, Ran, flash_host, reset_host
+from clusterforge.firmware.flash import FlashJob, Ran, flash_host, reset_host
 from clusterforge.lab import firmware_standin as fw
 from clusterforge.parse.mlxfwmanager import parse
 from clusterforge.rehearsal.standins import cards as fw_cards

@@ -1,4 +1,4 @@
-"""`clusterforge firmware flash|activate --switch` (day2/fwswitch.py, cli/firmware.py) against the lab's LAB-ONLY
+"""`clusterforge firmware flash|activate --switch` (firmware/switch.py, cli/firmware.py) against the lab's LAB-ONLY
 in-band `flint` stand-in (lab/firmware_standin.py), run for real here as the lab runs it on the fabric node.
 
 What stands in for the fabric here (CONSTRUCTED): `ibnetdiscover` answers with clusterforge.sim's render of the
@@ -22,8 +22,8 @@ from cf_lab_inventory import LAB
 from clusterforge.api import load_checked
 from clusterforge.cli import firmware as cli_firmware
 from clusterforge.cli.main import app
-from clusterforge.day2.fwswitch import SwitchJob, flash_switch, locate, reset_switch
-from clusterforge.day2.fwtool import Ran
+from clusterforge.firmware.flash import Ran
+from clusterforge.firmware.switch import SwitchJob, flash_switch, locate, reset_switch
 from clusterforge.lab import firmware_standin as fw
 from clusterforge.lab.firmware_standin import lab_image
 from clusterforge.parse import ibnetdiscover

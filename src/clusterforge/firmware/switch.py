@@ -13,7 +13,7 @@ switch restarts, its links drop and return, so the query that proves it runs the
 that got no answer the switch is located again, a whole discovery: its LID is the subnet manager's to give)
 until `timeout_s`.
 
-Every command is an argv list run by a `Runner` (day2/fwtool.py) on the fabric node.
+Every command is an argv list run by a `Runner` (firmware/flash.py) on the fabric node.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from ..model.index import Index
 from ..parse.errors import ParseError
 from ..parse.flint_q import FlintQuery, parse
 from ..validate.switch_firmware import STEM, query_commands
-from .firmware import version_key
-from .fwtool import HostReport, Runner
+from .flash import HostReport, Runner
+from .images import version_key
 
 
 @dataclass(frozen=True)

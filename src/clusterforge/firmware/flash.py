@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from ..collect.ssh import SshConfig
 from ..parse.errors import ParseError
 from ..parse.mlxfwmanager import FwDevice, parse
-from .firmware import DEFAULT_IMAGE_DIR, staged_path, version_key
+from .images import DEFAULT_IMAGE_DIR, staged_path, version_key
 
 __all__ = ["DEFAULT_IMAGE_DIR", "FlashJob", "HostReport", "Ran", "Runner", "each", "flash_host", "reboot_host",
            "reset_host", "ssh_runner", "staged_path"]
