@@ -7,11 +7,11 @@ from typing import Any, NoReturn
 
 import typer
 
-from ..lab import LabError
-from ..lab import monitoring_faults as mf
-from ..rehearsal import env as labenv
-from ..util.errors import ExitCode
-from .common import Format, err, load_or_fail, out, print_json
+from ...lab import LabError
+from ...lab import monitoring_faults as mf
+from ...rehearsal import env as labenv
+from ...util.errors import ExitCode
+from ..common import Format, err, load_or_fail, out, print_json
 
 KINDS = mf.KINDS
 USAGE = ("usage: clusterforge lab fault [ENV] errors CABLE [--rate N] | hot HOST GPU [--temp C] | "
@@ -27,7 +27,7 @@ def _usage(msg: str) -> NoReturn:
 def fault(env: Path, kind: str, args: list[str], *, rate: float | None, temp: float | None,
           per_day: float | None, fmt: Format) -> None:
     """Check the arguments against the inventory (exit 2 naming what is wrong), then apply in the running lab."""
-    from ..rehearsal import faults as labfaults
+    from ...rehearsal import faults as labfaults
 
     want = 1 if kind == "errors" else 2
     if len(args) != want:
@@ -89,8 +89,8 @@ def print_status(faults: list[dict[str, Any]]) -> None:
 
 def drained(state_dir: Path, known: set[str]) -> list[str]:
     """The lab's drained hosts, after applying the requests the containers left (the drain hook's stand-in)."""
-    from ..lab.drain_outbox import fold
-    from ..lab.technician import drained as read_drained
+    from ...lab.drain_outbox import fold
+    from ...lab.technician import drained as read_drained
 
     try:
         for req in fold(state_dir, known):

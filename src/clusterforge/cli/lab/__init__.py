@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ..inventory.selection import SelectionError, limit_tokens
-from ..lab import LabError, down, fault_injector, status
-from ..lab.sm_remedy import has_subnet_manager, wait_active_or_restart_master
-from ..lab.technician import set_drained
-from ..rehearsal import env as labenv
-from ..rehearsal import services as labservices
-from ..util.errors import ExitCode
-from .common import Format, err, load_or_fail, out, print_json, print_table, ticked
-from .lab_cable import cable_app
-from .lab_common import _ENV_OPT, _FMT, DEFAULT_ENV, _env_first, _fail, _master_sm, _running, _say
+from ...inventory.selection import SelectionError, limit_tokens
+from ...lab import LabError, down, fault_injector, status
+from ...lab.sm_remedy import has_subnet_manager, wait_active_or_restart_master
+from ...lab.technician import set_drained
+from ...rehearsal import env as labenv
+from ...rehearsal import services as labservices
+from ...util.errors import ExitCode
+from ..common import Format, err, load_or_fail, out, print_json, print_table, ticked
+from .cable import cable_app
+from .shared import _ENV_OPT, _FMT, DEFAULT_ENV, _env_first, _fail, _master_sm, _running, _say
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -112,7 +112,7 @@ def lab_up(
 @app.command("down")
 def lab_down(env: Path = typer.Argument(Path("inventories/lab")), fmt: Format = _FMT) -> None:
     """Stop exactly what the lab started; idempotent."""
-    from . import lab_monitoring
+    from . import monitoring as lab_monitoring
 
     try:
         lab_monitoring.heal(labenv.paths(env).state_dir)  # the monitoring faults' driver first
@@ -133,7 +133,7 @@ def lab_status(env: Path = typer.Argument(Path("inventories/lab")),
     except LabError as exc:  # no lab recorded for this environment
         err.print(f"lab status: {exc}", markup=False)
         raise typer.Exit(int(ExitCode.FAILURE)) from None
-    from . import lab_monitoring
+    from . import monitoring as lab_monitoring
 
     mapping = labenv.read_mapping(env) or {}
     inv = {n: h.get("inventory_address") for n, h in (mapping.get("hosts") or {}).items()}
@@ -231,7 +231,8 @@ def lab_fault(
 ) -> None:
     """Inject a fault on inventory cables (validate then reports it), or on the monitoring stand-ins
     (errors rising on a cable's node ends, a GPU's HBM hot, its ECC count growing: the alerts then fire)."""
-    from . import lab_accept, lab_monitoring
+    from . import accept as lab_accept
+    from . import monitoring as lab_monitoring
 
     if env_opt is None and len(args) >= 2 and args[0] in ("remove", "swap", "degrade", "down",
                                                             *lab_monitoring.KINDS, *lab_accept.KINDS) \
@@ -280,7 +281,8 @@ def lab_heal(env_arg: Path | None = typer.Argument(None, metavar="[ENV]", help="
              env_opt: Path | None = _ENV_OPT,
              fmt: Format = _FMT) -> None:
     """Undo every injected fault."""
-    from . import lab_accept, lab_monitoring
+    from . import accept as lab_accept
+    from . import monitoring as lab_monitoring
 
     env = env_opt or env_arg or DEFAULT_ENV
     state = _running(env)
@@ -317,7 +319,7 @@ def lab_accept_run(
     """LAB-ONLY: write what `accept ENV --plan`'s tools would print here (real captures, figures from the lab's
     fabric now and its `lab fault pcie` faults), for `clusterforge accept ENV --from DIR` to judge; or, with
     --arm, make the lab hosts' stand-in tools print it when `accept ENV --run DIR` runs them over SSH."""
-    from . import lab_accept
+    from . import accept as lab_accept
 
     if arm == (output is not None):
         err.print("lab accept: give exactly one of --output DIR or --arm", markup=False)
@@ -347,15 +349,15 @@ def lab_resume(args: list[str] = typer.Argument(..., metavar="[ENV] HOST"), env_
 
 
 def _drain(env: Path, host: str, drain: bool, fmt: Format = Format.text, reason: str | None = None) -> None:
-    from . import lab_monitoring
+    from . import monitoring as lab_monitoring
 
     state = _running(env)
     try:
         lab_monitoring.drained(state.state_dir, set(state.hosts))  # what the containers asked for comes first
         changed = set_drained(state.state_dir, host, drain, set(state.hosts), reason)
         if state.slurm_controller:  # the lab's real Slurm (lab up --slurm): scontrol in the controller's container
-            from ..lab.hosts import containers
-            from ..lab.slurm import scontrol_argv
+            from ...lab.hosts import containers
+            from ...lab.slurm import scontrol_argv
 
             if host in state.hosts and state.hosts[host].role == "compute":
                 containers.exec_in(state.hosts[state.slurm_controller].container,

@@ -17,14 +17,14 @@ from typing import NoReturn
 
 import typer
 
-from ..accept.plan import AcceptPlan, accept_plan
-from ..lab import LabError, LabState, fault_injector
-from ..lab.accept_guest import answers, arm, disarm
-from ..lab.accept_standins import LABEL, AcceptFaults, link_gbps, outputs
-from ..rehearsal import env as labenv
-from ..util.errors import ExitCode
-from ..util.fsutil import write_atomic
-from .common import Format, err, load_or_fail, out, print_json
+from ...accept.plan import AcceptPlan, accept_plan
+from ...lab import LabError, LabState, fault_injector
+from ...lab.accept_guest import answers, arm, disarm
+from ...lab.accept_standins import LABEL, AcceptFaults, link_gbps, outputs
+from ...rehearsal import env as labenv
+from ...util.errors import ExitCode
+from ...util.fsutil import write_atomic
+from ..common import Format, err, load_or_fail, out, print_json
 
 KINDS = ("pcie",)
 FAULTS = "accept_faults.json"

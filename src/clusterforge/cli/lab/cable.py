@@ -10,13 +10,13 @@ from typing import TypeVar
 
 import typer
 
-from ..lab import LabError, LabState, PortRef, fault_injector
-from ..lab.lab import technician
-from ..lab.sm_remedy import has_subnet_manager, wait_active_or_restart_master
-from ..lab.technician import Technician
-from ..util.errors import ExitCode
-from .common import Format, err
-from .lab_common import _ENV_OPT, _FMT, _env_first, _fail, _master_sm, _running, _say
+from ...lab import LabError, LabState, PortRef, fault_injector
+from ...lab.lab import technician
+from ...lab.sm_remedy import has_subnet_manager, wait_active_or_restart_master
+from ...lab.technician import Technician
+from ...util.errors import ExitCode
+from ..common import Format, err
+from .shared import _ENV_OPT, _FMT, _env_first, _fail, _master_sm, _running, _say
 
 cable_app = typer.Typer(help="Lab only: a technician's physical work in the simulated fabric (it stays done: "
                              "`lab heal` undoes faults, not this).", no_args_is_help=True)
@@ -55,7 +55,7 @@ def _wait_plugged_active(env: Path, state: LabState, tech: Technician) -> None:
 
 
 def _port(end: str) -> PortRef:
-    from ..day2.lab_technician import lab_port
+    from ...day2.lab_technician import lab_port
 
     try:
         return lab_port(end)
@@ -117,7 +117,7 @@ def cable_replace(
     fmt: Format = _FMT,
 ) -> None:
     """Replace a switch with a new one (another GUID), every cable back in the same port."""
-    from ..day2.lab_technician import new_switch_guid
+    from ...day2.lab_technician import new_switch_guid
 
     env, (switch,) = _env_first(args, env_opt, 1, "cable replace [ENV] SWITCH")
     def replace(t: Technician) -> tuple[str, int]:

@@ -8,10 +8,10 @@ from typing import NoReturn
 
 import typer
 
-from ..lab import LabError, LabState
-from ..rehearsal import env as labenv
-from ..util.errors import ExitCode
-from .common import Format, err, out, print_json
+from ...lab import LabError, LabState
+from ...rehearsal import env as labenv
+from ...util.errors import ExitCode
+from ..common import Format, err, out, print_json
 
 
 def _fail(exc: Exception) -> NoReturn:
@@ -61,9 +61,9 @@ def _master_sm(env: Path, state: LabState) -> str | None:
     """The lab host of the highest-priority SM node `env`'s inventory names (the remedy for a lab SM that stopped
     sweeping restarts its OpenSM: lab/sm_remedy.py); None without SM nodes, or when the inventory does not load
     (the remedy is then only described)."""
-    from ..inventory.load import load_inventory
-    from ..lab.sm_remedy import master_sm_node
-    from ..util.errors import InventoryInvalid
+    from ...inventory.load import load_inventory
+    from ...lab.sm_remedy import master_sm_node
+    from ...util.errors import InventoryInvalid
 
     try:
         inv, _ = load_inventory(env)
