@@ -8,13 +8,13 @@ single-node all_reduce, an 8 x H100 nvidia-smi -q, the NDR ib_write_bw); where a
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from cf_accept_runs import FIX, run_dir
 from clusterforge.accept.bisect import bisect, halves_plan
 from clusterforge.accept.expect import expect
 from clusterforge.accept.judge import judge
@@ -23,8 +23,6 @@ from clusterforge.api import Checked, load_checked
 from clusterforge.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[3]
-FIX = ROOT / "tests" / "fixtures"
-DCGM_PASS = "aws-samples-p4de-8xa100-80gb-dcgm3.3.3-r2-nvlinks-expected-12-pass-empty-stress.txt"
 
 
 @pytest.fixture(scope="module")
@@ -82,42 +80,9 @@ def test_bounds_come_from_the_model(lab: Checked) -> None:
     assert exp.fabric_busbw_gbs(("gpu01", "gpu02"), 0.8) == 40.0
 
 
-def _perftest(gbps: float) -> str:
-    """CONSTRUCTED from the real NDR capture: its BW figures replaced by `gbps`."""
-    text = (FIX / "perftest" / "csegpu-ndr-cx7-ib_write_bw-report-gbits-cpufreq-warning-in-table.txt").read_text()
-    return text.replace("392.38             392.34", f"{gbps:.2f}             {gbps:.2f}")
-
-
-def _nccl(name: str, busbw: float | None = None) -> str:
-    text = (FIX / "nccl-tests" / name).read_text()
-    if busbw is not None:  # CONSTRUCTED: the footer's figure replaced
-        text = re.sub(r"# Avg bus bandwidth\s*:\s*[\d.]+", f"# Avg bus bandwidth    : {busbw}", text)
-    return text
-
-
-def _run_dir(tmp: Path, plan: AcceptPlan, slow_cable: str | None = None, fabric_busbw: float | None = None) -> Path:
-    d = tmp / "run"
-    for t in plan.nodes:
-        n = d / "nodes" / t.node
-        n.mkdir(parents=True)
-        shutil.copy(FIX / "dcgmi-diag" / DCGM_PASS, n / "dcgmi-diag")
-        shutil.copy(FIX / "nvidia-smi-q" / "gpud-8xh100-535.161.08.txt", n / "nvidia-smi-q")
-        shutil.copy(FIX / "nvidia-smi-nvlink-status" / "gpud-8xa100-sxm4-80gb.txt", n / "nvidia-smi-nvlink")
-        (n / "nccl-single").write_text(_nccl("gcm-1node-8xa100-80gb-allreduce-hostname-templated.txt"))
-    (d / "links").mkdir(parents=True)
-    for t in plan.links:
-        slow = slow_cable in (t.client.cable, t.server.cable)
-        (d / "links" / t.name).write_text(_perftest(98.4 if slow else 196.6))
-    (d / "nccl").mkdir()
-    for f in plan.fabric:
-        (d / "nccl" / f.name).write_text(_nccl("gcm-2node-16xa100-80gb-allreduce-hostname-templated.txt",
-                                               fabric_busbw))
-    return d
-
-
 def test_a_clean_run_has_no_finding(lab: Checked, tmp_path: Path) -> None:
     plan = accept_plan(lab.index)
-    judged = judge(lab.index, _run_dir(tmp_path, plan), plan)
+    judged = judge(lab.index, run_dir(tmp_path, plan), plan)
     assert judged.findings == []
     assert judged.tests_run == judged.tests_planned
 
@@ -125,7 +90,7 @@ def test_a_clean_run_has_no_finding(lab: Checked, tmp_path: Path) -> None:
 def test_one_degraded_cable_is_named_and_only_it(lab: Checked, tmp_path: Path) -> None:
     plan = accept_plan(lab.index)
     victim = plan.ports[3]
-    judged = judge(lab.index, _run_dir(tmp_path, plan, slow_cable=victim.cable), plan)
+    judged = judge(lab.index, run_dir(tmp_path, plan, slow_cable=victim.cable), plan)
     assert [(f.rule, f.subject) for f in judged.findings] == [("ACC-LINK", victim.label)]
     (f,) = judged.findings
     assert f.floor == f"cable {victim.cable} to {victim.leaf}/{victim.leaf_port}"
@@ -134,7 +99,7 @@ def test_one_degraded_cable_is_named_and_only_it(lab: Checked, tmp_path: Path) -
 
 def test_missing_outputs_are_findings_never_a_pass(lab: Checked, tmp_path: Path) -> None:
     plan = accept_plan(lab.index)
-    d = _run_dir(tmp_path, plan)
+    d = run_dir(tmp_path, plan)
     (d / "nodes" / "gpu03" / "nvidia-smi-nvlink").unlink()
     (d / "links" / plan.links[0].name).unlink()
     shutil.rmtree(d / "nccl")
@@ -146,7 +111,7 @@ def test_missing_outputs_are_findings_never_a_pass(lab: Checked, tmp_path: Path)
 
 def test_a_slow_fabric_gets_a_bisection_plan(lab: Checked, tmp_path: Path) -> None:
     plan = accept_plan(lab.index)
-    judged = judge(lab.index, _run_dir(tmp_path, plan, fabric_busbw=12.5), plan)
+    judged = judge(lab.index, run_dir(tmp_path, plan, fabric_busbw=12.5), plan)
     slow = [f for f in judged.findings if f.rule == "ACC-NCCL-FABRIC"]
     assert {f.subject for f in slow} == {f"nccl {t.name}" for t in plan.fabric}
     cluster = next(f for f in slow if f.subject == "nccl cluster")
@@ -156,7 +121,7 @@ def test_a_slow_fabric_gets_a_bisection_plan(lab: Checked, tmp_path: Path) -> No
 
 def test_real_failures_in_node_outputs(lab: Checked, tmp_path: Path) -> None:
     plan = accept_plan(lab.index)
-    d = _run_dir(tmp_path, plan)
+    d = run_dir(tmp_path, plan)
     shutil.copy(FIX / "dcgmi-diag" / "azure-nd-h200-v5-8xh200-dcgm3.1.8-r1-persistence-mode-fail-wrapped-error.txt",
                 d / "nodes" / "gpu02" / "dcgmi-diag")
     shutil.copy(FIX / "nvidia-smi-nvlink-status" / "nvutil-rtx2080s-595.71.05-links-inactive.txt",
@@ -188,11 +153,11 @@ def test_cli_plan_and_from(lab: Checked, tmp_path: Path) -> None:
     assert doc["coverage"]["cables"] == doc["coverage"]["cables_crossed"] > 0
     assert doc["links"][0]["client_argv"][0] == "ib_write_bw"
     plan = accept_plan(lab.index)
-    d = _run_dir(tmp_path, plan, slow_cable=plan.ports[0].cable)
+    d = run_dir(tmp_path, plan, slow_cable=plan.ports[0].cable)
     result = CliRunner().invoke(app, ["accept", str(env), "--from", str(d), "--format", "json"])
     assert result.exit_code == 4, result.output
     findings = json.loads(result.stdout)["findings"]
     assert [f["rule"] for f in findings] == ["ACC-LINK"]
-    clean = _run_dir(tmp_path / "clean", plan)
+    clean = run_dir(tmp_path / "clean", plan)
     result = CliRunner().invoke(app, ["accept", str(env), "--from", str(clean)])
     assert result.exit_code == 0 and "passed" in result.output

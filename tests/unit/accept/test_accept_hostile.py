@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_accept import _run_dir
 from typer.testing import CliRunner
 
+from cf_accept_runs import run_dir
 from clusterforge.accept.judge import judge
 from clusterforge.accept.plan import accept_plan
 from clusterforge.api import load_checked
@@ -44,7 +44,7 @@ def _victims(run: Path) -> list[Path]:
 def test_garbage_in_every_planned_output_is_acc_parse_never_a_pass(kind: str, tmp_path: Path) -> None:
     index = load_checked(LAB).index
     plan = accept_plan(index)
-    run = _run_dir(tmp_path, plan)
+    run = run_dir(tmp_path, plan)
     victims = _victims(run)
     for v in victims:
         v.write_bytes(TEXTS[kind])
@@ -86,7 +86,7 @@ def test_a_capture_that_is_no_file_is_refused_cleanly(make: Callable[[Path], Non
                                                       tmp_path: Path) -> None:
     index = load_checked(LAB).index
     plan = accept_plan(index)
-    run = _run_dir(tmp_path, plan)
+    run = run_dir(tmp_path, plan)
     victim = _victims(run)[which]
     victim.unlink()
     make(victim)

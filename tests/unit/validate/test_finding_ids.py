@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -21,9 +20,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from cf_accept_runs import nccl, run_dir
 from cf_lab_inventory import LAB, index_of, lab_data, lab_index
 from clusterforge.accept.judge import judge
-from clusterforge.accept.plan import AcceptPlan, HostPort, accept_plan
+from clusterforge.accept.plan import HostPort, accept_plan
 from clusterforge.api import Checked, load_checked
 from clusterforge.cli.main import app
 from clusterforge.collect.store import Observations, save_dir
@@ -486,42 +486,6 @@ def _module(c: Ctx) -> tuple[list[Finding], list[Ids]]:
 # -- acceptance (the lab's plan, run directories from real captures as tests/unit/accept/test_accept.py) --------
 
 
-DCGM_PASS = "aws-samples-p4de-8xa100-80gb-dcgm3.3.3-r2-nvlinks-expected-12-pass-empty-stress.txt"
-
-
-def _nccl(name: str, busbw: float | None = None) -> str:
-    text = (FIX / "nccl-tests" / name).read_text()
-    if busbw is not None:  # CONSTRUCTED: the footer's figure replaced
-        text = re.sub(r"# Avg bus bandwidth\s*:\s*[\d.]+", f"# Avg bus bandwidth    : {busbw}", text)
-    return text
-
-
-def _perftest(gbps: float) -> str:
-    """CONSTRUCTED from the real NDR capture: its BW figures replaced by `gbps`."""
-    text = (FIX / "perftest" / "csegpu-ndr-cx7-ib_write_bw-report-gbits-cpufreq-warning-in-table.txt").read_text()
-    return text.replace("392.38             392.34", f"{gbps:.2f}             {gbps:.2f}")
-
-
-def _run(tmp: Path, plan: AcceptPlan, slow_cable: str | None = None, fabric_busbw: float | None = None) -> Path:
-    d = tmp / "run"
-    for t in plan.nodes:
-        n = d / "nodes" / t.node
-        n.mkdir(parents=True)
-        shutil.copy(FIX / "dcgmi-diag" / DCGM_PASS, n / "dcgmi-diag")
-        shutil.copy(FIX / "nvidia-smi-q" / "gpud-8xh100-535.161.08.txt", n / "nvidia-smi-q")
-        shutil.copy(FIX / "nvidia-smi-nvlink-status" / "gpud-8xa100-sxm4-80gb.txt", n / "nvidia-smi-nvlink")
-        (n / "nccl-single").write_text(_nccl("gcm-1node-8xa100-80gb-allreduce-hostname-templated.txt"))
-    (d / "links").mkdir(parents=True)
-    for t in plan.links:
-        slow = slow_cable in (t.client.cable, t.server.cable)
-        (d / "links" / t.name).write_text(_perftest(98.4 if slow else 196.6))
-    (d / "nccl").mkdir()
-    for f in plan.fabric:
-        (d / "nccl" / f.name).write_text(_nccl("gcm-2node-16xa100-80gb-allreduce-hostname-templated.txt",
-                                               fabric_busbw))
-    return d
-
-
 def port_of(p: HostPort) -> Ids:
     """A link test's port: its node, its leaf, its cable, the port in place_text's spelling."""
     return (p.node, p.leaf, p.cable, f"{p.node} {p.hca}/{p.port}")
@@ -530,7 +494,7 @@ def port_of(p: HostPort) -> Ids:
 @case("ACC-NO-DATA")
 def _acc_no_data(c: Ctx) -> tuple[list[Finding], list[Ids]]:
     plan = accept_plan(c.lab)
-    d = _run(c.tmp, plan)
+    d = run_dir(c.tmp, plan)
     (d / "nodes" / "gpu03" / "nvidia-smi-nvlink").unlink()
     (d / "links" / plan.links[0].name).unlink()
     shutil.rmtree(d / "nccl")  # a collective over many nodes: no device of its own
@@ -541,7 +505,7 @@ def _acc_no_data(c: Ctx) -> tuple[list[Finding], list[Ids]]:
 @case("ACC-PARSE")
 def _acc_parse(c: Ctx) -> tuple[list[Finding], list[Ids]]:
     plan = accept_plan(c.lab)
-    d = _run(c.tmp, plan)
+    d = run_dir(c.tmp, plan)
     (d / "nodes" / "gpu04" / "nvidia-smi-nvlink").write_text("GPU 0: garbage\n\tLink x: what\n")
     (d / "links" / plan.links[1].name).write_text("")
     return judge(c.lab, d, plan).findings, [("gpu04", None, None, None), port_of(plan.links[1].client)]
@@ -550,7 +514,7 @@ def _acc_parse(c: Ctx) -> tuple[list[Finding], list[Ids]]:
 @case("ACC-DCGM")
 def _acc_dcgm(c: Ctx) -> tuple[list[Finding], list[Ids]]:
     plan = accept_plan(c.lab)
-    d = _run(c.tmp, plan)
+    d = run_dir(c.tmp, plan)
     shutil.copy(FIX / "dcgmi-diag" / "azure-nd-h200-v5-8xh200-dcgm3.1.8-r1-persistence-mode-fail-wrapped-error.txt",
                 d / "nodes" / "gpu02" / "dcgmi-diag")
     return _host_only(judge(c.lab, d, plan).findings, "ACC-DCGM", "gpu02")
@@ -559,7 +523,7 @@ def _acc_dcgm(c: Ctx) -> tuple[list[Finding], list[Ids]]:
 @case("ACC-PCIE")
 def _acc_pcie(c: Ctx) -> tuple[list[Finding], list[Ids]]:
     plan = accept_plan(c.lab)
-    d = _run(c.tmp, plan)
+    d = run_dir(c.tmp, plan)
     shutil.copy(FIX / "nvidia-smi-q" / "gpud-1xtitanv-560.35.03.txt", d / "nodes" / "gpu06" / "nvidia-smi-q")
     return _host_only(judge(c.lab, d, plan).findings, "ACC-PCIE", "gpu06")
 
@@ -567,7 +531,7 @@ def _acc_pcie(c: Ctx) -> tuple[list[Finding], list[Ids]]:
 @case("ACC-NVLINK")
 def _acc_nvlink(c: Ctx) -> tuple[list[Finding], list[Ids]]:
     plan = accept_plan(c.lab)
-    d = _run(c.tmp, plan)
+    d = run_dir(c.tmp, plan)
     shutil.copy(FIX / "nvidia-smi-nvlink-status" / "nvutil-rtx2080s-595.71.05-links-inactive.txt",
                 d / "nodes" / "gpu05" / "nvidia-smi-nvlink")
     return _host_only(judge(c.lab, d, plan).findings, "ACC-NVLINK", "gpu05")
@@ -576,9 +540,9 @@ def _acc_nvlink(c: Ctx) -> tuple[list[Finding], list[Ids]]:
 @case("ACC-NCCL-NODE")
 def _acc_nccl_node(c: Ctx) -> tuple[list[Finding], list[Ids]]:
     plan = accept_plan(c.lab)
-    d = _run(c.tmp, plan)
+    d = run_dir(c.tmp, plan)
     (d / "nodes" / "gpu07" / "nccl-single").write_text(
-        _nccl("gcm-1node-8xa100-80gb-allreduce-hostname-templated.txt", 12.5))
+        nccl("gcm-1node-8xa100-80gb-allreduce-hostname-templated.txt", 12.5))
     return judge(c.lab, d, plan).findings, [("gpu07", None, None, None)]
 
 
@@ -586,13 +550,13 @@ def _acc_nccl_node(c: Ctx) -> tuple[list[Finding], list[Ids]]:
 def _acc_link(c: Ctx) -> tuple[list[Finding], list[Ids]]:
     plan = accept_plan(c.lab)
     victim = plan.ports[3]
-    return judge(c.lab, _run(c.tmp, plan, slow_cable=victim.cable), plan).findings, [port_of(victim)]
+    return judge(c.lab, run_dir(c.tmp, plan, slow_cable=victim.cable), plan).findings, [port_of(victim)]
 
 
 @case("ACC-NCCL-FABRIC")
 def _acc_nccl_fabric(c: Ctx) -> tuple[list[Finding], list[Ids]]:
     plan = accept_plan(c.lab)
-    return judge(c.lab, _run(c.tmp, plan, fabric_busbw=12.5), plan).findings, [NONE] * len(plan.fabric)
+    return judge(c.lab, run_dir(c.tmp, plan, fabric_busbw=12.5), plan).findings, [NONE] * len(plan.fabric)
 
 
 # -- the tests -----------------------------------------------------------------------------------------------------
@@ -672,7 +636,7 @@ def test_accept_json_names_the_slow_port_by_id(tmp_path: Path) -> None:
     index = lab_index()
     plan = accept_plan(index)
     victim = plan.ports[0]
-    code, doc = _json(["accept", str(LAB), "--from", str(_run(tmp_path, plan, slow_cable=victim.cable)),
+    code, doc = _json(["accept", str(LAB), "--from", str(run_dir(tmp_path, plan, slow_cable=victim.cable)),
                        "--format", "json"])
     assert code == 4
     (f,) = doc["findings"]
