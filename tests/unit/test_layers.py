@@ -31,7 +31,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("lab",),
     ("deploy",),
     ("rehearsal",),
-    ("monitoring",),
+    ("alerts",),
     ("day2",),
     ("cli",),
     ("api",),

@@ -12,9 +12,9 @@ from typing import NoReturn
 import typer
 from rich.markup import escape
 
+from ..alerts.drain import DrainHook, serve
+from ..alerts.view import LocatedAlert, located_alerts
 from ..check.checked import Checked
-from ..monitoring.alerts import LocatedAlert, located_alerts
-from ..monitoring.drain import DrainHook, serve
 from ..rehearsal.env import LAB_RANGE
 from ..util.errors import ExitCode
 from .common import Format, err, load_or_fail, out, print_json

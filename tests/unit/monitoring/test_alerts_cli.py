@@ -16,9 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cf_lab_inventory import LAB, lab_index
+from clusterforge.alerts.view import located_alerts
 from clusterforge.cli.alerts import allowed_url
 from clusterforge.cli.main import app
-from clusterforge.monitoring.alerts import located_alerts
 from clusterforge.render import render_environment
 
 runner = CliRunner()

@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cf_lab_inventory import LAB, lab_index
+from clusterforge.alerts.drain import DrainHook, drain_targets, serve
 from clusterforge.cli.main import app
-from clusterforge.monitoring.drain import DrainHook, drain_targets, serve
 
 
 def _payload(*alerts: tuple[str, str, str]) -> dict[str, object]:

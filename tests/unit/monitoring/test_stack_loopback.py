@@ -24,8 +24,8 @@ from typer.testing import CliRunner
 
 from cf_lab_inventory import LAB, index_of, lab_data
 from cf_monitoring_e2e import SmtpSink
+from clusterforge.alerts.drain import DrainHook, serve
 from clusterforge.cli.main import app
-from clusterforge.monitoring.drain import DrainHook, serve
 from clusterforge.render import render_environment
 
 TOOLS = {name: shutil.which(name) for name in ("victoria-metrics", "vmalert", "prometheus-alertmanager")}

@@ -1,1 +1,0 @@
-"""Monitoring beyond rendering: the alerts command's view and the drain hook's receiver."""
