@@ -105,6 +105,33 @@ class LinkHealth(_Entry):
     module: ModuleLimits
 
 
+class OsRelease(_Entry):
+    family: str
+    name: str
+    os_release_id: str
+    version_id: str
+    codename: str | None = None
+
+
+class OsFamily(_Entry):
+    package_manager: Literal["apt", "dnf"]
+    repository: str
+    pin: str
+    driver_min_branch: int | None = None
+    driver_min_branch_source: str | None = None
+
+
+class OsCatalog(_Entry):
+    """The operating systems a node may run, by release, and what each family installs with (os.yaml)."""
+
+    releases: dict[str, OsRelease]
+    families: dict[str, OsFamily]
+
+    def family_of(self, release: str) -> OsFamily | None:
+        rel = self.releases.get(release)
+        return self.families.get(rel.family) if rel is not None else None
+
+
 class CoolingInfo(_Entry):
     max_kw: float
     pue: float
@@ -124,6 +151,7 @@ class Catalog(_Entry):
     cooling: dict[str, CoolingInfo]
     leak_sensors_per_m2: float
     link_health: LinkHealth
+    os: OsCatalog
 
     def reach(self, media: str, rate: str, fiber_type: str | None = None) -> float | None:
         """Maximum reach in metres of `media` at `rate`, or None when unsupported."""
@@ -174,5 +202,6 @@ def catalog() -> Catalog:
         cooling=cooling,
         leak_sensors_per_m2=sensors,
         link_health=_read("link_health.yaml"),
+        os=_read("os.yaml"),
     )
 

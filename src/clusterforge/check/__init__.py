@@ -19,6 +19,7 @@ from . import (
     hardware,
     health,
     monitoring,
+    os,
     placement,
     services,
     storage,
@@ -40,6 +41,7 @@ RULES: tuple[Rule, ...] = (
     firmware.check,
     monitoring.check,
     health.check,
+    os.check,
 )
 
 

@@ -74,6 +74,9 @@ class Hardware(Model):
     mgmt_netdev: IfName = Field(
         default="eth0", description="the management network's interface on the host (NCCL_SOCKET_IFNAME: "
         "NCCL's bootstrap and out-of-band socket traffic)")
+    os: Name = Field(default="debian12",
+        description="the operating system release the node runs: debian12, ubuntu2204, ubuntu2404 (DGX OS "
+                    "6/7), rocky9, alma9, rhel9 (the catalog's os.yaml; docs/os.md)")
 
 
 class Profile(Hardware):

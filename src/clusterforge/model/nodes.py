@@ -35,6 +35,7 @@ class Node(Model):
     gpu_root_complexes: list[int] | None = Field(default=None,
         description="PCIe root complex of each GPU (replaces the profile's)")
     mgmt_netdev: IfName | None = Field(default=None, description="management interface (replaces the profile's)")
+    os: Name | None = Field(default=None, description="operating system release (replaces the profile's)")
 
 
 class Switch(Model):

@@ -64,6 +64,7 @@ RULES: dict[str, str] = {
     "INV-MONITORING": "the monitoring section: collector, store, alert routes",
     "INV-HEALTH": "the node health check: the scheduler hooks it drains and re-admits through",
     "INV-PLAN": "the fabric spec cannot be planned",
+    "INV-OS": "an operating system the catalog does not know, or a pin its family cannot install",
 }
 """Rule ids of inventory issues (`clusterforge check`), one per family of rules, and what each covers."""
 
