@@ -64,3 +64,39 @@ def test_a_driver_branch_el9_cannot_install_is_refused() -> None:
         n["os"] = "ubuntu2204"  # the Ubuntu repositories still carry the proprietary R470 driver
     data["software"]["nvidia_driver"] = "470.256.02"
     assert _issues(data) == []
+
+
+@pytest.mark.parametrize(("family", "component", "branch", "want"), [
+    ("debian", "nvidia", "550", ["nvidia-driver-550"]),  # what the deploy installs today
+    ("debian", "fabricmanager", "550", ["nvidia-fabricmanager-550"]),
+    ("ubuntu", "nvidia", "570", ["nvidia-driver-pinning-570", "nvidia-open"]),
+    ("ubuntu", "fabricmanager", "570", ["nvidia-fabricmanager-570"]),
+    ("ubuntu", "fabricmanager", "580", ["nvidia-fabricmanager"]),  # one name from R580 on
+    ("el9", "fabricmanager", "570", ["nvidia-fabric-manager"]),
+    ("el9", "fabricmanager", "590", ["nvidia-fabricmanager"]),
+    ("el9", "nccl", "", ["libnccl", "libnccl-devel"]),
+    ("ubuntu", "nccl", "", ["libnccl2", "libnccl-dev"]),
+    ("el9", "lustre_client", "", ["kmod-lustre-client", "lustre-client"]),
+])
+def test_the_package_catalog_per_family(family: str, component: str, branch: str, want: list[str]) -> None:
+    from clusterforge.catalog import catalog
+
+    assert catalog().os.package_names(family, component, branch=branch) == want
+
+
+def test_every_family_names_every_component_and_the_deploy_reads_the_catalog() -> None:
+    from clusterforge.catalog import catalog
+    from clusterforge.deploy.packages import FAMILY, nvidia_pins
+    from clusterforge.model.services import SoftwarePins
+
+    os = catalog().os
+    assert set(os.packages) == {r.family for r in os.releases.values()}
+    assert set(os.packages["ubuntu"]) == set(os.packages["el9"])
+    assert os.packages["el9"]["nvidia"].module == "nvidia-driver:{branch}-open"
+    assert os.package_names("ubuntu", "dcgm", cuda="12") == ["datacenter-gpu-manager-4-cuda12"]
+    assert os.package_names("el9", "kernel_headers", kernel="5.14.0-427.el9.x86_64") == \
+        ["kernel-devel-5.14.0-427.el9.x86_64"]
+    pins = nvidia_pins(SoftwarePins(nvidia_driver="550.90.07"), nvswitch=True)
+    assert FAMILY == "debian" and [p.package for p in pins] == os.package_names("debian", "nvidia", branch="550") + \
+        os.package_names("debian", "fabricmanager", branch="550")
+    assert {p.version for p in pins} == {"550.90.07-1"}  # Fabric Manager at exactly the driver's version

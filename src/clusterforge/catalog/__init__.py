@@ -121,11 +121,35 @@ class OsFamily(_Entry):
     driver_min_branch_source: str | None = None
 
 
+class PackageNames(_Entry):
+    """A component's packages in one family: `names` ({branch}, {cuda}, {kernel} filled in), other names from a
+    driver branch on (`from_branch`), a dnf module stream enabled first (`module`)."""
+
+    names: list[str]
+    from_branch: dict[int, list[str]] = {}
+    module: str | None = None
+
+    def for_branch(self, branch: int | None) -> list[str]:
+        later = [b for b in self.from_branch if branch is not None and branch >= b]
+        return self.from_branch[max(later)] if later else self.names
+
+
 class OsCatalog(_Entry):
-    """The operating systems a node may run, by release, and what each family installs with (os.yaml)."""
+    """The operating systems a node may run, by release, what each family installs with, and each family's
+    package names per component (os.yaml)."""
 
     releases: dict[str, OsRelease]
     families: dict[str, OsFamily]
+    packages: dict[str, dict[str, PackageNames]]
+    packages_source: str
+
+    def package_names(self, family: str, component: str, *, branch: str = "", cuda: str = "",
+                      kernel: str = "") -> list[str]:
+        """The names `family` installs `component` under, filled in: `package_names("debian", "nvidia",
+        branch="550")` -> ["nvidia-driver-550"]."""
+        entry = self.packages[family][component]
+        number = int(branch) if branch.isdigit() else None
+        return [n.format(branch=branch, cuda=cuda, kernel=kernel) for n in entry.for_branch(number)]
 
     def family_of(self, release: str) -> OsFamily | None:
         rel = self.releases.get(release)

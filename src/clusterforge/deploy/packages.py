@@ -1,14 +1,25 @@
 """Package names and pinned versions per component, derived from `software` pins.
 
 One function feeds both the deploy and the lab's stand-in repository, so the names and
-versions the deploy asks for are exactly what the stand-in repository offers.
+versions the deploy asks for are exactly what the stand-in repository offers. The names are the
+catalog's (catalog/os.yaml, `packages`), of the family the deploy installs today: Debian's (docs/os.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..catalog import catalog
 from ..model.services import SoftwarePins
+
+FAMILY = "debian"
+"""The family whose package names the deploy installs (every host, until the deploy speaks apt-on-Ubuntu
+and dnf: #34)."""
+
+
+def names(component: str, *, branch: str = "", cuda: str = "", kernel: str = "") -> list[str]:
+    """The catalog's package names of `component` for the deploy's family."""
+    return catalog().os.package_names(FAMILY, component, branch=branch, cuda=cuda, kernel=kernel)
 
 
 @dataclass(frozen=True, order=True)
@@ -40,23 +51,23 @@ def nvidia_pins(sw: SoftwarePins, nvswitch: bool) -> list[Pin]:
         return []
     branch = driver_branch(sw.nvidia_driver)
     version = deb_version(sw.nvidia_driver)
-    pins = [Pin(f"nvidia-driver-{branch}", version)]
-    if nvswitch:
-        pins.append(Pin(f"nvidia-fabricmanager-{branch}", version))
+    pins = [Pin(n, version) for n in names("nvidia", branch=branch)]
+    if nvswitch:  # Fabric Manager pinned to exactly the driver's version (skew after an upgrade breaks NVLink)
+        pins += [Pin(n, version) for n in names("fabricmanager", branch=branch)]
     return pins
 
 
 def ofed_pins(sw: SoftwarePins) -> list[Pin]:
-    return [] if sw.doca_ofed is None else [Pin("doca-ofed", deb_version(sw.doca_ofed))]
+    return [] if sw.doca_ofed is None else [Pin(n, deb_version(sw.doca_ofed)) for n in names("ofed")]
 
 
 def nccl_pins(sw: SoftwarePins) -> list[Pin]:
     if sw.nccl is None:
         return []
     version = deb_version(sw.nccl) + cuda_tag(sw.cuda)
-    pins = [Pin("libnccl2", version), Pin("libnccl-dev", version)]
+    pins = [Pin(n, version) for n in names("nccl")]
     if sw.nccl_tests is not None:
-        pins.append(Pin("nccl-tests", deb_version(sw.nccl_tests)))
+        pins += [Pin(n, deb_version(sw.nccl_tests)) for n in names("nccl_tests")]
     return pins
 
 
@@ -64,7 +75,7 @@ def lustre_pins(sw: SoftwarePins) -> list[Pin]:
     if sw.lustre_client is None:
         return []
     version = deb_version(sw.lustre_client)
-    return [Pin("lustre-client-utils", version), Pin("lustre-client-modules-dkms", version)]
+    return [Pin(n, version) for n in names("lustre_client")]
 
 
 DCGM_EXPORTER_PACKAGE = "dcgm-exporter"
