@@ -145,7 +145,10 @@ class HostSession:
         return facts
 
     def run(self, script: str, what: str, timeout: int = COMMAND_TIMEOUT_S) -> str:
-        ok, output = self.host.run_shell_command(StringCommand(script), _timeout=timeout)
+        # the script goes to `sh -s` on stdin, not as the command's one argument: a component's inline uploads
+        # (the monitoring server's files, base64) pass Linux's 128 KiB limit on one argument ("Argument list
+        # too long"); stdin has none
+        ok, output = self.host.run_shell_command(StringCommand("sh", "-s"), _stdin=script, _timeout=timeout)
         if not ok:
             if not self.alive():
                 raise ConnectionLost(f"connection lost during {what}")
