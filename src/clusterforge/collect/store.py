@@ -108,8 +108,6 @@ def read_capture(path: Path, root: Path) -> str:
     return read_output(path)
 
 
-_read_capture = read_capture
-
 
 def _entries(directory: Path, root: Path, pattern: str) -> list[Path]:
     """The entries of a capture directory matching `pattern`, sorted; each checked to stay inside `root`."""
@@ -143,7 +141,7 @@ def load_dir(root: Path) -> Observations:
     if fabric.is_dir() or fabric.is_symlink():
         _inside(fabric, real)
         for f in _entries(fabric, real, "*.txt"):
-            obs.fabric[f.stem] = _read_capture(f, real)
+            obs.fabric[f.stem] = read_capture(f, real)
     hosts = root / "hosts"
     if hosts.is_dir() or hosts.is_symlink():
         _inside(hosts, real)
@@ -152,9 +150,9 @@ def load_dir(root: Path) -> Observations:
                 continue
             marker = hdir / "UNREACHABLE"
             if marker.exists() or marker.is_symlink():
-                obs.unreachable[hdir.name] = _read_capture(marker, real).strip()
+                obs.unreachable[hdir.name] = read_capture(marker, real).strip()
                 continue
-            obs.hosts[hdir.name] = {f.stem: _read_capture(f, real) for f in _entries(hdir, real, "*.txt")}
+            obs.hosts[hdir.name] = {f.stem: read_capture(f, real) for f in _entries(hdir, real, "*.txt")}
     return obs
 
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..model import Inventory
 from ..model.base import pattern_error
+from ..model.storage import looks_like_secret
 from ..util.echo import echo
 from ..util.errors import InventoryInvalid, InventoryIssue
 from ..util.errors import Path as ErrPath
@@ -438,19 +439,11 @@ def _issue_from_pydantic(err: Any) -> InventoryIssue:
         msg = known
     elif kind != "value_error" and "input" in err and not isinstance(err["input"], dict | list):
         msg = f"{echo(err['input'])}: {msg}"
-    if "input" in err and _credential_like(loc, err["input"]):  # never echoed: not in a message, a log, CI
+    if "input" in err and "hsm" in loc and isinstance(err["input"], str) and looks_like_secret(err["input"]):
+        # a key pasted into an archive field is still a key: never quoted (an access key id in any field is
+        # scrubbed by InventoryIssue itself)
         msg = msg.replace(echo(err["input"]), "<a value that looks like a credential, not echoed>")
     return InventoryIssue(loc, msg, rule="INV-SCHEMA")
-
-
-def _credential_like(loc: tuple[str | int, ...], value: object) -> bool:
-    """An input an error must not quote: an access key id anywhere, or a key-like value in the archive tier's
-    fields (endpoint, bucket, credentials, ...), where a key pasted into the wrong field is still a key."""
-    from ..model.storage import looks_like_access_key, looks_like_secret
-
-    if not isinstance(value, str):
-        return False
-    return looks_like_access_key(value) or ("hsm" in loc and looks_like_secret(value))
 
 
 def _did_you_mean(loc: tuple[str | int, ...]) -> str | None:

@@ -41,13 +41,12 @@ def data_devices(layout: str, devices: int) -> float:
 
 
 # --- credentials by reference only ---------------------------------------------------------------
-_KEY_ID = ACCESS_KEY_ID
 _TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{16,}")
 
 
 def looks_like_access_key(text: str) -> bool:
     """True when `text` holds a cloud access key id (`AKIA...`, `ASIA...`): never echoed, whatever field."""
-    return bool(_KEY_ID.search(text))
+    return bool(ACCESS_KEY_ID.search(text))
 
 
 def looks_like_secret(text: str) -> bool:
@@ -55,7 +54,7 @@ def looks_like_secret(text: str) -> bool:
     an access key id, a run of 32 or more base64/hex characters, or 16 or more letters and digits mixed
     with no word separator (`_` or `-`) in them. Names such as `CEPH_S3_CREDENTIALS` or
     `/etc/lustre/s3.cred` pass."""
-    if _KEY_ID.search(text):
+    if ACCESS_KEY_ID.search(text):
         return True
     for piece in re.split(r"[/.@:]", text):
         if not _TOKEN.fullmatch(piece):
