@@ -85,3 +85,14 @@ def test_a_huge_message_is_cut() -> None:
     with pytest.raises(HostlistError) as exc:
         expand("x" * 100_000 + "[1-")
     assert len(str(exc.value)) < 300
+
+
+def test_node_names_is_the_one_reading_of_a_host_selection() -> None:
+    """validate's and firmware's --limit and a day-2 wave's read host names and ranges through node_names."""
+    from clusterforge.inventory.selection import node_names
+
+    assert node_names(INDEX, "gpu[01-02],sm01") == ["gpu01", "gpu02", "sm01"]
+    for given, says in (("", "selects no host"), ("gpu[01-", "not a host range"), ("gpu99", "not a node of the"),
+                        ("gpu[0-99999999]", "names more than")):
+        with pytest.raises(SelectionError, match=says):
+            node_names(INDEX, given)

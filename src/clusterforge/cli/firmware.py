@@ -14,9 +14,8 @@ import typer
 from ..check.checked import Checked
 from ..firmware.flash import DEFAULT_IMAGE_DIR, QUERY, FlashJob, HostReport, Runner, staged_path
 from ..firmware.switch import SwitchJob
-from ..inventory.selection import SelectionError, limit_tokens
+from ..inventory.selection import SelectionError, node_names
 from ..util.errors import ExitCode
-from ..util.hostlist import HostlistError, expand
 from .common import Format, err, load_or_fail, out, print_json
 
 app = typer.Typer(no_args_is_help=True, help="Flash and activate HCA/DPU firmware on drained hosts, or an unmanaged "
@@ -53,17 +52,10 @@ def _hosts(checked: Checked, limit: str | None, model: str | None) -> list[str]:
     if limit is None:
         _usage("--limit HOSTS is required (names or ranges: gpu[0001-0008])")
     index = checked.index
-    try:
-        tokens = limit_tokens(limit)  # an empty one selects no host: refused, never widened
+    try:  # an empty one selects no host: refused, never widened
+        hosts = node_names(index, limit)
     except SelectionError as exc:
         _usage(str(exc))
-    try:
-        hosts = expand(",".join(tokens), limit=len(index.nodes))
-    except HostlistError as exc:
-        _usage(f"--limit: {exc}")
-    unknown = [h for h in hosts if h not in index.nodes]
-    if unknown:
-        _usage(f"--limit: not a node of the inventory: {', '.join(unknown[:8])}")
     if model is not None:
         from ..day2.firmware import card_models
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..inventory.selection import SelectionError, limit_tokens, select_nodes
+from ..inventory.selection import SelectionError, limit_tokens, node_names, select_nodes
 from ..model.cabling import Cable
 from ..model.index import Index
-from ..util.hostlist import HostlistError, expand
+from ..util.hostlist import HostlistError
 from .firmware import Bump, bumps, cabled_nodes
 from .floor import floor_of
 from .ha import Groups, groups, replaced_switches
@@ -117,14 +117,9 @@ class ReplayState:
         if value is None:
             return None
         try:  # an empty --limit selects no host: the command refuses it, and so does the plan
-            tokens = limit_tokens(value)
             if nodes_only:
-                hosts = expand(",".join(tokens), limit=len(self.new.nodes))
-                unknown = [h for h in hosts if h not in self.new.nodes]
-                if unknown:
-                    raise SelectionError(f"--limit {', '.join(unknown[:5])}: not a node")
-                return hosts
-            return select_nodes(self.new, tokens)
+                return node_names(self.new, value)
+            return select_nodes(self.new, limit_tokens(value))
         except (HostlistError, SelectionError) as exc:
             self.bad("PHASE", f"{step.phase} step's {exc}")
             return []

@@ -44,6 +44,21 @@ def split_tokens(items: Sequence[str]) -> tuple[str, ...]:
     return tuple(t for item in items for t in split(item))
 
 
+def node_names(index: Index, given: Sequence[str] | str, option: str = "--limit") -> list[str]:
+    """The nodes a selection of host names or ranges of them names (validate's and firmware's `--limit`, a
+    day-2 wave's), in its order: a SelectionError when it is empty, not a hostlist, or names what is not a node
+    (bounded by the inventory's size before any name is built)."""
+    tokens = limit_tokens(given, option)
+    try:
+        hosts = expand(",".join(tokens), limit=len(index.nodes))
+    except HostlistError as exc:
+        raise SelectionError(f"{option}: {exc}") from None
+    unknown = [h for h in hosts if h not in index.nodes]
+    if unknown:
+        raise SelectionError(f"{option}: not a node of the inventory: {', '.join(unknown[:8])}")
+    return hosts
+
+
 def scalable_units(index: Index) -> dict[str, set[int]]:
     """node -> the scalable units (leaf groups) its HCAs are cabled to."""
     group = {s.name: s.group for s in index.inv.switches if s.group is not None and s.role == "leaf"}
