@@ -10,8 +10,9 @@ from pyinfra import host
 
 from clusterforge.deploy.component import RETIRE
 from clusterforge.deploy.desired import COMPONENTS
-from clusterforge.deploy.ops import deploy_component
+from clusterforge.deploy.ops import check_os, deploy_component
 
 plan = host.data.cf_plan
+check_os(plan)  # a host that is not the declared OS gets no operation at all
 for component in host.loop((RETIRE, *COMPONENTS)):  # first: what the host no longer wants (deploy/retire.py)
     deploy_component(plan, component)

@@ -113,6 +113,32 @@ def test_drift_is_predicted_and_repaired(deploy_lab: DeployLab) -> None:
     assert sum(len(r.changes) for r in _deploy(deploy_lab, limit=("gpu02",)).results) == 0
 
 
+def test_a_host_that_is_not_the_declared_os_is_refused_by_both_engines(deploy_lab: DeployLab,
+                                                                       tmp_path: Path) -> None:
+    # gpu02 declared Rocky 9 (it is the lab's Debian 12) and drifted: neither engine touches it, gpu01 goes on
+    wrong = tmp_path / "lab"
+    shutil.copytree(ENV, wrong)
+    nodes = wrong / "nodes.yaml"
+    line = "{name: gpu02, rack: lab-su01-r01, u: 6, profile: gpu-node}"
+    assert line in nodes.read_text()
+    nodes.write_text(nodes.read_text().replace(line, line[:-1] + ", os: rocky9}"))
+    run(ssh_command(deploy_lab.state, "gpu02", ["sh", "-c", "echo NCCL_DEBUG=WARN >> /etc/nccl.conf"]), timeout=30)
+    expected = ("os: the inventory declares rocky9 (Rocky Linux 9: ID=rocky VERSION_ID=9), /etc/os-release says "
+                "ID=debian VERSION_ID=12 (Debian GNU/Linux 12 (bookworm)): nothing on this host was changed")
+    request = DeployRequest(stage=LabStage(deploy_lab.state_dir), limit=("gpu01", "gpu02"))
+    for engine in (deploy, deploy_ansible):
+        out = engine(wrong, request)
+        status = _status(out)
+        assert status["gpu01"] == "ok" and status["gpu02"] == "failed", (engine, out.results)
+        error = next(r.error for r in out.results if r.name == "gpu02")
+        assert expected in error, (engine, error)
+        assert out.exit_code != 0
+        conf = run(ssh_command(deploy_lab.state, "gpu02", ["cat", "/etc/nccl.conf"]), timeout=30).stdout
+        assert "NCCL_DEBUG=WARN" in conf  # the drift is still there: nothing on gpu02 changed
+    fixed = _deploy(deploy_lab, limit=("gpu02",))  # declared as it is: the deploy repairs the drift
+    assert fixed.exit_code == 0 and _status(fixed) == {"gpu02": "changed"}
+
+
 def test_a_container_stopped_mid_run_does_not_stop_the_others(deploy_lab: DeployLab) -> None:
     deploy_lab.reset()
     victim = deploy_lab.container("gpu02")

@@ -68,6 +68,9 @@ def group_name(kind: str, value: str) -> str:
 
 def _component_vars(plan: HostPlan) -> dict[str, Any]:
     out: dict[str, Any] = {"cf_components": [c.name for c in plan.components]}
+    target = plan.os  # the declared OS, checked first (roles/cf_os)
+    out["cf_os_declared"] = {} if target is None else {"release": target.release, "name": target.name,
+                                              "id": target.os_release_id, "version_id": target.version_id}
     for name in COMPONENTS:
         comp = plan.component(name)
         p = f"cf_{name}_"

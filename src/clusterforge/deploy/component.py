@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.inventory import RebootPolicy
+from .os_target import OsTarget
 from .packages import Pin
 
 
@@ -74,6 +75,9 @@ class HostPlan:
     role: str
     components: tuple[Component, ...]
     reboot: RebootPolicy = field(default_factory=RebootPolicy)
+    os: OsTarget | None = None
+    """The release the inventory declares (None: not checked, as in a plan built by hand): a host whose
+    /etc/os-release says otherwise is refused before any change (os_target.py)."""
 
     def component(self, name: str) -> Component | None:
         return next((c for c in self.components if c.name == name), None)

@@ -24,6 +24,7 @@ from .component import Component, HostPlan, ManagedFile
 from .healthcheck import healthcheck_components
 from .monitoring import monitoring_components
 from .options import DeployOptions
+from .os_target import OsTarget, os_target
 from .packages import Pin, lemur_pins, lustre_pins, nccl_pins, nvidia_pins, ofed_pins
 
 COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "hsm", "opensm", "monitoring",
@@ -106,6 +107,7 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
     pins_of: dict[str, tuple[Pin, ...]] = {}  # the same for every host: computed once
     monitoring = monitoring_components(index, options, render=render)
     healthcheck = healthcheck_components(index, options, render=render)
+    targets: dict[str, OsTarget] = {}
     for node in inv.nodes:
         files: dict[str, list[ManagedFile]] = {}
         for dest, spec in by_host.get(node.name, []):
@@ -143,8 +145,10 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
         if repo is not None:
             comps.insert(0, repo)
         selected = [c for c in comps if options.components is None or c.name in options.components]
+        if hw.os not in targets:
+            targets[hw.os] = os_target(hw.os)
         plans[node.name] = HostPlan(node.name, addresses.get(node.name, node.name), node.rack, node.role,
-                                    tuple(selected), inv.deploy.reboot)
+                                    tuple(selected), inv.deploy.reboot, targets[hw.os])
     return plans
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 from pyinfra.api.facts import FactBase
 
+from .os_target import OS_RELEASE_SCRIPT, OsFound, parse_found
+
 MARK = "@@cf "
 
 
@@ -54,6 +56,8 @@ class HostFacts:
     """unit -> (is-enabled, is-active), only where systemd runs."""
     ofed_info: str = ""
     binaries: set[str] = field(default_factory=set)
+    os: OsFound | None = None
+    """What /etc/os-release says (None: the probe's output had no such section)."""
 
     def package_version(self, name: str) -> str | None:
         pkg = self.packages.get(name)
@@ -70,6 +74,7 @@ def state_script(files: Iterable[str], secret_files: Iterable[str], packages: It
         f"echo '{MARK}systemd'; if [ -d /run/systemd/system ]; then echo yes; else echo no; fi",
         f"echo '{MARK}module'; cat /sys/module/nvidia/version 2>/dev/null || true",
         f"echo '{MARK}ofed'; ofed_info -s 2>/dev/null || true",
+        f"echo '{MARK}os'; {OS_RELEASE_SCRIPT}",
     ]
     pkgs = sorted(set(packages))
     if pkgs:
@@ -128,6 +133,8 @@ def _apply(facts: HostFacts, head: str, body: list[str]) -> None:
         facts.nvidia_loaded = text[0].strip() if text else ""
     elif kind == "ofed":
         facts.ofed_info = text[0].strip() if text else ""
+    elif kind == "os":
+        facts.os = parse_found(body)  # by position: an empty VERSION_ID is a line of its own
     elif kind == "dpkg":
         for row in text:
             parts = row.split("\t")

@@ -26,6 +26,7 @@ from pyinfra.context import host
 from .changes import WAIT_MASTER_SCRIPT, Change, change_lines, component_changes, starts_opensm
 from .component import RETIRE, Component, HostPlan
 from .facts import HostFacts, HostState
+from .os_target import OsFound, mismatch
 from .runner import probe_args
 
 APT_UPDATE = "DEBIAN_FRONTEND=noninteractive apt-get -q update"
@@ -129,6 +130,13 @@ def _facts(plan: HostPlan) -> HostFacts:
     if key not in _FACTS:
         _FACTS[key] = host.get_fact(HostState, **probe_args(plan))
     return _FACTS[key]
+
+
+def check_os(plan: HostPlan) -> None:
+    """Refuse this host, before any operation of it is added, when its /etc/os-release is not the declared OS
+    (the runner's and roles/cf_os's rule: os_target.py)."""
+    if plan.os is not None and (wrong := mismatch(plan.os, _facts(plan).os or OsFound())) is not None:
+        raise ValueError(wrong)
 
 
 def deploy_component(plan: HostPlan, component: str) -> None:

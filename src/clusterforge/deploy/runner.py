@@ -34,6 +34,7 @@ from .changes import (
 )
 from .component import HostPlan
 from .facts import HostFacts, HostState
+from .os_target import OsFound, mismatch
 from .packages import headers_package
 
 COMMAND_TIMEOUT_S = 900
@@ -218,6 +219,8 @@ def deploy_host(session: HostSession, plan: HostPlan, *, dry_run: bool, gate: Sm
     result = HostResult(plan.name)
     session.connect()
     facts = session.facts(plan)
+    if plan.os is not None and (wrong := mismatch(plan.os, facts.os or OsFound())) is not None:
+        raise HostFailure(wrong)  # before any change, dry run or not: this host is not the one declared
     if not facts.systemd and any(c.services for c in plan.components):
         result.notes.append("no systemd on this host: services are not enabled/started")
     apt_updated = False

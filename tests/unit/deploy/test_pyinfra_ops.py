@@ -28,7 +28,12 @@ from clusterforge.deploy.options import DeployOptions, Mirror
 _index = load_checked(Path(os.environ["CF_TEST_ENV"])).index
 _opts = DeployOptions("lab", root=os.environ["CF_TEST_ROOT"],
                       repo=Mirror("http://198.19.77.1:8765/", "lab", ("main",), "trusted=yes"))
-cluster = [("@local", {"cf_plan": host_plans(_index, _opts)[os.environ["CF_TEST_HOST"]]})]
+_plan = host_plans(_index, _opts)[os.environ["CF_TEST_HOST"]]
+if os.environ.get("CF_TEST_OS"):  # another declared OS than this machine's
+    from dataclasses import replace
+    from clusterforge.deploy.os_target import os_target
+    _plan = replace(_plan, os=os_target(os.environ["CF_TEST_OS"]))
+cluster = [("@local", {"cf_plan": _plan})]
 """
 
 
@@ -48,13 +53,17 @@ def test_names_say_component_action_and_what(plans: dict[str, HostPlan]) -> None
         op_name(sm, "reboot")
 
 
-def _dry_plan(tmp_path: Path, host: str) -> list[dict[str, object]]:
+def _pyinfra_dry(tmp_path: Path, host: str, declared_os: str = "") -> subprocess.CompletedProcess[str]:
     inv = tmp_path / "inventory.py"
     inv.write_text(INVENTORY)
     env = dict(os.environ, CF_TEST_ENV=str(ROOT / "inventories" / "lab"), CF_TEST_ROOT=str(tmp_path / "root"),
-               CF_TEST_HOST=host)
-    proc = subprocess.run([str(PYINFRA), "--json", "--dry", str(inv), str(ROOT / "deploy" / "site.py")],
+               CF_TEST_HOST=host, CF_TEST_OS=declared_os)
+    return subprocess.run([str(PYINFRA), "--json", "--dry", str(inv), str(ROOT / "deploy" / "site.py")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def _dry_plan(tmp_path: Path, host: str) -> list[dict[str, object]]:
+    proc = _pyinfra_dry(tmp_path, host)
     assert proc.returncode == 0, proc.stderr[-3000:]
     plan: list[dict[str, object]] = json.loads(proc.stdout)["plan"]
     return plan
@@ -102,6 +111,19 @@ def test_pyinfra_output_lists_each_component_action(tmp_path: Path) -> None:
     again = {str(o["name"]).split(" (")[0]: o["hosts_with_change"] for o in _dry_plan(tmp_path, "sm01")}
     assert again["repo: files"] == [] and again["repo: apt-get update when its files changed"] == []
     assert again["opensm: files"] == ["@local"]
+
+
+@pytest.mark.skipif(not PYINFRA.exists(), reason="pyinfra's CLI is not installed")
+def test_a_host_not_the_declared_os_gets_no_operation(tmp_path: Path) -> None:
+    from clusterforge.deploy.os_target import OS_RELEASE_SCRIPT, mismatch, os_target, parse_found
+
+    here = parse_found(subprocess.run(["sh", "-c", OS_RELEASE_SCRIPT], capture_output=True, text=True,
+                                      timeout=10, check=True).stdout.split("\n"))
+    other = next(r for r in ("rocky9", "ubuntu2404") if mismatch(os_target(r), here) is not None)
+    proc = _pyinfra_dry(tmp_path, "sm01", other)
+    assert proc.returncode != 0
+    assert f"os: the inventory declares {other} (" in proc.stdout + proc.stderr
+    assert not (tmp_path / "root").exists()  # nothing prepared, nothing written
 
 
 def test_apt_lists_are_refreshed_once_per_host(plans: dict[str, HostPlan]) -> None:

@@ -21,6 +21,7 @@ from clusterforge.deploy.component import HostPlan
 from clusterforge.deploy.desired import host_plans
 from clusterforge.deploy.facts import HostFacts
 from clusterforge.deploy.options import DeployOptions
+from clusterforge.deploy.os_target import OsFound
 from clusterforge.deploy.runner import HostResult, SshSettings, run_batch, run_deploy
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -62,7 +63,8 @@ class _Session:
         pass
 
     def facts(self, plan: HostPlan) -> HostFacts:
-        return HostFacts(systemd=True)  # nothing installed, opensm not running: every change is needed
+        # nothing installed, opensm not running: every change is needed
+        return HostFacts(systemd=True, os=OsFound("debian", "12"))
 
     def run(self, script: str, what: str, timeout: int = 0) -> str:
         if script == WAIT_MASTER_SCRIPT:

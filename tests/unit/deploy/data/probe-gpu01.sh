@@ -2,6 +2,7 @@ echo '@@cf kernel'; uname -r
 echo '@@cf systemd'; if [ -d /run/systemd/system ]; then echo yes; else echo no; fi
 echo '@@cf module'; cat /sys/module/nvidia/version 2>/dev/null || true
 echo '@@cf ofed'; ofed_info -s 2>/dev/null || true
+echo '@@cf os'; (ID= VERSION_ID= PRETTY_NAME=; if [ -r /etc/os-release ]; then . /etc/os-release; elif [ -r /usr/lib/os-release ]; then . /usr/lib/os-release; fi; printf '%s\n%s\n%s\n' "$ID" "$VERSION_ID" "$PRETTY_NAME")
 echo '@@cf dpkg'; dpkg-query -W -f='${Package}	${Version}	${db:Status-Abbrev}
 ' dcgm-exporter doca-ofed libnccl-dev libnccl2 lustre-client-modules-dkms lustre-client-utils nccl-tests nvidia-driver-550 nvidia-fabricmanager-550 prometheus-node-exporter 2>/dev/null || true
 printf '%s\n' '@@cf file /etc/apt/preferences.d/clusterforge.pref'; if [ -f /etc/apt/preferences.d/clusterforge.pref ]; then stat -c %a /etc/apt/preferences.d/clusterforge.pref; sha256sum < /etc/apt/preferences.d/clusterforge.pref | cut -d' ' -f1; base64 -w0 < /etc/apt/preferences.d/clusterforge.pref; echo; else echo absent; fi
