@@ -86,7 +86,7 @@ def test_the_package_catalog_per_family(family: str, component: str, branch: str
 
 def test_every_family_names_every_component_and_the_deploy_reads_the_catalog() -> None:
     from clusterforge.catalog import catalog
-    from clusterforge.deploy.packages import FAMILY, nvidia_pins
+    from clusterforge.deploy.packages import DEFAULT_FAMILY, nvidia_pins
     from clusterforge.model.services import SoftwarePins
 
     os = catalog().os
@@ -97,6 +97,7 @@ def test_every_family_names_every_component_and_the_deploy_reads_the_catalog() -
     assert os.package_names("el9", "kernel_headers", kernel="5.14.0-427.el9.x86_64") == \
         ["kernel-devel-5.14.0-427.el9.x86_64"]
     pins = nvidia_pins(SoftwarePins(nvidia_driver="550.90.07"), nvswitch=True)
-    assert FAMILY == "debian" and [p.package for p in pins] == os.package_names("debian", "nvidia", branch="550") + \
+    assert DEFAULT_FAMILY == "debian"
+    assert [p.package for p in pins] == os.package_names("debian", "nvidia", branch="550") + \
         os.package_names("debian", "fabricmanager", branch="550")
     assert {p.version for p in pins} == {"550.90.07-1"}  # Fabric Manager at exactly the driver's version

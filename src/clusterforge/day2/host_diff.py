@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..deploy.component import Component, HostPlan, ManagedFile
 from ..deploy.desired import host_plans, rendered_by_host
-from ..deploy.options import DeployOptions, Mirror
+from ..deploy.options import DeployOptions, Mirror, mirrors_of_inventory
 from ..model.index import Index
 from ..render.env import environment
 from ..render.spec import FileSpec
@@ -87,8 +87,8 @@ def left_behind(h: HostChange) -> tuple[tuple[str, ...], tuple[str, ...], tuple[
 
 def desired(index: Index, env_name: str, rendered: Rendered | None = None) -> dict[str, HostPlan]:
     """Every host's desired state, as a deploy computes it (no secrets: credentials are not compared)."""
-    return host_plans(index, DeployOptions(env_name, repo=Mirror.of_inventory(index.inv)), render=False,
-                      rendered=rendered)
+    opts = DeployOptions(env_name, repo=Mirror.of_inventory(index.inv), mirrors=mirrors_of_inventory(index.inv))
+    return host_plans(index, opts, render=False, rendered=rendered)
 
 
 def diff_hosts(old: Index, new: Index, env_name: str, diff: InventoryDiff | None = None) -> list[HostChange]:

@@ -25,7 +25,7 @@ from ..util.errors import ExitCode
 from ..util.fsutil import LockTimeout
 from .component import HostPlan
 from .desired import COMPONENTS, host_plans
-from .options import DeployOptions, Mirror, read_repo_auth
+from .options import DeployOptions, Mirror, mirrors_of_inventory, read_repo_auth
 from .reboot import RebootOutcome, reboot_hosts
 from .record import RecordError, changed_plans, read_record, update_record
 from .retire import retire_component
@@ -131,8 +131,11 @@ def plans_for(env: Path, req: DeployRequest, mirror: Mirror | None, index: Index
               whole: bool = False) -> dict[str, HostPlan]:
     """The selected hosts' plans: with the components the request names, or `whole` (every component: what
     `retire` needs to know the host still wants)."""
+    # a staged run's repository replaces every one the inventory names (a rehearsal never reaches the site's)
+    staged = req.repo is not None or mirror is not None
     opts = DeployOptions(env.name, repo=req.repo or mirror or Mirror.of_inventory(index.inv),
-                         repo_auth=read_repo_auth(), root=req.root, components=None if whole else req.components)
+                         repo_auth=read_repo_auth(), root=req.root, components=None if whole else req.components,
+                         mirrors={} if staged else mirrors_of_inventory(index.inv))
     wanted = set(select_hosts(index, req.limit))
     return {n: p for n, p in host_plans(index, opts).items() if n in wanted}
 
@@ -279,7 +282,7 @@ def _reboot_one(plan: HostPlan, ssh: SshSettings, deadline: float) -> str | None
             continue
         finally:
             fresh.close()
-        driver = next((p for p in plan.pins if p.package.startswith("nvidia-driver-")), None)
+        driver = next((p for p in plan.pins if p.driver), None)
         want = driver.version.split("-", 1)[0] if driver else ""
         if want and facts.nvidia_loaded != want:
             return f"back, but nvidia module {facts.nvidia_loaded or 'not loaded'} (want {want})"

@@ -19,10 +19,7 @@ from .component import RETIRE, Component, ManagedFile
 from .desired import merge_block
 from .facts import HostFacts
 from .packages import Pin
-
-APT_ENV = "DEBIAN_FRONTEND=noninteractive"
-APT_INSTALL = ("apt-get -q -y -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "
-               "--allow-downgrades --allow-change-held-packages install")
+from .pkgmgr import APT, PackageManager, manager
 
 
 @dataclass(frozen=True)
@@ -91,33 +88,39 @@ def _diff(path: str, old: bytes | None, new: bytes) -> str:
                                         tofile=f"{path} (inventory)"))
 
 
-def package_changes(component: str, pins: tuple[Pin, ...], facts: HostFacts) -> list[Change]:
-    """Install/upgrade/downgrade to the pin (one apt transaction), then hold what is not held."""
+def package_changes(component: str, pins: tuple[Pin, ...], facts: HostFacts, pm: PackageManager = APT,
+                    streams: tuple[str, ...] = ()) -> list[Change]:
+    """Install/upgrade/downgrade to the pin (one transaction, after enabling `streams` on dnf), then hold what
+    is not held."""
     out: list[Change] = []
     need = []
     for pin in pins:
         have = facts.package_version(pin.package)
-        if have != pin.version:
+        if not pm.matches(pin.version, have):
             need.append(pin)
             verb = "install" if have is None else f"{have} ->"
             out.append(Change(component, "package", pin.package, f"{verb} {pin.version}"))
     if need:
-        argv = " ".join(shlex.quote(f"{p.package}={p.version}") for p in need)
+        cmd = pm.install([(p.package, p.version) for p in need])
         first = out[0]
         out[0] = Change(first.component, first.kind, first.target, first.detail,
-                        (f"{APT_ENV} {APT_INSTALL} {argv}",))
-    holds = [p for p in pins if p.hold and not (facts.packages.get(p.package) and facts.packages[p.package].held)]
+                        ((pm.enable_module(streams),) if streams else ()) + (cmd,))
+    # a package being installed at another version loses its dnf lock first (pm.install): locked again here
+    moving = {p.package for p in need} if pm.name == "dnf" else set()
+    holds = [p for p in pins if p.hold and (p.package in moving or not (
+        (fact := facts.packages.get(p.package)) is not None and fact.held))]
     for i, pin in enumerate(holds):
-        cmd = ("apt-mark hold " + " ".join(shlex.quote(p.package) for p in holds),) if i == 0 else ()
-        out.append(Change(component, "hold", pin.package, "hold at pinned version", cmd))
+        cmd_hold = (pm.hold([p.package for p in holds], [p.version for p in holds]),) if i == 0 else ()
+        out.append(Change(component, "hold", pin.package, "hold at pinned version", cmd_hold))
     return out
 
 
-def unpinned_changes(component: str, packages: tuple[str, ...], facts: HostFacts) -> list[Change]:
+def unpinned_changes(component: str, packages: tuple[str, ...], facts: HostFacts,
+                     pm: PackageManager = APT) -> list[Change]:
     missing = [p for p in packages if facts.package_version(p) is None]
     if not missing:
         return []
-    cmd = f"{APT_ENV} {APT_INSTALL} " + " ".join(shlex.quote(p) for p in missing)
+    cmd = pm.install([(p, None) for p in missing])
     return [Change(component, "package", p, "install", (cmd,) if i == 0 else ()) for i, p in enumerate(missing)]
 
 
@@ -222,8 +225,9 @@ def retire_changes(component: Component, facts: HostFacts) -> list[Change]:
     out += [Change(component.name, "file", f, "remove (no component wants it)", (f"rm -f {shlex.quote(f)}",))
             for f in gone]
     held = [p for p in component.unhold if (fact := facts.packages.get(p)) is not None and fact.held]
+    pm = manager(component.package_manager)
     for i, pkg in enumerate(held):
-        cmd = ("apt-mark unhold " + " ".join(shlex.quote(p) for p in held),) if i == 0 else ()
+        cmd = (pm.unhold(held),) if i == 0 else ()
         out.append(Change(component.name, "hold", pkg, "release the hold (it stays installed)", cmd))
     if facts.systemd and any("/systemd/" in f for f in gone):
         out.append(Change(component.name, "handler", "systemd", "daemon-reload", ("systemctl daemon-reload",)))
@@ -235,9 +239,10 @@ def component_changes(component: Component, facts: HostFacts) -> list[Change]:
     if component.name == RETIRE:
         return retire_changes(component, facts)
     files = [c for f in component.files if (c := file_change(component.name, f, facts)) is not None]
+    pm = manager(component.package_manager)
     out: list[Change] = [*files]
-    out += unpinned_changes(component.name, component.packages, facts)
-    out += package_changes(component.name, component.pins, facts)
+    out += unpinned_changes(component.name, component.packages, facts, pm)
+    out += package_changes(component.name, component.pins, facts, pm, component.streams)
     out += service_changes(component.name, component.services, facts)
     out += module_changes(component.name, component.modules, facts)
     if files and component.handler != "apt-update":
@@ -249,7 +254,7 @@ def component_changes(component: Component, facts: HostFacts) -> list[Change]:
 
 def reboot_needed(pins: list[Pin], facts_after: HostFacts) -> str | None:
     """Why the host must reboot: the loaded nvidia module differs from the installed driver."""
-    driver = next((p for p in pins if p.package.startswith("nvidia-driver-")), None)
+    driver = next((p for p in pins if p.driver), None)
     if driver is None or not facts_after.nvidia_loaded:
         return None
     installed = facts_after.package_version(driver.package)

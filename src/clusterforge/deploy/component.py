@@ -65,6 +65,11 @@ class Component:
     """`retire` only: packages to release from their hold (they stay installed: removing one is a person's call)."""
     retires: tuple[str, ...] = ()
     """`retire` only: the components the host no longer has at all (dropped from the record once done)."""
+    package_manager: str = "apt"
+    """What installs, holds and releases this component's packages on its host (apt | dnf: the host's family,
+    catalog/os.yaml): pkgmgr.py."""
+    streams: tuple[str, ...] = ()
+    """dnf module streams enabled before the packages are installed (EL9's `nvidia-driver:550-open`)."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,15 @@ class HostPlan:
 
     def component(self, name: str) -> Component | None:
         return next((c for c in self.components if c.name == name), None)
+
+    @property
+    def package_manager(self) -> str:
+        """apt | dnf: the declared OS family's (apt where none is declared)."""
+        return self.os.package_manager if self.os is not None else "apt"
+
+    @property
+    def family(self) -> str:
+        return self.os.family if self.os is not None else "debian"
 
     @property
     def pins(self) -> list[Pin]:

@@ -23,9 +23,9 @@ from ..render.writer import file_mode
 from .component import Component, HostPlan, ManagedFile
 from .healthcheck import healthcheck_components
 from .monitoring import monitoring_components
-from .options import DeployOptions
+from .options import DeployOptions, DnfRepo, Mirror
 from .os_target import OsTarget, os_target
-from .packages import Pin, lemur_pins, lustre_pins, nccl_pins, nvidia_pins, ofed_pins
+from .packages import Pin, lemur_pins, lustre_pins, module_streams, nccl_pins, nvidia_pins, ofed_pins
 
 COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "hsm", "opensm", "monitoring",
               "healthcheck")
@@ -97,9 +97,9 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
     # the same for every node (or for every node alike): built once, not once per node. /etc/hosts
     # lists every node, so rendering it per node was quadratic (2,048 nodes: 90 s)
     base = _base(index, options, hosts_spec)
-    ofed_for: dict[bool, Component | None] = {}
-    nvidia_for: dict[bool, Component | None] = {}
-    repo_for: dict[tuple[Pin, ...], Component | None] = {}
+    ofed_for: dict[tuple[bool, str], Component | None] = {}
+    nvidia_for: dict[tuple[bool, str], Component | None] = {}
+    repo_for: dict[tuple[tuple[Pin, ...], str], Component | None] = {}
     extra = {"banner": banner(options.env_name), "environment": options.env_name}
     jinja = environment()
     kind_of: dict[tuple[str, str], tuple[str, int, str]] = {}  # (dest, template) -> component, mode, full dest
@@ -124,31 +124,35 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
             text = jinja.get_template(spec.template).render(context) if render else ""
             files.setdefault(comp, []).append(ManagedFile(full, spec.template, context, text, mode))
         hw = index.hardware[node.name]
+        if hw.os not in targets:
+            targets[hw.os] = os_target(hw.os)
+        target = targets[hw.os]
+        family = target.family  # the package names (catalog/os.yaml) and how they are installed and held
         has_gpus = hw.gpus is not None and hw.gpus.count > 0
         nvswitch = has_gpus and hw.gpus is not None and hw.gpus.nvlink_topology == "nvswitch"
-        if has_gpus not in ofed_for:
-            ofed_for[has_gpus] = _ofed(index, options, has_gpus)
-        if nvswitch not in nvidia_for:
-            nvidia_for[nvswitch] = _nvidia(index, nvswitch)
-        ofed = ofed_for[has_gpus] if hw.hcas else None
-        nvidia = nvidia_for[nvswitch] if has_gpus else None
-        comp_list = [base, ofed, nvidia, _nccl(index, files.get("nccl", []), pins_of),
-                     _lustre(index, files.get("lustre", []), pins_of, node.name), _ipoib(files.get("ipoib", [])),
-                     _hsm(index, files.get("hsm", []), pins_of),
+        if (has_gpus, family) not in ofed_for:
+            ofed_for[(has_gpus, family)] = _ofed(index, options, has_gpus, family)
+        if (nvswitch, family) not in nvidia_for:
+            nvidia_for[(nvswitch, family)] = _nvidia(index, nvswitch, family)
+        ofed = ofed_for[(has_gpus, family)] if hw.hcas else None
+        nvidia = nvidia_for[(nvswitch, family)] if has_gpus else None
+        comp_list = [base, ofed, nvidia, _nccl(index, files.get("nccl", []), pins_of, family),
+                     _lustre(index, files.get("lustre", []), pins_of, node.name, family),
+                     _ipoib(files.get("ipoib", [])), _hsm(index, files.get("hsm", []), pins_of),
                      _opensm(files.get("opensm", []), node.name in sm_nodes, top_sm, node.name),
                      monitoring.get(node.name), healthcheck.get(node.name)]
         comps = [c for c in comp_list if c is not None]
         pins = tuple(p for c in comps for p in c.pins)
-        if pins not in repo_for:
-            repo_for[pins] = _repo(options, list(pins))
-        repo = repo_for[pins]
+        if (pins, family) not in repo_for:
+            repo_for[(pins, family)] = _repo(options, list(pins), target)
+        repo = repo_for[(pins, family)]
         if repo is not None:
             comps.insert(0, repo)
+        if target.package_manager != "apt":  # every component's packages through the host's own manager
+            comps = [replace(c, package_manager=target.package_manager) for c in comps]
         selected = [c for c in comps if options.components is None or c.name in options.components]
-        if hw.os not in targets:
-            targets[hw.os] = os_target(hw.os)
         plans[node.name] = HostPlan(node.name, addresses.get(node.name, node.name), node.rack, node.role,
-                                    tuple(selected), inv.deploy.reboot, targets[hw.os])
+                                    tuple(selected), inv.deploy.reboot, target)
     return plans
 
 
@@ -158,12 +162,23 @@ def _mgmt_addresses(index: Index) -> dict[str, str]:
     return {name: addrs.text(ip) for name, ip in addrs.mgmt.items()}
 
 
-def _repo(options: DeployOptions, pins: list[Pin]) -> Component | None:
+DNF_REPO_FILE = "/etc/yum.repos.d/clusterforge.repo"
+
+
+def _repo(options: DeployOptions, pins: list[Pin], target: OsTarget) -> Component | None:
+    """Where the pins come from and how they stay: apt's source list and preferences (Pin-Priority 1001), or a
+    dnf `.repo` file (the versionlock plugin holds the versions: pkgmgr.py). The handler refreshes the lists."""
     if not pins:
         return None
+    source = options.source_for(target.family, target.package_manager)
+    if target.package_manager == "dnf":
+        dnf = [_file(options, DNF_REPO_FILE, "dnf/clusterforge.repo.j2",
+                     {"repos": [{"id": "clusterforge", "url": source.url, "gpgcheck": int(source.gpgcheck),
+                                 "gpgkey": source.gpgkey}]})] if isinstance(source, DnfRepo) else []
+        return Component("repo", tuple(dnf), handler="apt-update", package_manager="dnf")
     files = [_file(options, "/etc/apt/preferences.d/clusterforge.pref", "apt/preferences.j2",
                    {"pins": [{"package": p.package, "version": p.version} for p in sorted(pins)]})]
-    mirror = options.repo
+    mirror = source if isinstance(source, Mirror) else None
     if mirror is not None:
         opts = f"[{mirror.options}] " if mirror.options else ""
         files.append(_file(options, "/etc/apt/sources.list.d/clusterforge.list", "apt/sources.list.j2",
@@ -190,33 +205,36 @@ def _base(index: Index, options: DeployOptions, hosts_spec: FileSpec | None) -> 
     return Component("base", tuple(files), handler="timesync-restart")
 
 
-def _ofed(index: Index, options: DeployOptions, gpus: bool) -> Component | None:
+def _ofed(index: Index, options: DeployOptions, gpus: bool, family: str) -> Component | None:
     sw = index.inv.software
     if sw.doca_ofed is None:
         return None
     modules = ("nvidia-peermem",) if sw.nvidia_driver and gpus else ()
     files = [_file(options, "/etc/modules-load.d/nvidia-peermem.conf", "ofed/modules-load.conf.j2",
                    {"modules": list(modules)})] if modules else []
-    return Component("ofed", tuple(files), tuple(ofed_pins(sw)), services=("openibd",), modules=modules)
+    return Component("ofed", tuple(files), tuple(ofed_pins(sw, family)), services=("openibd",), modules=modules)
 
 
-def _nvidia(index: Index, nvswitch: bool) -> Component | None:
+def _nvidia(index: Index, nvswitch: bool, family: str) -> Component | None:
     sw = index.inv.software
     if sw.nvidia_driver is None:
         return None
     services = ("nvidia-persistenced", "nvidia-fabricmanager") if nvswitch else ("nvidia-persistenced",)
-    return Component("nvidia", pins=tuple(nvidia_pins(sw, nvswitch)), services=services)
+    branch = sw.nvidia_driver.split(".", 1)[0]
+    return Component("nvidia", pins=tuple(nvidia_pins(sw, nvswitch, family)), services=services,
+                     streams=module_streams("nvidia", family=family, branch=branch))
 
 
-def _nccl(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin, ...]]) -> Component | None:
+def _nccl(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin, ...]],
+          family: str) -> Component | None:
     if not files:
         return None
-    pins = _pins(pins_of, "nccl", lambda: tuple(nccl_pins(index.inv.software)))
+    pins = _pins(pins_of, f"nccl:{family}", lambda: tuple(nccl_pins(index.inv.software, family)))
     return Component("nccl", tuple(files), pins)
 
 
 def _lustre(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin, ...]],
-            node: str) -> Component | None:
+            node: str, family: str) -> Component | None:
     if not files:
         return None
     sw = index.inv.software
@@ -231,7 +249,7 @@ def _lustre(index: Index, files: list[ManagedFile], pins_of: dict[str, tuple[Pin
     # the format step (a person, on purpose). The HSM agent is the `hsm` component's. Servers' Lustre packages
     # are not deployed here.
     units = (LNET_UNIT, *mounts) if client else ()
-    pins = _pins(pins_of, "lustre", lambda: tuple(lustre_pins(sw))) if client else ()
+    pins = _pins(pins_of, f"lustre:{family}", lambda: tuple(lustre_pins(sw, family))) if client else ()
     return Component("lustre", tuple(files), pins, services=units,
                      handler="systemd-reload", problems=(problem,) if problem else ())
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pyinfra.api.facts import FactBase
 
 from .os_target import OS_RELEASE_SCRIPT, OsFound, parse_found
+from .pkgmgr import manager, parse_versionlock
 
 MARK = "@@cf "
 
@@ -31,7 +32,8 @@ class FileFact:
 class PackageFact:
     version: str
     status: str
-    """dpkg's abbreviated status: `ii ` installed, `hi ` installed and held, `rc ` removed."""
+    """dpkg's abbreviated status: `ii ` installed, `hi ` installed and held, `rc ` removed (on dnf hosts the same
+    form: `ii ` from rpm's database, `hi ` where the versionlock list holds it)."""
 
     @property
     def installed(self) -> bool:
@@ -66,7 +68,7 @@ class HostFacts:
 
 def state_script(files: Iterable[str], secret_files: Iterable[str], packages: Iterable[str],
                  processes: Iterable[str], services: Iterable[str], modules: Iterable[str],
-                 binaries: Iterable[str]) -> str:
+                 binaries: Iterable[str], package_manager: str = "apt") -> str:
     """The read-only probe: sections introduced by `@@cf <kind> <arg>` lines."""
     q = shlex.quote
     out = [
@@ -78,8 +80,7 @@ def state_script(files: Iterable[str], secret_files: Iterable[str], packages: It
     ]
     pkgs = sorted(set(packages))
     if pkgs:
-        fmt = q("${Package}\t${Version}\t${db:Status-Abbrev}\n")
-        out.append(f"echo '{MARK}dpkg'; dpkg-query -W -f={fmt} {' '.join(map(q, pkgs))} 2>/dev/null || true")
+        out.append(manager(package_manager).probe(pkgs, MARK))
     for path in files:
         out.append(f"printf '%s\\n' {q(MARK + 'file ' + path)}; if [ -f {q(path)} ]; then stat -c %a {q(path)}; "
                    f"sha256sum < {q(path)} | cut -d' ' -f1; base64 -w0 < {q(path)}; echo; else echo absent; fi")
@@ -135,7 +136,11 @@ def _apply(facts: HostFacts, head: str, body: list[str]) -> None:
         facts.ofed_info = text[0].strip() if text else ""
     elif kind == "os":
         facts.os = parse_found(body)  # by position: an empty VERSION_ID is a line of its own
-    elif kind == "dpkg":
+    elif kind == "versionlock":  # after `rpm`: the names the dnf locks hold are held
+        for name in parse_versionlock(text):
+            if name in facts.packages:
+                facts.packages[name] = PackageFact(facts.packages[name].version, "hi ")
+    elif kind in ("dpkg", "rpm"):
         for row in text:
             parts = row.split("\t")
             if len(parts) == 3 and parts[1]:
@@ -174,8 +179,8 @@ class HostState(FactBase[HostFacts]):
     def command(self, files: tuple[str, ...] = (), secret_files: tuple[str, ...] = (),
                 packages: tuple[str, ...] = (), processes: tuple[str, ...] = (),
                 services: tuple[str, ...] = (), modules: tuple[str, ...] = (),
-                binaries: tuple[str, ...] = ()) -> str:
-        return state_script(files, secret_files, packages, processes, services, modules, binaries)
+                binaries: tuple[str, ...] = (), package_manager: str = "apt") -> str:
+        return state_script(files, secret_files, packages, processes, services, modules, binaries, package_manager)
 
     @staticmethod
     def default() -> HostFacts:

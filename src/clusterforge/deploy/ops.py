@@ -27,9 +27,10 @@ from .changes import WAIT_MASTER_SCRIPT, Change, change_lines, component_changes
 from .component import RETIRE, Component, HostPlan
 from .facts import HostFacts, HostState
 from .os_target import OsFound, mismatch
+from .pkgmgr import APT, manager
 from .runner import probe_args
 
-APT_UPDATE = "DEBIAN_FRONTEND=noninteractive apt-get -q update"
+APT_UPDATE = APT.refresh
 ACTIONS = ("retire", "files", "packages", "hold", "services", "modules", "handler")
 """The actions of a component, in the order they run (the order of `component_changes`)."""
 KIND = {"retire": "",  # every change of the `retire` component (deploy/retire.py)
@@ -63,6 +64,8 @@ def op_name(comp: Component, action: str) -> str | None:
     elif action == "modules":
         what = list(comp.modules)
     elif action == "handler":
+        if comp.handler == "apt-update" and comp.package_manager == "dnf":
+            return f"{comp.name}: dnf makecache when its files changed" if comp.files else None
         return f"{comp.name}: {HANDLERS[comp.handler]}" if comp.handler in HANDLERS and comp.files else None
     else:
         raise ValueError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}")
@@ -75,13 +78,14 @@ def action_commands(comp: Component, action: str, facts: HostFacts, plan: HostPl
     apt's lists are refreshed once per host, as the runner does: by the repo's handler when its sources
     change, else before the first component (of `plan`) that installs anything."""
     changes = component_changes(comp, facts)
+    refresh = manager(comp.package_manager).refresh
     if action == "handler" and comp.handler == "apt-update":
-        # the repo component's sources changed: refresh apt before any package is installed
-        return [APT_UPDATE] if any(c.kind == "file" for c in changes) else []
+        # the repo component's sources changed: refresh the package lists before any package is installed
+        return [refresh] if any(c.kind == "file" for c in changes) else []
     mine: list[Change] = changes if action == "retire" else [c for c in changes if c.kind == KIND[action]]
     lines = [line for ch in mine for line in change_lines(ch)]
     if action == "packages" and lines and (plan is None or _first_to_install(plan, facts) == comp.name):
-        lines.insert(0, APT_UPDATE)
+        lines.insert(0, refresh)
     return lines
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +43,41 @@ class Mirror:
 
 
 @dataclass(frozen=True)
+class DnfRepo:
+    """A dnf repository (a `.repo` file's section): its baseurl, and how its packages' signatures are checked."""
+
+    url: str
+    gpgkey: str = ""
+    gpgcheck: bool = True
+    """False only where the packages are unsigned on purpose (the lab's stand-ins)."""
+
+    @staticmethod
+    def parse(text: str) -> DnfRepo:
+        """`URL [gpgkey=URL] [gpgcheck=0|1]` (the inventory's `deploy.package_mirrors.el9`)."""
+        parts = text.split()
+        if not parts:
+            raise ValueError("empty dnf repository")
+        opts = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+        return DnfRepo(parts[0], opts.get("gpgkey", ""), opts.get("gpgcheck", "1") != "0")
+
+
+Source = Mirror | DnfRepo
+"""Where one OS family's packages come from: an apt source, or a dnf repository."""
+
+
+def mirrors_of_inventory(inv: Inventory) -> dict[str, Source]:
+    """The inventory's package sources of the families other than Debian's (`deploy.package_mirror`, the
+    options' `repo`)."""
+    out: dict[str, Source] = {}
+    pm = inv.deploy.package_mirrors
+    if pm.ubuntu:
+        out["ubuntu"] = Mirror.parse(pm.ubuntu)
+    if pm.el9:
+        out["el9"] = DnfRepo.parse(pm.el9)
+    return out
+
+
+@dataclass(frozen=True)
 class DeployOptions:
     env_name: str
     repo: Mirror | None = None
@@ -50,6 +86,16 @@ class DeployOptions:
     root: str = "/"
     """Prefix of every managed path (benchmarks against hosts that share one file system)."""
     components: tuple[str, ...] | None = None
+    mirrors: Mapping[str, Source] = field(default_factory=dict)
+    """Per OS family (debian, ubuntu, el9), its own package source where it has one (else `repo` for the apt
+    families, none for dnf)."""
+
+    def source_for(self, family: str, package_manager: str) -> Source | None:
+        """The package source of `family`'s hosts: its own, else `repo` where the family speaks apt."""
+        own = self.mirrors.get(family)
+        if own is not None:
+            return own
+        return self.repo if package_manager == "apt" else None
 
     def __post_init__(self) -> None:
         # the environment's directory name goes into every managed file (banner, comments): one line
@@ -58,7 +104,7 @@ class DeployOptions:
     def __repr__(self) -> str:  # keep the secret out of logs and tracebacks
         auth = "<redacted>" if self.repo_auth else None
         return (f"DeployOptions(env_name={self.env_name!r}, repo={self.repo!r}, repo_auth={auth}, "
-                f"root={self.root!r}, components={self.components!r})")
+                f"root={self.root!r}, components={self.components!r}, mirrors={dict(self.mirrors)!r})")
 
 
 def read_repo_auth(environ: dict[str, str] | None = None) -> str | None:

@@ -67,7 +67,8 @@ def retire_component(full: HostPlan, recorded: Mapping[str, Any], order: Iterabl
             retires.append(name)
     if not (stop or remove or unhold or retires):
         return None
-    return Component(RETIRE, stop=tuple(stop), remove=tuple(remove), unhold=tuple(unhold), retires=tuple(retires))
+    return Component(RETIRE, stop=tuple(stop), remove=tuple(remove), unhold=tuple(unhold), retires=tuple(retires),
+                     package_manager=full.package_manager)
 
 
 def _names(entry: Mapping[str, Any], key: str) -> list[str]:

@@ -36,6 +36,7 @@ from .component import HostPlan
 from .facts import HostFacts, HostState
 from .os_target import OsFound, mismatch
 from .packages import headers_package
+from .pkgmgr import PackageManager, manager
 
 COMMAND_TIMEOUT_S = 900
 PROBE_TIMEOUT_S = 120
@@ -109,7 +110,7 @@ def make_state(plans: Sequence[HostPlan], ssh: SshSettings, parallel: int) -> St
     return State(inventory, config)
 
 
-def probe_args(plan: HostPlan) -> dict[str, tuple[str, ...]]:
+def probe_args(plan: HostPlan) -> dict[str, Any]:
     comps = plan.components
     # what `retire` takes away is probed like a secret file (is it there: no content read), a pinned
     # package (is it held) and a service (enabled, active)
@@ -123,6 +124,7 @@ def probe_args(plan: HostPlan) -> dict[str, tuple[str, ...]]:
         "services": tuple(s for c in comps for s in (*c.services, *c.stop)),
         "modules": tuple(m for c in comps for m in c.modules),
         "binaries": ("netplan",) if plan.component("ipoib") else (),
+        "package_manager": plan.package_manager,
     }
 
 
@@ -223,7 +225,8 @@ def deploy_host(session: HostSession, plan: HostPlan, *, dry_run: bool, gate: Sm
         raise HostFailure(wrong)  # before any change, dry run or not: this host is not the one declared
     if not facts.systemd and any(c.services for c in plan.components):
         result.notes.append("no systemd on this host: services are not enabled/started")
-    apt_updated = False
+    pm = manager(plan.package_manager)
+    refreshed = False  # the package lists, once per host: after the repo's files changed, else before a package
     for comp in plan.components:
         if comp.problems:
             raise HostFailure(f"{comp.name} preflight: " + "; ".join(comp.problems))
@@ -237,15 +240,15 @@ def deploy_host(session: HostSession, plan: HostPlan, *, dry_run: bool, gate: Sm
             continue
         if comp.start_after and starts_opensm(changes) and not gate.before_start(comp.start_after):
             result.notes.append(f"opensm: {comp.start_after}'s OpenSM did not answer in time: started anyway")
-        if any(c.kind == "package" for c in changes) and not apt_updated:
-            session.run("DEBIAN_FRONTEND=noninteractive apt-get -q update", "apt-get update")
-            apt_updated = True
+        if any(c.kind == "package" for c in changes) and not refreshed:
+            session.run(pm.refresh, f"{pm.name}: refresh the package lists")
+            refreshed = True
         if comp.name == "nvidia":
-            _headers_preflight(session, facts)
+            _headers_preflight(session, facts, pm, plan.family)
         if comp.name == "repo":
             session.run(apply_script(changes), f"{comp.name}: apply")
-            session.run("DEBIAN_FRONTEND=noninteractive apt-get -q update", "apt-get update")
-            apt_updated = True
+            session.run(pm.refresh, f"{pm.name}: refresh the package lists")
+            refreshed = True
             continue
         session.run(apply_script(changes), f"{comp.name}: apply")
         if comp.name == "ofed" and comp.pins:
@@ -262,17 +265,15 @@ def deploy_host(session: HostSession, plan: HostPlan, *, dry_run: bool, gate: Sm
     return result
 
 
-def _headers_preflight(session: HostSession, facts: HostFacts) -> None:
-    pkg = headers_package(facts.kernel)
-    out = session.run(f"dpkg-query -W -f='${{Status}}' {pkg} 2>/dev/null || true; echo; "
-                      f"apt-cache policy {pkg} 2>/dev/null | sed -n 's/^ *Candidate: //p'", "kernel headers check")
-    status, _, candidate = out.partition("\n")
-    if "install ok installed" in status:
+def _headers_preflight(session: HostSession, facts: HostFacts, pm: PackageManager, family: str) -> None:
+    pkg = headers_package(facts.kernel, family)
+    said = session.run(pm.available(pkg), "kernel headers check").strip()
+    if said == "installed":
         return
-    if candidate.strip() in ("", "(none)"):
+    if said in ("", "(none)"):
         raise HostFailure(f"nvidia preflight: kernel headers {pkg} for the running kernel are neither installed "
                           "nor available from the configured repositories")
-    session.run(f"DEBIAN_FRONTEND=noninteractive apt-get -q -y install {pkg}", f"install {pkg}")
+    session.run(pm.install([(pkg, None)]), f"install {pkg}")
 
 
 def _verify_ofed(session: HostSession, version: str) -> None:

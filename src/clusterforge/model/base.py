@@ -71,6 +71,9 @@ USER_PATTERN = r"^[a-z_][a-z0-9_-]{0,31}$"
 PCIE_PATTERN = r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$"
 MIRROR_PATTERN = (r"^(?:https?://[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?|file://)"
                   r"(?:/[A-Za-z0-9._~%+,=:-]*)*(?: [A-Za-z0-9][A-Za-z0-9._/-]*)*$")
+_MIRROR_URL = (r"(?:https?://[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::[0-9]{1,5})?|file://)"
+               r"(?:/[A-Za-z0-9._~%+,=:-]*)*")
+RPM_MIRROR_PATTERN = rf"^{_MIRROR_URL}(?: gpgkey={_MIRROR_URL})?(?: gpgcheck=[01])?$"
 _HOST = r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?"
 URL_PATTERN = (rf"^https?://{_HOST}(?::[0-9]{{1,5}})?(?:/[A-Za-z0-9._~%+,=:@!$*-]*)*"
                r"(?:\?[A-Za-z0-9._~%+,=:@/!$*&-]*)?$")
@@ -98,6 +101,8 @@ PATTERN_HELP: dict[str, str] = {
     PCIE_PATTERN: "not a PCIe address: dddd:bb:dd.f in hex",
     MIRROR_PATTERN: "not a package mirror: `URL [SUITE [COMPONENT...]]` with an http://, https:// or file:// URL "
                     "(no spaces, brackets or options in the URL)",
+    RPM_MIRROR_PATTERN: "not a dnf package mirror: `URL [gpgkey=URL] [gpgcheck=0|1]` with http://, https:// or "
+                        "file:// URLs (the repository's baseurl; no spaces, brackets or other options)",
     URL_PATTERN: "not an http:// or https:// URL: a host name or IPv4 address, an optional :PORT, then a path and "
                  "query of letters, digits and ._~%+,=:@!$*&/?- (no spaces, quotes, brackets or user:password@)",
     EMAIL_PATTERN: "not an e-mail address: LOCAL@DOMAIN with letters, digits and ._%+- (no names or brackets)",
@@ -133,6 +138,7 @@ Currency = Annotated[str, Field(pattern=CURRENCY_PATTERN)]
 UserName = Annotated[str, Field(pattern=USER_PATTERN)]
 PcieAddress = Annotated[str, Field(pattern=PCIE_PATTERN)]
 PackageMirror = Annotated[str, Field(pattern=MIRROR_PATTERN, max_length=512)]
+RpmMirror = Annotated[str, Field(pattern=RPM_MIRROR_PATTERN, max_length=1024)]
 Url = Annotated[str, Field(pattern=URL_PATTERN, max_length=1024)]
 """An http:// or https:// URL (no credentials, no spaces): webhooks, remote-write endpoints."""
 Email = Annotated[str, Field(pattern=EMAIL_PATTERN, max_length=254)]

@@ -20,6 +20,7 @@ from .base import (
     Name,
     PackageMirror,
     PortRef,
+    RpmMirror,
     Text,
     UserName,
 )
@@ -112,6 +113,16 @@ class CollectSettings(Model):
                     "(LINK-BER, LINK-FLAP, LINK-MODULE; docs/validate.md); its output is then required")
 
 
+class PackageMirrors(Model):
+    """Per OS family, where its nodes' pinned packages come from (what `package_mirror` is for Debian)."""
+
+    ubuntu: PackageMirror | None = Field(
+        default=None, description="Ubuntu nodes' apt source, `URL [SUITE [COMPONENT...]]` (else package_mirror)")
+    el9: RpmMirror | None = Field(
+        default=None, description="EL9 nodes' dnf repository, `URL [gpgkey=URL] [gpgcheck=0|1]`: the baseurl, its "
+                                  "signing key (gpgcheck=1 unless gpgcheck=0 is given)")
+
+
 class DeploySettings(Model):
     reboot: RebootPolicy = Field(default_factory=RebootPolicy, description="reboot policy")
     max_drain: DrainCap = Field(default_factory=DrainCap,
@@ -131,7 +142,11 @@ class DeploySettings(Model):
                     "the deploy, 1 s for the collectors) before the host is unreachable")
     known_hosts: FilePath | None = Field(default=None, description="path, relative to the environment")
     package_mirror: PackageMirror | None = Field(
-        default=None, description="`URL [SUITE [COMPONENT...]]`; the URL http://, https:// or file://")
+        default=None, description="`URL [SUITE [COMPONENT...]]`; the URL http://, https:// or file://: the apt "
+                                  "source of Debian nodes, and of Ubuntu nodes where package_mirrors names none")
+    package_mirrors: PackageMirrors = Field(
+        default_factory=PackageMirrors,
+        description="the package source of each OS family its nodes' pins come from (docs/os.md)")
 
 
 class Inventory(Model):

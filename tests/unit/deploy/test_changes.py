@@ -104,7 +104,7 @@ def test_peermem_loaded_only_once_the_driver_is() -> None:
 
 
 def test_reboot_only_when_the_loaded_module_differs() -> None:
-    pins = [Pin("nvidia-driver-550", "550.90.07-1")]
+    pins = [Pin("nvidia-driver-550", "550.90.07-1", driver=True)]
     pkg = {"nvidia-driver-550": PackageFact("550.90.07-1", "hi ")}
     assert reboot_needed(pins, HostFacts(packages=pkg)) is None  # not loaded: loads on first use
     assert reboot_needed(pins, HostFacts(packages=pkg, nvidia_loaded="550.90.07")) is None
