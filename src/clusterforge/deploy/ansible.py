@@ -27,6 +27,7 @@ from typing import Any
 from ..util.resources import data_dir
 from .component import RETIRE, HostPlan
 from .desired import COMPONENTS
+from .packages import headers_package
 from .runner import HostResult, SshSettings
 
 PLAYBOOK = data_dir("deploy") / "site.yml"
@@ -71,6 +72,11 @@ def _component_vars(plan: HostPlan) -> dict[str, Any]:
     target = plan.os  # the declared OS, checked first (roles/cf_os)
     out["cf_os_declared"] = {} if target is None else {"release": target.release, "name": target.name,
                                               "id": target.os_release_id, "version_id": target.version_id}
+    # how packages are installed and held on this host, and its kernel headers' name (roles/cf_common, cf_nvidia)
+    out["cf_package_manager"] = plan.package_manager
+    out["cf_kernel_headers"] = headers_package("{kernel}", plan.family)
+    nvidia = plan.component("nvidia")
+    out["cf_nvidia_streams"] = list(nvidia.streams) if nvidia is not None else []
     for name in COMPONENTS:
         comp = plan.component(name)
         p = f"cf_{name}_"
