@@ -33,6 +33,9 @@ PKGS="$PKGS prometheus prometheus-alertmanager victoria-metrics prometheus-node-
 PKGS="$PKGS util-linux e2fsprogs"
 # mount unit names are tested against the real systemd-escape (tests/unit/storage/test_mount_units.py)
 PKGS="$PKGS systemd"
+# EL-shaped lab nodes (docs/os.md): the stand-in RPMs built by rpmbuild, served as a dnf repository made by
+# createrepo_c (module metadata by modifyrepo_c); dnf and its versionlock plugin run the deploy's commands
+PKGS="$PKGS rpm dnf dnf-plugins-core createrepo-c"
 PKGS="$PKGS swift swift-proxy swift-account swift-container swift-object memcached"
 
 for arg in "$@"; do

@@ -36,6 +36,31 @@ DEFAULT_SUITE = "bookworm"
 IMAGE_REPO = "localhost/clusterforge-lab"
 #: Bump when ``_customize`` changes what ends up in the image.
 RECIPE_VERSION = 1
+
+#: The OS shapes a lab host can take (a node's declared release). Only Debian's packages can be fetched here, so
+#: every shape is a Debian root; an Ubuntu- or EL-shaped one is a LAB-ONLY container that says so in its
+#: /etc/os-release (the deploy reads ID and VERSION_ID from it before any change, as on a real node) and, for
+#: EL, carries the real rpm, dnf and the versionlock plugin (dnf-plugins-core), so the deploy's dnf commands run
+#: for real against the lab's stand-in RPM repository. "debian12" is the plain image.
+SHAPE_PACKAGES: dict[str, tuple[str, ...]] = {
+    "debian12": (),
+    "ubuntu2204": (),
+    "ubuntu2404": (),
+    "rocky9": ("rpm", "dnf", "dnf-plugins-core"),
+}
+_LAB_ONLY = "LAB-ONLY stand-in (clusterforge): a Debian 12 root"
+SHAPE_OS_RELEASE: dict[str, str] = {
+    "ubuntu2204": ('NAME="Ubuntu"\nVERSION="22.04 LTS (Jammy Jellyfish; LAB-ONLY shape)"\nID=ubuntu\nID_LIKE=debian\n'
+                   'VERSION_ID="22.04"\nVERSION_CODENAME=jammy\n'
+                   f'PRETTY_NAME="Ubuntu 22.04 shape: {_LAB_ONLY}, Ubuntu package names"\n'),
+    "ubuntu2404": ('NAME="Ubuntu"\nVERSION="24.04 LTS (Noble Numbat; LAB-ONLY shape)"\nID=ubuntu\nID_LIKE=debian\n'
+                   'VERSION_ID="24.04"\nVERSION_CODENAME=noble\n'
+                   f'PRETTY_NAME="Ubuntu 24.04 shape: {_LAB_ONLY}, Ubuntu package names"\n'),
+    # PLATFORM_ID is what dnf's modular filtering reads: a module stream's packages stay hidden until enabled
+    "rocky9": ('NAME="Rocky Linux"\nVERSION="9.4 (LAB-ONLY shape)"\nID="rocky"\nID_LIKE="rhel centos fedora"\n'
+               'VERSION_ID="9.4"\nPLATFORM_ID="platform:el9"\n'
+               f'PRETTY_NAME="Rocky Linux 9 shape: {_LAB_ONLY} with the real rpm and dnf"\n'),
+}
 LOCK_PATH = Path("/var/tmp/clusterforge-lab-image.lock")
 
 
@@ -117,11 +142,18 @@ def debian_mirror(suite: str = DEFAULT_SUITE, root: Path = Path("/")) -> str:
 
 
 def image_tag(packages: Sequence[str] = DEFAULT_PACKAGES, suite: str = DEFAULT_SUITE, *,
-              systemd: bool = False) -> str:
+              systemd: bool = False, shape: str = "debian12") -> str:
     extra = [f"systemd-recipe-{SYSTEMD_RECIPE}", *SYSTEMD_PACKAGES] if systemd else []
+    if shape != "debian12":  # the plain image's tag is as it always was
+        extra += [f"shape-{shape}", SHAPE_OS_RELEASE.get(shape, ""), *SHAPE_PACKAGES.get(shape, ())]
     key = "\n".join([suite, str(RECIPE_VERSION), *sorted(set(packages)), *extra])
-    kind = "-systemd" if systemd else ""
+    kind = ("-systemd" if systemd else "") + ("" if shape == "debian12" else f"-{shape}")
     return f"{IMAGE_REPO}:{suite}{kind}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+def check_shape(shape: str) -> None:
+    if shape not in SHAPE_PACKAGES:
+        raise LabError(f"a lab host cannot take the shape {shape!r}: the lab has {', '.join(SHAPE_PACKAGES)}")
 
 
 def image_exists(tag: str) -> bool:
@@ -136,12 +168,16 @@ def build_image(
     workdir: Path | None = None,
     timeout: float = 1500.0,
     systemd: bool = False,
+    shape: str = "debian12",
 ) -> str:
     """Return the image tag, building it first if it does not exist (cached). ``systemd``: systemd is
-    PID 1 (the lab's sshd and OpenSM as units, see ``_customize_systemd``)."""
-    tag = image_tag(packages, suite, systemd=systemd)
+    PID 1 (the lab's sshd and OpenSM as units, see ``_customize_systemd``); ``shape``: the OS the host is shaped
+    as (SHAPE_PACKAGES, ``_customize_shape``)."""
+    check_shape(shape)
+    tag = image_tag(packages, suite, systemd=systemd, shape=shape)
     if systemd:
         packages = (*packages, *SYSTEMD_PACKAGES)
+    packages = (*packages, *SHAPE_PACKAGES[shape])
     LOCK_PATH.parent.mkdir(parents=True, exist_ok=True)
     with open(LOCK_PATH, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time on this machine
@@ -157,6 +193,7 @@ def build_image(
                 timeout=timeout,
             )
             _customize(rootfs)
+            customize_shape(rootfs, shape)
             if systemd:
                 _customize_systemd(rootfs)
             tarball = tmp / "rootfs.tar"
@@ -190,6 +227,30 @@ def _customize(rootfs: Path) -> None:
     )
     (rootfs / "root/.bashrc").write_text("# clusterforge lab: intentionally minimal\n")
     (rootfs / "etc/hostname").write_text("localhost\n")
+
+
+def customize_shape(rootfs: Path, shape: str) -> None:
+    """An Ubuntu- or EL-shaped host: its LAB-ONLY /etc/os-release; on EL, dnf set up as an EL9 host's (the
+    release version 9; Debian's packaging of dnf-plugins-core enables the `local` plugin, which EL does not
+    install by default: off), and an empty versionlock list."""
+    text = SHAPE_OS_RELEASE.get(shape)
+    if text is None:
+        return
+    osr = rootfs / "usr/lib/os-release"
+    osr.parent.mkdir(parents=True, exist_ok=True)
+    (rootfs / "etc/os-release").unlink(missing_ok=True)
+    osr.write_text(text + "CLUSTERFORGE_LAB_ONLY=yes\n")
+    (rootfs / "etc/os-release").symlink_to("../usr/lib/os-release")
+    if shape.startswith("rocky"):
+        (rootfs / "etc/dnf/vars").mkdir(parents=True, exist_ok=True)
+        (rootfs / "etc/dnf/vars/releasever").write_text("9\n")
+        local = rootfs / "etc/dnf/plugins/local.conf"
+        if local.exists():
+            local.write_text("# LAB-ONLY (clusterforge): EL installs no dnf local plugin by default\n"
+                             "[main]\nenabled=0\n")
+        (rootfs / "etc/dnf/plugins").mkdir(parents=True, exist_ok=True)
+        (rootfs / "etc/dnf/plugins/versionlock.list").write_text("")
+        (rootfs / "etc/yum.repos.d").mkdir(parents=True, exist_ok=True)
 
 
 #: The lab's own sshd (its config, host key and authorized_keys are bind-mounted from the lab state).

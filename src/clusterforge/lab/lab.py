@@ -42,7 +42,7 @@ from clusterforge.lab.ibsim import (
     start_ibsim,
     stop_ibsim,
 )
-from clusterforge.lab.image import DEFAULT_PACKAGES, build_image
+from clusterforge.lab.image import DEFAULT_PACKAGES, build_image, check_shape
 from clusterforge.lab.inotify import check_systemd_room
 from clusterforge.lab.monitoring_standins import LAB_DIR, host_dir
 from clusterforge.lab.netfile import NetFile, parse_netfile
@@ -113,6 +113,8 @@ def up(
     state_dir = spec.state_dir.resolve()
     net = parse_netfile(spec.netfile.resolve())
     _check_hcas(spec, net)
+    for h in spec.hosts:
+        check_shape(h.shape)
     digest = spec.digest()
     existing = read_state(state_dir)
     if existing is not None:
@@ -145,7 +147,7 @@ def up(
             # store ibsim node ids: a description as SIM_HOST works too, but
             # makes every client warn "attached as client N at node <id>"
             state.hosts[h.name] = HostRecord(
-                h.name, h.address, h.role, [(x.device, net.resolve(x.sim_host)) for x in h.hcas]
+                h.name, h.address, h.role, [(x.device, net.resolve(x.sim_host)) for x in h.hcas], shape=h.shape
             )
         if chosen == "podman":
             _up_podman_hosts(spec, state, packages, ticks)
@@ -361,6 +363,10 @@ def _up_podman_hosts(spec: LabSpec, state: LabState, packages: Sequence[str], ti
         check_systemd_room(len(spec.hosts))
     wanted = tuple(packages) + (tuple(p for p in slurm.PACKAGES if p not in packages) if spec.slurm else ())
     state.image = build_image(wanted, systemd=spec.systemd)
+    for shape in sorted({rec.shape for rec in state.hosts.values()} - {"debian12"}):
+        tag = build_image(wanted, systemd=spec.systemd, shape=shape)
+        for rec in state.hosts.values():
+            rec.image = tag if rec.shape == shape else rec.image
     write_state(state)
     ticks.tick("image ready")
     state.network = containers.network_name(spec.name)
@@ -384,6 +390,10 @@ def _up_podman_hosts(spec: LabSpec, state: LabState, packages: Sequence[str], ti
 
 
 def _up_netns_hosts(spec: LabSpec, state: LabState, ticks: Ticks) -> None:
+    shaped = sorted(h.name for h in spec.hosts if h.shape != "debian12")
+    if shaped:
+        raise LabError(f"{', '.join(shaped)}: an Ubuntu- or EL-shaped lab host needs podman mode (a netns host "
+                       "shares this machine's root file system)")
     if any(c.isspace() for c in str(state.state_dir)):
         raise LabError("netns mode needs a state_dir path without whitespace")
     state.bridge = netns.short_ifname(spec.name, "b")
@@ -417,7 +427,7 @@ def _start_container(spec: LabSpec, state: LabState, rec: HostRecord) -> str:
     drain_box = drain_outbox.outbox(state.state_dir)  # the lab's drain from inside (the drain hook's stand-in)
     drain_box.mkdir(parents=True, exist_ok=True)
     return containers.run_host_container(
-        name=rec.container, hostname=rec.name, image=state.image, network=state.network,
+        name=rec.container, hostname=rec.name, image=rec.image or state.image, network=state.network,
         address=rec.address, lab=spec.name,
         mounts=[(hd, GUEST_ETC), (state.state_dir / "guest" / "sbin", GUEST_SBIN), (standins, LAB_DIR)],
         rw_mounts=[(drain_box, drain_outbox.OUTBOX)],

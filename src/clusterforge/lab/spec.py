@@ -55,6 +55,9 @@ class LabHost:
     address: str
     hcas: tuple[LabHca, ...] = ()
     role: str = "compute"
+    shape: str = "debian12"
+    """The OS release the host is shaped as (lab/image.py SHAPE_PACKAGES): a LAB-ONLY Ubuntu- or EL-shaped
+    container where the node declares one (podman mode only: netns hosts share this machine's root)."""
 
     @property
     def sim_hosts(self) -> tuple[str, ...]:

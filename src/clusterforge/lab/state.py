@@ -33,6 +33,8 @@ class HostRecord:
     netns: str = ""  # netns mode
     veth: str = ""
     sshd: ProcessRecord | None = None
+    shape: str = "debian12"
+    image: str = ""  # podman mode: this host's image (its shape's)
 
 
 @dataclass
@@ -96,6 +98,7 @@ class LabState:
                     "container": h.container, "container_id": h.container_id,
                     "netns": h.netns, "veth": h.veth,
                     "sshd": h.sshd.to_json() if h.sshd else None,
+                    "shape": h.shape, "image": h.image,
                 }
                 for name, h in self.hosts.items()
             },
@@ -116,6 +119,7 @@ class LabState:
                 str(h.get("container", "")), str(h.get("container_id", "")),
                 str(h.get("netns", "")), str(h.get("veth", "")),
                 ProcessRecord.from_json(h["sshd"]) if isinstance(h.get("sshd"), dict) else None,
+                str(h.get("shape", "debian12")), str(h.get("image", "")),
             )
             for name, h in hosts_raw.items()
         }

@@ -178,7 +178,7 @@ def lab_spec(index: Index, *, name: str, cidr: str, state_dir: Path, netfile: Pa
             raise LabError(f"{node.name}: {addrs.text(ip)} has no place on the lab network {net} "
                            "(host part out of range, or the gateway's/simulator's): pick another --cidr")
         address = str(net.network_address + offset)
-        hosts.append(LabHost(node.name, address, hcas, node.role))
+        hosts.append(LabHost(node.name, address, hcas, node.role, index.hardware[node.name].os))
     return LabSpec(name=name, network_cidr=cidr, hosts=tuple(hosts), netfile=netfile, state_dir=state_dir,
                    start_sm=start_sm)
 

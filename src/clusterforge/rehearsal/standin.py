@@ -181,7 +181,7 @@ exit 1
 """
 
 
-def _extra_files(name: str, version: str) -> dict[str, tuple[str, int]]:
+def extra_files(name: str, version: str) -> dict[str, tuple[str, int]]:
     """Path -> (content, mode) beyond the README every stand-in ships."""
     if name == "doca-ofed":
         return {"usr/bin/ofed_info": (_OFED_INFO.replace("{version}", version), 0o755),
@@ -193,17 +193,20 @@ def _extra_files(name: str, version: str) -> dict[str, tuple[str, int]]:
     if name == TELEGRAF_PACKAGE:  # a prod rehearsal (telegraf path): the unit the deploy enables; collects nothing
         return {"lib/systemd/system/telegraf.service":
                 (_unit("telegraf (an idle process: Telegraf is not installable here)", _IDLE), 0o644)}
-    if name.startswith("nvidia-driver-"):
+    # the driver's own package and Fabric Manager under each family's names (catalog/os.yaml): Debian's
+    # nvidia-driver-<branch>, the open modules' nvidia-open (Ubuntu, EL9); nvidia-fabricmanager[-<branch>], EL's
+    # nvidia-fabric-manager (never Ubuntu's nvidia-driver-pinning-<branch>, which only pins the branch)
+    if (name.startswith("nvidia-driver-") and not name.startswith("nvidia-driver-pinning-")) or name == "nvidia-open":
         return {"lib/systemd/system/nvidia-persistenced.service":
                 (_unit("nvidia-persistenced (an idle process: no GPUs)", _IDLE), 0o644)}
-    if name.startswith("nvidia-fabricmanager-"):
+    if name.startswith("nvidia-fabricmanager") or name == "nvidia-fabric-manager":
         return {"lib/systemd/system/nvidia-fabricmanager.service":
                 (_unit("nvidia-fabricmanager (an idle process: no NVSwitch)", _IDLE), 0o644)}
     if name == LEMUR_AGENT_PACKAGE:
         return {"usr/sbin/lhsmd": (_LHSMD, 0o755)}
     if name == LEMUR_MOVERS_PACKAGE:
         return {f"usr/libexec/lhsmd/lhsm-plugin-{kind}": (_LEMUR_PLUGIN, 0o755) for kind in ("s3", "posix")}
-    if name == "lustre-client-utils":
+    if name in ("lustre-client-utils", "lustre-client"):  # Debian's and Ubuntu's utilities; EL's lustre-client
         return {"usr/sbin/mount.lustre": (_MOUNT_LUSTRE, 0o755), **standin_lnet.package_files()}
     return {}
 
@@ -218,7 +221,7 @@ def build_package(work: Path, name: str, version: str, description: str) -> Path
     doc.mkdir(parents=True)
     (doc / "CLUSTERFORGE-LAB-STAND-IN").write_text(
         f"{name} {version} is a {LABEL} package: it installs no real software.\n")
-    for rel, (content, mode) in _extra_files(name, version).items():
+    for rel, (content, mode) in extra_files(name, version).items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)

@@ -26,7 +26,7 @@ from clusterforge.lab.monitoring_standins import (
     sysfs_root,
     write_initial,
 )
-from clusterforge.rehearsal.standin import _extra_files
+from clusterforge.rehearsal.standin import extra_files
 from clusterforge.sim import ib_sysfs
 from clusterforge.sim.nvidia_smi import _uuid
 
@@ -78,7 +78,7 @@ def _free_port() -> int:
 def test_dcgm_exporter_standin_serves_the_file(tmp_path: Path) -> None:
     """The stand-in package's /usr/bin/dcgm-exporter, started with the rendered unit's arguments."""
     script = tmp_path / "dcgm-exporter"
-    script.write_text(_extra_files(DCGM_EXPORTER_PACKAGE, "3.3.9-1")["usr/bin/dcgm-exporter"][0])
+    script.write_text(extra_files(DCGM_EXPORTER_PACKAGE, "3.3.9-1")["usr/bin/dcgm-exporter"][0])
     metrics = tmp_path / "metrics.prom"
     port = _free_port()
     proc = subprocess.Popen([sys.executable, str(script), "-f", "/etc/dcgm-exporter/clusterforge-counters.csv",
@@ -109,7 +109,7 @@ def test_dcgm_exporter_standin_serves_the_file(tmp_path: Path) -> None:
 
 
 def test_ofed_standin_points_node_exporter_at_the_tree() -> None:
-    files = _extra_files("doca-ofed", "24.04-0.7.0.0")
+    files = extra_files("doca-ofed", "24.04-0.7.0.0")
     dropin = files["lib/systemd/system/prometheus-node-exporter.service.d/cf-lab-sysfs.conf"][0]
     lines = dropin.splitlines()
     assert lines[lines.index("[Service]") + 1] == "ExecStart="
@@ -124,5 +124,5 @@ def test_telegraf_is_a_pinned_standin_in_a_prod_rehearsal() -> None:
     sw = load_checked(Path(__file__).resolve().parents[3] / "inventories" / "prod").index.inv.software
     pins = {p.package: p.version for p in all_pins(sw)}
     assert pins["telegraf"] == "1.30.3-1" and pins[DCGM_EXPORTER_PACKAGE] == "3.3.9-1"
-    unit = _extra_files("telegraf", "1.30.3-1")["lib/systemd/system/telegraf.service"][0]
+    unit = extra_files("telegraf", "1.30.3-1")["lib/systemd/system/telegraf.service"][0]
     assert "LAB-ONLY" in unit and "ExecStart=/bin/sleep infinity" in unit
