@@ -13,7 +13,9 @@ judgement from accept/judge.py.
    fabric).
 
 A host that does not answer costs only its own outputs: each missing output is named in the outcome and,
-judged, is ACC-NO-DATA, never a pass. Output files are written atomically.
+judged, is ACC-NO-DATA, never a pass. Output files are written atomically. An ssh ended by a signal saved
+nothing (what it printed is cut short); interrupted (Ctrl-C, or SIGTERM under `terminate_cleanly`), the run
+starts no further test: the CLI's `fsutil.fresh_directory` then removes what it saved.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..collect.plan import Target
-from ..collect.ssh import SshConfig, collect
+from ..collect.ssh import SshConfig, collect, ended_by_interrupt
 from ..util.fsutil import write_atomic
 from .plan import AcceptPlan, FabricTest, LinkTest
 
@@ -62,23 +64,29 @@ def run_plan(plan: AcceptPlan, addresses: Mapping[str, str], cfg: SshConfig, out
     s = settings or RunSettings()
     result = RunOutcome()
     say = on_stage or (lambda _msg: None)
+    stop = threading.Event()  # set when an ssh of ours was ended by an interrupt: nothing more is started
     say(f"nodes: {len(plan.nodes)} GPU node(s), {cfg.parallel} at a time")
     _nodes(plan, addresses, cfg, out_dir, s, result)
     rounds = sorted({t.round for t in plan.links})
     for r in rounds:
         tests = [t for t in plan.links if t.round == r]
         say(f"links: round {r} of {len(rounds)}, {len(tests)} ib_write_bw test(s)")
-        _links(tests, addresses, cfg, out_dir, s, result)
+        _links(tests, addresses, cfg, out_dir, s, result, stop)
     for ft in plan.fabric:
         say(f"fabric: {ft.name}, {len(ft.nodes)} node(s)")
-        _fabric(ft, addresses, cfg, out_dir, s, result)
+        _fabric(ft, addresses, cfg, out_dir, s, result, stop)
     return result
 
 
 def _save(out_dir: Path, rel: str, text: str, result: RunOutcome, lock: threading.Lock | None = None) -> None:
     path = out_dir / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, text)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, text)
+    except OSError as exc:  # a write that failed (disk full, a file size limit) names the output, not a descriptor
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     if lock is None:
         result.written.append(rel)
     else:
@@ -111,11 +119,15 @@ def _ssh(cfg: SshConfig, address: str, argv: list[str]) -> list[str]:
 
 
 def _links(tests: list[LinkTest], addresses: Mapping[str, str], cfg: SshConfig, out_dir: Path, s: RunSettings,
-           result: RunOutcome) -> None:
+           result: RunOutcome, stop: threading.Event) -> None:
     lock = threading.Lock()
 
     def one(t: LinkTest) -> None:
         rel = f"links/{t.name}"
+        if stop.is_set():
+            with lock:
+                result.missing[rel] = "not run: the run was interrupted"
+            return
         if t.server.node not in addresses or t.client.node not in addresses:
             with lock:
                 result.missing[rel] = "a node of the pair has no address"
@@ -125,17 +137,20 @@ def _links(tests: list[LinkTest], addresses: Mapping[str, str], cfg: SshConfig, 
         # that port would fail to listen): coreutils' timeout ends it on the node, where killing ssh here cannot
         server_argv = ["timeout", str(int(s.link_timeout_s)), *server_argv]
         why = _one_link(cfg, addresses[t.server.node], server_argv, addresses[t.client.node], client_argv, s,
-                        lambda text: _save(out_dir, rel, text, result, lock))
+                        lambda text: _save(out_dir, rel, text, result, lock), stop)
         if why is not None:
             with lock:
                 result.missing[rel] = why
 
-    with ThreadPoolExecutor(max_workers=max(1, cfg.parallel)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, cfg.parallel))
+    try:
         list(pool.map(one, tests))
+    finally:  # interrupted (Ctrl-C, SIGTERM): the tests not started yet are not started
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _one_link(cfg: SshConfig, server_addr: str, server_argv: list[str], client_addr: str, client_argv: list[str],
-              s: RunSettings, save: Callable[[str], None]) -> str | None:
+              s: RunSettings, save: Callable[[str], None], stop: threading.Event) -> str | None:
     """One ib_write_bw test; None when the client's output was saved, else why not."""
     deadline = time.monotonic() + s.link_timeout_s
     server = subprocess.Popen(_ssh(cfg, server_addr, server_argv), stdout=subprocess.PIPE,
@@ -153,6 +168,10 @@ def _one_link(cfg: SshConfig, server_addr: str, server_argv: list[str], client_a
                                       timeout=left, check=False)
             except subprocess.TimeoutExpired:
                 return f"the client timed out after {s.link_timeout_s:g} s"
+            if proc.returncode < 0:  # ssh ended by a signal: what it printed is cut short, no test's output
+                if ended_by_interrupt(proc.returncode):
+                    stop.set()
+                return f"{client_addr}: the client's ssh was ended by signal {-proc.returncode}"
             if proc.returncode == 255:
                 return f"{client_addr}: ssh failed ({(proc.stderr.strip().splitlines() or ['?'])[-1]})"
             if proc.returncode in (126, 127):
@@ -189,9 +208,12 @@ def _wait_for_banner(server: subprocess.Popen[str], wait_s: float) -> None:
 
 
 def _fabric(ft: FabricTest, addresses: Mapping[str, str], cfg: SshConfig, out_dir: Path, s: RunSettings,
-            result: RunOutcome) -> None:
+            result: RunOutcome, stop: threading.Event) -> None:
     rel = f"nccl/{ft.name}"
     launcher = ft.nodes[0]
+    if stop.is_set():
+        result.missing[rel] = "not run: the run was interrupted"
+        return
     if launcher not in addresses:
         result.missing[rel] = f"{launcher} (the launcher) has no address"
         return
@@ -201,7 +223,11 @@ def _fabric(ft: FabricTest, addresses: Mapping[str, str], cfg: SshConfig, out_di
     except subprocess.TimeoutExpired:
         result.missing[rel] = f"mpirun on {launcher} timed out after {s.fabric_timeout_s:g} s"
         return
-    if proc.returncode == 255:
+    if proc.returncode < 0:
+        if ended_by_interrupt(proc.returncode):
+            stop.set()
+        result.missing[rel] = f"{launcher}: ssh was ended by signal {-proc.returncode}"
+    elif proc.returncode == 255:
         result.missing[rel] = f"{launcher}: ssh failed"
     elif proc.returncode in (126, 127):
         result.missing[rel] = f"{launcher}: mpirun is not installed there"

@@ -10,8 +10,9 @@ import typer
 from ..accept.expect import expect
 from ..accept.judge import judge
 from ..accept.plan import AcceptPlan, accept_plan
+from ..util.echo import one_line
 from ..util.errors import ExitCode
-from ..util.fsutil import write_atomic
+from ..util.fsutil import fresh_directory, new_directory_problem, terminate_cleanly, write_atomic
 from ..validate.report import exit_code, to_json, to_junit
 from ..validate.run import Report
 from .common import Format, check_output_path, err, load_or_fail, out, print_json
@@ -33,8 +34,9 @@ def accept(
     if sum((plan_only, from_dir is not None, run_dir is not None)) != 1:
         err.print("accept: give exactly one of --plan, --from DIR or --run DIR", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
-    if run_dir is not None and run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
-        err.print(f"accept: {run_dir} exists and is not an empty directory: give a new one", markup=False)
+    problem = new_directory_problem(run_dir) if run_dir is not None else None
+    if problem is not None:
+        err.print(f"accept: --run {one_line(str(run_dir))}: {problem}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     if junit is not None:
         check_output_path(junit, "--junit", directory=False)
@@ -72,9 +74,28 @@ def _run(env: Path, index: Any, plan: AcceptPlan, run_dir: Path) -> None:
     from ..rehearsal import env as labenv
 
     addresses, cfg = labenv.ssh_reach(env, index)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    outcome = run_plan(plan, addresses, cfg, run_dir,
-                       on_stage=lambda msg: err.print(f"accept: {msg}", markup=False))
+    shown = one_line(str(run_dir))
+    try:
+        with terminate_cleanly(), fresh_directory(run_dir):
+            outcome = run_plan(plan, addresses, cfg, run_dir,
+                               on_stage=lambda msg: err.print(f"accept: {msg}", markup=False))
+    except KeyboardInterrupt:
+        err.print(f"accept: interrupted; nothing kept in {shown} (run the same command again)", markup=False)
+        raise typer.Exit(130) from None
+    except SystemExit as exc:  # SIGTERM / SIGHUP (terminate_cleanly): 128 + the signal
+        err.print(f"accept: ended by a signal; nothing kept in {shown} (run the same command again)", markup=False)
+        raise typer.Exit(exc.code if isinstance(exc.code, int) else int(ExitCode.FAILURE)) from None
+    except OSError as exc:
+        where = one_line(str(exc.filename)) if exc.filename else ""
+        failed = Path(exc.filename) if exc.filename else None
+        ours = failed is not None and (failed.is_relative_to(run_dir) or run_dir.is_relative_to(failed))
+        if ours:
+            err.print(f"accept: --run {shown}: cannot write there ({exc.strerror or exc}"
+                      + (f": {where}" if where != shown else "") + "); nothing kept", markup=False)
+            raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
+        err.print(f"accept: {where + ': ' if where else ''}{exc.strerror or exc}; nothing kept in {shown}",
+                  markup=False)
+        raise typer.Exit(int(ExitCode.FAILURE)) from None
     err.print(f"accept: {len(outcome.written)} output(s) saved in {run_dir}, {len(outcome.missing)} missing",
               markup=False)
     for rel, why in sorted(outcome.missing.items())[:20]:

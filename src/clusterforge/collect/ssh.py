@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import shlex
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +22,15 @@ from pathlib import Path
 
 from .plan import Target
 from .store import Observations
+
+INTERRUPTS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+"""The signals that end an ssh when the run itself is interrupted (Ctrl-C reaches the whole process group): after
+one, no further host or test is started (the main thread, which Python's own handler interrupts, may learn of
+it only when the pool's work is done)."""
+
+
+def ended_by_interrupt(returncode: int) -> bool:
+    return returncode < 0 and -returncode in INTERRUPTS
 
 
 @dataclass(frozen=True)
@@ -85,19 +96,21 @@ class Outcome:
     unreachable: str | None
 
 
-def _run_target(cfg: SshConfig, target: Target) -> Outcome:
+def _run_target(cfg: SshConfig, target: Target, stop: threading.Event | None = None) -> Outcome:
     try:
-        return _run_commands(cfg, target)
+        return _run_commands(cfg, target, stop or threading.Event())
     finally:
         if cfg.control_dir is not None:
             with contextlib.suppress(OSError, subprocess.SubprocessError):
                 subprocess.run(cfg.close_argv(target.address), capture_output=True, timeout=10, check=False)
 
 
-def _run_commands(cfg: SshConfig, target: Target) -> Outcome:
+def _run_commands(cfg: SshConfig, target: Target, stop: threading.Event) -> Outcome:
     outputs: dict[str, str] = {}
     deadline = time.monotonic() + cfg.host_timeout_s
     for stem, command in target.commands.items():
+        if stop.is_set():
+            return Outcome(target.host, outputs, f"{stem}: not run, the collection was interrupted")
         left = deadline - time.monotonic()
         if left <= 0:
             return Outcome(target.host, outputs, f"{stem}: the host's {cfg.host_timeout_s:g} s were spent")
@@ -112,6 +125,10 @@ def _run_commands(cfg: SshConfig, target: Target) -> Outcome:
             )
         except subprocess.TimeoutExpired:
             return Outcome(target.host, outputs, f"{stem}: timed out after {timeout:g} s")
+        if proc.returncode < 0:  # ssh ended by a signal: its output is cut short
+            if ended_by_interrupt(proc.returncode):
+                stop.set()
+            return Outcome(target.host, outputs, f"{stem}: ssh was ended by signal {-proc.returncode}")
         if proc.returncode == 255:  # ssh itself failed: connection, auth or host key
             reason = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "ssh failed"
             return Outcome(target.host, outputs, reason)
@@ -127,6 +144,7 @@ def collect(cfg: SshConfig, hosts: list[Target], fabric: Target | None,
     thread: a progress bar)."""
     obs = Observations()
     jobs = list(hosts) + ([fabric] if fabric else [])
+    stop = threading.Event()
 
     def run(job: tuple[int, Target]) -> Outcome:
         i, t = job
@@ -137,7 +155,7 @@ def collect(cfg: SshConfig, hosts: list[Target], fabric: Target | None,
             own = cfg.control_dir / str(i)
             own.mkdir(mode=0o700, exist_ok=True)
             job_cfg = dataclasses.replace(cfg, control_dir=own)
-        outcome = _run_target(job_cfg, t)
+        outcome = _run_target(job_cfg, t, stop)
         if on_done is not None:
             on_done(t.host)
         return outcome
@@ -146,7 +164,9 @@ def collect(cfg: SshConfig, hosts: list[Target], fabric: Target | None,
         if cfg.multiplex and cfg.control_dir is None:
             cp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cf-ssh-")))
             cfg = dataclasses.replace(cfg, control_dir=cp)
-        pool = stack.enter_context(ThreadPoolExecutor(max_workers=max(1, cfg.parallel)))
+        pool = ThreadPoolExecutor(max_workers=max(1, cfg.parallel))
+        # interrupted (Ctrl-C, SIGTERM): the hosts not started yet are not started (a pool's own exit runs them all)
+        stack.callback(pool.shutdown, wait=True, cancel_futures=True)
         outcomes = list(pool.map(run, enumerate(jobs)))
     for target, outcome in zip(jobs, outcomes, strict=True):
         if target is fabric:

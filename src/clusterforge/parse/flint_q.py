@@ -8,8 +8,9 @@ FW version; switch ASICs a four-part version and ``FW ISSU Version``. After a bu
 (a reset, or an in-band switch's ``swreset``), flint prints ``FW Version(Running):`` under ``FW Version`` (the
 image on the flash): ``fw_running`` is then what runs (mstflint's flint/subcommands.cpp, QuerySubCommand, prints
 that row when the running version differs). A line of only backticks or tildes
-(a markdown fence pasted with the output) is skipped. No ``FW Version``, a line that is not a row, and
-empty input are a :class:`ParseError`.
+(a markdown fence pasted with the output) is skipped. No ``FW Version``, a version that is not numbers joined
+by dots (2 to 4 of at most 10 digits), a ``Base GUID`` count that is no count (over 10 digits, or not ASCII
+digits), a line that is not a row, and empty input are a :class:`ParseError`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from clusterforge.parse._common import empty_error, fail, norm_guid, split_lines
+from clusterforge.parse._common import UINT_RE, empty_error, fail, norm_guid, split_lines
+from clusterforge.util.echo import echo
 
 TOOL = "flint-q"
 
@@ -27,6 +29,10 @@ __all__ = ["FlintQuery", "parse", "to_json"]
 
 _ROW_RE = re.compile(r"^([A-Za-z][A-Za-z ]*?(?:\(Running\))?):\s+(.*)$")
 _FENCE_RE = re.compile(r"^(?:`{3,}|~{3,})\w*$")
+_VERSION_RE = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,10}){1,3}")
+"""What flint prints as a version: 28.42.1000 (HCAs), 13.2010.3146 (switch ASICs); 2 to 4 parts."""
+_MAX_COUNT_DIGITS = 10
+"""A device's GUID count is a small number (4 to 128 in the captures); more digits are none flint prints."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +94,18 @@ def parse(text: str) -> FlintQuery:
             base_guid = norm_guid(parts[0]) if parts else None
             if base_guid is None:
                 raise fail(TOOL, line_no, raw, f"'Base GUID' is not a GUID: {value!r}")
-            guids = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+            if len(parts) > 1 and not (UINT_RE.fullmatch(parts[1]) and len(parts[1]) <= _MAX_COUNT_DIGITS):
+                raise fail(TOOL, line_no, raw, f"'Base GUID' count is not a count of GUIDs: {echo(parts[1])}")
+            guids = int(parts[1]) if len(parts) > 1 else None
         fields.setdefault(key, value)
     if "FW Version" not in fields:
         raise fail(TOOL, 1, split_lines(text)[0], "no 'FW Version' row")
+    for key in ("FW Version", "FW Version(Running)"):
+        if key in fields and not _VERSION_RE.fullmatch(fields[key]):
+            line_no, raw = next((n, ln) for n, ln in enumerate(split_lines(text), start=1)
+                                if ln.strip().startswith(key + ":"))
+            raise fail(TOOL, line_no, raw, f"'{key}' is not a firmware version (numbers joined by dots, as "
+                                           f"28.42.1000): {echo(fields[key])}")
 
     def get(key: str) -> str | None:
         value = fields.get(key)

@@ -19,8 +19,10 @@ blank or single-space line anywhere, sections missing or in another order, rows 
 ``N/A`` (None), ``Ext.`` speed rows, ``-E-``/``-W-``/``-I-`` lines (an option this card does not support:
 kept in ``messages``), and output filtered by ``grep`` (rows without their section's title: the rows are
 known by their labels). A BER is ``<coef>E-<magnitude>`` (``15E-255`` is mlxlink's zero). What is not read: a
-line that is none of these, a numeric row whose value is no number (``Temperature [C] : hot``), and empty
-input: a ParseError naming the line. Pure and self-contained (only ParseError): `ib-health` embeds it.
+line that is none of these, a numeric row whose value is no number (``Temperature [C] : hot``) or one of more
+than 20 digits (no reading is; a float would be ``inf``), and empty input: a ParseError naming the line and the
+row, a long value named by its length, not echoed. Pure and self-contained (only ParseError): `ib-health`
+embeds it.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ _NUMBER_RE = re.compile(r"^[+-]?\d+(?:\.\d+)?$")
 _RANGE_SUFFIX_RE = re.compile(r"\s*\[[^\]]*\]$")
 _RANGE_RE = re.compile(r"\[\s*([+-]?\d+(?:\.\d+)?)\s*\.\.\s*([+-]?\d+(?:\.\d+)?)\s*\]$")
 _NA = ("N/A", "NA", "n/a", "")
+MAX_DIGITS = 20
+"""The most digits a number mlxlink prints has (a 64-bit counter: 20); past it a value is no reading."""
+_SHOWN = 60
+"""How much of a value a message quotes (a 5,000-digit one is named, not echoed)."""
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 """The color codes mlxlink writes around its messages."""
 
@@ -116,15 +122,25 @@ def _value(text: str) -> str | None:
     return None if text in _NA else text
 
 
+def _quoted(raw: str) -> str:
+    """`raw` as a message quotes it: whole when short, else its start and its length."""
+    return repr(raw) if len(raw) <= _SHOWN else f"{raw[:_SHOWN]!r}... ({len(raw):,} characters)"
+
+
 def _numbers(label: str, raw: str, line_no: int, line: str, *, integer: bool = False) -> tuple[float, ...] | None:
-    """``0,0,0,0`` or ``-2.3`` (``[lo..hi]`` after it dropped) -> numbers; None for N/A; ParseError else."""
+    """``0,0,0,0`` or ``-2.3`` (``[lo..hi]`` after it dropped) -> numbers; None for N/A; ParseError else (a
+    number of more than MAX_DIGITS digits too: no reading mlxlink prints, and no float or count holds it)."""
     text = _RANGE_SUFFIX_RE.sub("", raw).strip()
     if text in _NA or set(text.replace(",", "")) <= {"N", "/", "A"}:
         return None
     parts = [p.strip() for p in text.split(",")]
     if not all(_NUMBER_RE.fullmatch(p) for p in parts) or (integer and any("." in p for p in parts)):
-        raise fail(TOOL, line_no, line, f"{label}: {raw!r} is not {'a count' if integer else 'a number'} "
+        raise fail(TOOL, line_no, line, f"{label}: {_quoted(raw)} is not {'a count' if integer else 'a number'} "
                                         "(or numbers per lane, comma-separated) nor N/A")
+    longest = max(len(p.lstrip("+-").replace(".", "")) for p in parts)
+    if longest > MAX_DIGITS:
+        raise fail(TOOL, line_no, line, f"{label}: a number of {longest:,} digits, past the {MAX_DIGITS} of any "
+                                        "reading mlxlink prints")
     return tuple(float(p) for p in parts)
 
 
@@ -133,7 +149,7 @@ def _one(label: str, raw: str, line_no: int, line: str, *, integer: bool = False
     if values is None:
         return None
     if len(values) != 1:
-        raise fail(TOOL, line_no, line, f"{label}: {raw!r} is {len(values)} values, expected one")
+        raise fail(TOOL, line_no, line, f"{label}: {_quoted(raw)} is {len(values)} values, expected one")
     return values[0]
 
 
@@ -143,7 +159,7 @@ def _ber(label: str, raw: str, line_no: int, line: str) -> float | None:
         return None
     m = _BER_RE.fullmatch(text)
     if m is None:
-        raise fail(TOOL, line_no, line, f"{label}: {raw!r} is neither N/A nor <coef>E-<magnitude>")
+        raise fail(TOOL, line_no, line, f"{label}: {_quoted(raw)} is neither N/A nor <coef>E-<magnitude>")
     return float(f"{m.group(1)}e-{m.group(2)}")
 
 

@@ -7,6 +7,10 @@
 * `directory_lock`: one writer at a time per directory (`fcntl.flock` on `.clusterforge.lock`
   in it): a second `render`, `plan --write` or `learn` waits (bounded, saying for whom) or is
   refused, and never interleaves its files with the first one's.
+* `new_directory_problem` / `fresh_directory`: a run's output directory (`accept --run DIR`,
+  `lab accept --output DIR`) is a new or empty directory given as itself (not a symbolic link);
+  a run that fails or is interrupted leaves it as it found it: nothing it wrote there, and the
+  directory gone again when the run created it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import errno
 import fcntl
 import os
 import re
+import shutil
 import signal
+import stat
 import tempfile
 import threading
 import time
@@ -77,6 +83,74 @@ def remove_temporaries(root: Path, known: dict[Path, set[str]] | None = None, *,
                     path.unlink()
                     removed.append(path)
     return removed
+
+
+def new_directory_problem(path: Path) -> str | None:
+    """Why `path` cannot take a run's outputs, or None: it must be missing (its nearest existing parent a
+    directory) or an empty directory, and not a symbolic link (what is written under it would land where the
+    link leads, outside the path given). Reads only; writes nothing."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        parent = next((p for p in path.parents if os.path.lexists(p)), None)
+        if parent is not None and not parent.is_dir():
+            return f"{parent} is not a directory"
+        return None
+    except NotADirectoryError:
+        parent = next((p for p in reversed(path.parents) if os.path.lexists(p) and not p.is_dir()), None)
+        return f"{parent} is not a directory" if parent is not None else "a parent of it is not a directory"
+    except OSError as exc:  # a loop among its parents, or no permission to look
+        return f"cannot be used ({exc.strerror or exc})"
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link: give a new directory, as itself"
+    if not stat.S_ISDIR(st.st_mode):
+        return "exists and is not a directory: give a new one"
+    try:
+        with os.scandir(path) as entries:
+            if next(entries, None) is not None:
+                return "is not empty (an earlier run's outputs, or other files): give a new directory"
+    except OSError as exc:
+        return f"cannot be listed ({exc.strerror or exc})"
+    return None
+
+
+@contextlib.contextmanager
+def fresh_directory(path: Path) -> Iterator[Path]:
+    """`path` (new or empty: `new_directory_problem` said None) created and shown writable (a temporary made
+    and removed in it: OSError when it cannot be, before any work), for the block to write a run's outputs
+    in. When the block raises, anything included (an interrupt, SIGTERM under `terminate_cleanly`, a write
+    that failed), what it wrote under `path` is removed and `path` itself, with the parents this created,
+    when it was new: no partial run and no temporary is left, and the same command can run again."""
+    problem = new_directory_problem(path)
+    if problem is not None:  # never a directory holding what is not ours: a failure below would remove it
+        raise OSError(errno.EEXIST, problem, str(path))
+    created = [p for p in (path, *path.parents) if not os.path.lexists(p)]  # deepest first
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test.", suffix=TEMP_SUFFIX, dir=path)
+        os.close(fd)
+        os.unlink(probe)
+        yield path
+    except BaseException:
+        _empty(path)
+        for p in created:
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise
+
+
+def _empty(path: Path) -> None:
+    """Remove what is under `path` (never following a symbolic link); `path` itself stays."""
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
 
 
 class LockTimeout(Exception):

@@ -12,6 +12,7 @@ The PCIe faults are kept in `<state>/accept_faults.json` (atomically written); `
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NoReturn
 
@@ -22,8 +23,9 @@ from ...lab import LabError, LabState, fault_injector
 from ...lab.accept_guest import answers, arm, disarm
 from ...lab.accept_standins import LABEL, AcceptFaults, link_gbps, outputs
 from ...rehearsal import env as labenv
+from ...util.echo import one_line
 from ...util.errors import ExitCode
-from ...util.fsutil import write_atomic
+from ...util.fsutil import fresh_directory, new_directory_problem, terminate_cleanly, write_atomic
 from ..common import Format, err, load_or_fail, out, print_json
 
 KINDS = ("pcie",)
@@ -121,15 +123,30 @@ def arm_lab(env: Path, fmt: Format) -> None:
         out.print(text, markup=False)
 
 
+def write_outputs(output: Path, texts: Mapping[str, str]) -> None:
+    """`texts` (path under `output` -> text) and STAND-IN.txt written under `output`, a new or empty directory
+    (fsutil.fresh_directory), each file atomically. A write that fails (OSError) or an interrupt (Ctrl-C,
+    SIGTERM) leaves `output` as it was: none of the files, no temporary, the directory gone again if it was
+    new."""
+    with terminate_cleanly(), fresh_directory(output):
+        for rel, text in sorted(texts.items()):
+            write_atomic(output / rel, text)
+        write_atomic(output / "STAND-IN.txt", f"{LABEL}\n(lab/accept_standins.py says how each figure is made)\n")
+
+
 def run(env: Path, output: Path, fmt: Format) -> None:
     """Write the acceptance plan's outputs, as the lab's stand-ins print them now, under `output`."""
-    if output.exists() and (not output.is_dir() or any(output.iterdir())):
-        _fail(f"{output} exists and is not an empty directory: give a new one")
+    problem = new_directory_problem(output)
+    if problem is not None:
+        _fail(f"--output {one_line(str(output))}: {problem}")
     _state, _plan, rates, texts = _texts(env)
-    for rel, text in sorted(texts.items()):
-        (output / rel).parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(output / rel, text)
-    write_atomic(output / "STAND-IN.txt", f"{LABEL}\n(lab/accept_standins.py says how each figure is made)\n")
+    try:
+        write_outputs(output, texts)
+    except KeyboardInterrupt:
+        err.print(f"lab: interrupted; nothing kept in {one_line(str(output))}", markup=False)
+        raise typer.Exit(130) from None
+    except OSError as exc:
+        _fail(f"--output {one_line(str(output))}: cannot write there ({exc.strerror or exc}); nothing kept")
     fastest = max((r or 0 for r in rates.values()), default=0)
     slow = sorted(k for k, v in rates.items() if v is None or v < fastest)
     text = (f"wrote {len(texts)} LAB-ONLY stand-in outputs to {output} (judge them: clusterforge accept {env} "
