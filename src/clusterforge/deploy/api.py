@@ -25,7 +25,7 @@ from ..util.errors import ExitCode
 from ..util.fsutil import LockTimeout
 from .component import HostPlan
 from .desired import COMPONENTS, host_plans
-from .options import DeployOptions, Mirror, mirrors_of_inventory, read_repo_auth
+from .options import DeployOptions, Mirror, Sources, mirrors_of_inventory, read_repo_auth
 from .reboot import RebootOutcome, reboot_hosts
 from .record import RecordError, changed_plans, read_record, update_record
 from .retire import retire_component
@@ -60,8 +60,8 @@ class Stage(Protocol):
     @property
     def record_dir(self) -> Path: ...
 
-    def session(self, index: Index) -> AbstractContextManager[Mirror]:
-        """The repository the hosts are pointed at, served while the run lasts."""
+    def session(self, index: Index) -> AbstractContextManager[Mirror | Sources]:
+        """The repositories the hosts are pointed at, served while the run lasts."""
         ...
 
     def place(self, wanted: Mapping[str, HostPlan], limit: tuple[str, ...]) -> Placed:
@@ -127,15 +127,16 @@ def ssh_from_inventory(env: Path, index: Index) -> SshSettings:
     return SshSettings(user=d.ssh_user, port=d.ssh_port, known_hosts=known, connect_retries=d.connect_retries)
 
 
-def plans_for(env: Path, req: DeployRequest, mirror: Mirror | None, index: Index, *,
+def plans_for(env: Path, req: DeployRequest, mirror: Mirror | Sources | None, index: Index, *,
               whole: bool = False) -> dict[str, HostPlan]:
     """The selected hosts' plans: with the components the request names, or `whole` (every component: what
     `retire` needs to know the host still wants)."""
-    # a staged run's repository replaces every one the inventory names (a rehearsal never reaches the site's)
+    # a staged run's repositories replace every one the inventory names (a rehearsal never reaches the site's)
     staged = req.repo is not None or mirror is not None
-    opts = DeployOptions(env.name, repo=req.repo or mirror or Mirror.of_inventory(index.inv),
+    sources = mirror if isinstance(mirror, Sources) else Sources(mirror)
+    opts = DeployOptions(env.name, repo=req.repo or sources.apt or (None if staged else Mirror.of_inventory(index.inv)),
                          repo_auth=read_repo_auth(), root=req.root, components=None if whole else req.components,
-                         mirrors={} if staged else mirrors_of_inventory(index.inv))
+                         mirrors=dict(sources.families) if staged else mirrors_of_inventory(index.inv))
     wanted = set(select_hosts(index, req.limit))
     return {n: p for n, p in host_plans(index, opts).items() if n in wanted}
 

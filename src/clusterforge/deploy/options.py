@@ -65,6 +65,15 @@ Source = Mirror | DnfRepo
 """Where one OS family's packages come from: an apt source, or a dnf repository."""
 
 
+@dataclass(frozen=True)
+class Sources:
+    """A stage's package sources for a run: its apt source (every apt family's), and a family's own where it
+    has one (the lab's dnf repository for EL-shaped hosts)."""
+
+    apt: Mirror | None = None
+    families: Mapping[str, Source] = field(default_factory=dict)
+
+
 def mirrors_of_inventory(inv: Inventory) -> dict[str, Source]:
     """The inventory's package sources of the families other than Debian's (`deploy.package_mirror`, the
     options' `repo`)."""

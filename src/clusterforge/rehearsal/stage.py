@@ -14,30 +14,50 @@ from pathlib import Path
 
 from ..deploy.api import DeployError, Placed
 from ..deploy.component import HostPlan
-from ..deploy.options import Mirror
-from ..deploy.packages import all_pins
+from ..deploy.options import DnfRepo, Mirror, Sources
+from ..deploy.packages import all_pins, module_streams, nvidia_pins
 from ..deploy.runner import SshSettings
 from ..lab import LabState, read_state
 from ..model.index import Index
 from .lablink import lab_plans, lab_ssh, repo_url, serve_repo
 from .standin import MONITORING_PACKAGES, STANDIN_RECIPE, SUPPORT_PACKAGES, build_repo, download_debs
+from .standin_rpm import RPM_RECIPE, build_rpm_repo
+
+
+def lab_families(state: LabState, index: Index) -> set[str]:
+    """The OS families of the lab's hosts (their nodes' declared releases)."""
+    releases = {index.hardware[name].os for name in state.hosts if name in index.hardware}
+    return {family for r in releases if (family := index.cat.os.releases[r].family)}
 
 
 def lab_repo(state: LabState, index: Index) -> Path:
-    """The stand-in repository for this lab's pins, built once into the lab's state directory."""
+    """The stand-in repositories for this lab's pins, built once into the lab's state directory: the apt one with
+    every apt family's names (Debian's, Ubuntu's), and under rpm/ the dnf one when an EL-shaped host is there."""
     out = state.state_dir / "standin-repo"
     stamp = out / ".pins"
-    pins = all_pins(index.inv.software)
-    want = ("\n".join(f"{p.package}={p.version}" for p in pins) + f"\nkernel={platform.release()}\n"
-            f"recipe={STANDIN_RECIPE}\n")
+    families = lab_families(state, index)
+    sw = index.inv.software
+    apt = sorted({p for f in sorted((families - {"el9"}) | {"debian"}) for p in all_pins(sw, f)})
+    rpm = all_pins(sw, "el9") if "el9" in families else []
+    want = ("\n".join(f"{p.package}={p.version}" for p in apt) + f"\nkernel={platform.release()}\n"
+            f"recipe={STANDIN_RECIPE}\n" + "".join(f"rpm:{p.package}={p.version}\n" for p in rpm)
+            + (f"rpm-recipe={RPM_RECIPE}\n" if rpm else ""))
     if not stamp.is_file() or stamp.read_text() != want:
         try:
             real = download_debs((*SUPPORT_PACKAGES, *MONITORING_PACKAGES), state.state_dir / "support-debs")
         except (subprocess.SubprocessError, OSError):
             real = []  # the pyinfra engine does not need them; Ansible's apt module will say what is missing
-        build_repo(out, pins, kernels=[platform.release()], real_debs=real)
+        build_repo(out, apt, kernels=[platform.release()], real_debs=real)
+        if rpm:
+            branch = (sw.nvidia_driver or "").split(".", 1)[0]
+            streams = {s: [p.package for p in nvidia_pins(sw, True, "el9")]
+                       for s in module_streams("nvidia", family="el9", branch=branch)}
+            build_rpm_repo(out / RPM_DIR, rpm, kernels=[platform.release()], streams=streams)
         stamp.write_text(want)
     return out
+
+
+RPM_DIR = "rpm"
 
 
 def lab_mirror(state: LabState) -> Mirror:
@@ -45,11 +65,18 @@ def lab_mirror(state: LabState) -> Mirror:
     return Mirror(repo_url(state), "lab", ("main",), "trusted=yes")
 
 
+def lab_sources(state: LabState, index: Index) -> Sources:
+    """The lab's apt source, and its dnf repository (unsigned stand-ins: gpgcheck=0, LAB-ONLY) for EL hosts."""
+    families = {"el9": DnfRepo(repo_url(state) + RPM_DIR + "/", gpgcheck=False)} \
+        if "el9" in lab_families(state, index) else {}
+    return Sources(lab_mirror(state), families)
+
+
 @contextlib.contextmanager
-def lab_session(state: LabState, index: Index) -> Iterator[Mirror]:
+def lab_session(state: LabState, index: Index) -> Iterator[Sources]:
     server = serve_repo(lab_repo(state, index), state.gateway)
     try:
-        yield lab_mirror(state)
+        yield lab_sources(state, index)
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -87,9 +114,9 @@ class LabStage:
         return state
 
     @contextlib.contextmanager
-    def session(self, index: Index) -> Iterator[Mirror]:
-        with lab_session(self._state(), index) as mirror:
-            yield mirror
+    def session(self, index: Index) -> Iterator[Sources]:
+        with lab_session(self._state(), index) as sources:
+            yield sources
 
     def place(self, wanted: Mapping[str, HostPlan], limit: tuple[str, ...]) -> Placed:
         return placed_in(self._state(), wanted, limit)
