@@ -37,7 +37,7 @@ from ..inventory.env_entries import dir_name
 from ..inventory.load import environment_files
 from ..util import jsonstate
 from ..util.echo import echo
-from ..util.fsutil import directory_lock, write_atomic
+from ..util.fsutil import directory_lock, remove_temporaries, write_atomic
 from .component import RETIRE, Component, HostPlan
 
 RECORD_FILE = "applied.json"
@@ -196,6 +196,9 @@ def update_record(directory: Path, plans: Iterable[HostPlan], results: Iterable[
     read the record the other wrote."""
     directory.mkdir(parents=True, exist_ok=True)
     with directory_lock(directory):
+        # a run killed mid-write (SIGKILL: no cleanup of its own) left its temporary here: under the lock no
+        # other run is writing, so every temporary in the directory is a dead run's
+        remove_temporaries(directory, recursive=False)
         _update_record(directory, plans, results, engine=engine, env=env, targets=targets)
 
 

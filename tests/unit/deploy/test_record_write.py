@@ -124,9 +124,6 @@ def test_a_write_that_fails_mid_way_keeps_the_old_record(tmp_path: Path,
     assert json.loads(old)["hosts"] == read_record(where, "lab")
 
 
-@pytest.mark.xfail(strict=True, reason="deploy/record.py never removes a killed (SIGKILL) run's temporary: "
-                                       "update_record takes the directory's lock but, unlike cli/locking.locked, "
-                                       "does not call fsutil.remove_temporaries (found by #33; deploy/ is not changed here)")
 def test_a_killed_runs_temporary_goes_with_the_next_write(tmp_path: Path, plans: dict[str, Any],
                                                           recorded: tuple[Path, dict[str, str], bytes]) -> None:
     where, _before, _old = recorded
