@@ -227,12 +227,12 @@ def scale_rows(counts: tuple[int, ...] = (32, 64), ansible: bool = True) -> list
 # -- lab: the real components on the lab's containers ----------------------------------------------
 
 
-def bench_lab_spec(name: str, cidr: str, work: Path, nodes: tuple[str, ...]) -> LabSpec:
+def bench_lab_spec(name: str, cidr: str, work: Path, nodes: tuple[str, ...], env: Path = ENV) -> LabSpec:
     """A podman lab of NODES of the lab inventory (subnet CIDR, an SM), its ibsim fabric rendered under WORK."""
     from clusterforge.rehearsal.env import lab_spec
     from clusterforge.render import render_environment
 
-    index = load_checked(ENV).index
+    index = load_checked(env).index
     work.mkdir(parents=True, exist_ok=True)
     netfile = work / "ibsim.net"
     netfile.write_text(render_environment(index, "lab")["fabric/ibsim.net"])
@@ -268,9 +268,66 @@ def lab_rows(nodes: tuple[str, ...] = ("gpu01", "gpu02", "sm01", "lus01"),
     return rows + _ratios("deploy-lab", rows)
 
 
+#: The deploy per OS family: a node of each, the components every family gets (monitoring is not on EL yet).
+FAMILY_NODES = {"gpu01": "debian12", "gpu07": "ubuntu2204", "gpu08": "rocky9"}
+FAMILY_COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre")
+
+
+def shaped_env(work: Path) -> Path:
+    """A copy of the lab inventory with the FAMILY_NODES' releases declared (docs/os.md)."""
+    env = work / "lab-families"
+    shutil.rmtree(env, ignore_errors=True)
+    shutil.copytree(ENV, env)
+    nodes = env / "nodes.yaml"
+    text = nodes.read_text()
+    for name, release in FAMILY_NODES.items():
+        if release == "debian12":
+            continue
+        line = next(x for x in text.splitlines() if x.strip().startswith(f"- {{name: {name},"))
+        text = text.replace(line, line.rstrip()[:-1] + f", os: {release}}}")
+    nodes.write_text(text)
+    return env
+
+
+def family_rows(cidr: str = "198.19.251.0/24") -> list[dict[str, Any]]:
+    """The same GPU node's components deployed on a Debian, an Ubuntu-shaped and a Rocky-9-shaped lab host at once,
+    pyinfra then Ansible, each on fresh containers: each host's own time in pyinfra's run (one greenlet per host,
+    started together), and each engine's whole run; first and second (no-change) run."""
+    from clusterforge.deploy.ansible_api import deploy_ansible
+    from clusterforge.deploy.api import DeployOutcome, DeployRequest, deploy
+    from clusterforge.lab import down, up
+    from clusterforge.rehearsal.stage import LabStage
+
+    work = WORK / "families"
+    env = shaped_env(work)
+    nodes = tuple(FAMILY_NODES)
+    spec = bench_lab_spec("cfbenchos", cidr, work, nodes, env)
+    rows: list[dict[str, Any]] = []
+    try:
+        for engine in ("pyinfra", "ansible"):
+            down(spec.state_dir)
+            up(spec, mode="podman")
+            for phase in ("first", "second"):
+                req = DeployRequest(stage=LabStage(spec.state_dir), components=FAMILY_COMPONENTS)
+                outcome: list[DeployOutcome] = []
+
+                def fn(req: DeployRequest = req, engine: str = engine,
+                       outcome: list[DeployOutcome] = outcome) -> object:
+                    outcome.append((deploy if engine == "pyinfra" else deploy_ansible)(env, req))
+                    return outcome[-1]
+                rows.append(_measure("deploy-family", engine, phase, len(nodes), fn))
+                if engine == "pyinfra":
+                    rows += [{"bench": "deploy-family", "engine": engine, "phase": phase, "host": r.name,
+                              "os": FAMILY_NODES[r.name], "host_s": round(r.seconds, 3)}
+                             for r in outcome[-1].results]
+    finally:
+        down(spec.state_dir)
+    return rows + _ratios("deploy-family", rows)
+
+
 def run(scale: tuple[int, ...] = (32, 64), ansible: bool = True, lab: bool = True) -> list[dict[str, Any]]:
-    """Rows for bench/run.py: lab (containers, real components) and scale (netns SSH hosts)."""
-    return (lab_rows() if lab else []) + scale_rows(scale, ansible=ansible)
+    """Rows for bench/run.py: lab (containers, real components), per OS family, and scale (netns SSH hosts)."""
+    return (lab_rows() + family_rows() if lab else []) + scale_rows(scale, ansible=ansible)
 
 
 if __name__ == "__main__":
