@@ -119,6 +119,8 @@ class OsFamily(_Entry):
     pin: str
     driver_min_branch: int | None = None
     driver_min_branch_source: str | None = None
+    selinux: bool = False
+    """Hosts of this family run SELinux enforcing: each written file is given its policy's context."""
     not_deployed: dict[str, str] = {}
     """component -> why the deploy does not install it on this family yet (its preflight fails with that)."""
 

@@ -74,6 +74,7 @@ def _component_vars(plan: HostPlan) -> dict[str, Any]:
                                               "id": target.os_release_id, "version_id": target.version_id}
     # how packages are installed and held on this host, and its kernel headers' name (roles/cf_common, cf_nvidia)
     out["cf_package_manager"] = plan.package_manager
+    out["cf_selinux"] = any(c.selinux for c in plan.components)  # every written file gets its context
     out["cf_kernel_headers"] = headers_package("{kernel}", plan.family)
     nvidia = plan.component("nvidia")
     out["cf_nvidia_streams"] = list(nvidia.streams) if nvidia is not None else []

@@ -48,7 +48,9 @@ def desired_bytes(f: ManagedFile, facts: HostFacts) -> bytes:
     return merge_block(current, f.content).encode("utf-8")
 
 
-def file_change(component: str, f: ManagedFile, facts: HostFacts) -> Change | None:
+def file_change(component: str, f: ManagedFile, facts: HostFacts, *, selinux: bool = False) -> Change | None:
+    """What writing `f` takes, or None when the host has it already. `selinux`: the host runs SELinux (EL): the
+    file, once in place, gets its policy's context (`restorecon -F`), as a file a package installs has."""
     data = desired_bytes(f, facts)
     fact = facts.files.get(f.dest)
     sha = hashlib.sha256(data).hexdigest()
@@ -65,8 +67,10 @@ def file_change(component: str, f: ManagedFile, facts: HostFacts) -> Change | No
     dest = shlex.quote(f.dest)
     # put in place after the upload (change_lines): a bind-mounted file (a container's /etc/hosts)
     # cannot be replaced by rename, so it is copied in place
-    commands = (f"chmod {f.mode:o} {tmp} && {{ mv -f {tmp} {dest} 2>/dev/null || "
+    commands: tuple[str, ...] = (f"chmod {f.mode:o} {tmp} && {{ mv -f {tmp} {dest} 2>/dev/null || "
                 f"{{ cat {tmp} > {dest} && chmod {f.mode:o} {dest} && rm -f {tmp}; }}; }}",)
+    if selinux:  # a renamed temporary keeps the context it was created with (/etc's default, not the file's)
+        commands += (f"restorecon -F {dest}",)
     return Change(component, "file", f.dest, detail, commands, diff, data)
 
 
@@ -238,7 +242,8 @@ def component_changes(component: Component, facts: HostFacts) -> list[Change]:
     """Every change one component needs on a host, in execution order."""
     if component.name == RETIRE:
         return retire_changes(component, facts)
-    files = [c for f in component.files if (c := file_change(component.name, f, facts)) is not None]
+    files = [c for f in component.files
+             if (c := file_change(component.name, f, facts, selinux=component.selinux)) is not None]
     pm = manager(component.package_manager)
     out: list[Change] = [*files]
     out += unpinned_changes(component.name, component.packages, facts, pm)

@@ -70,6 +70,9 @@ class Component:
     catalog/os.yaml): pkgmgr.py."""
     streams: tuple[str, ...] = ()
     """dnf module streams enabled before the packages are installed (EL9's `nvidia-driver:550-open`)."""
+    selinux: bool = False
+    """The host runs SELinux (its family's, catalog/os.yaml): every file written gets its policy's context
+    (`restorecon -F`) once in place."""
 
 
 @dataclass(frozen=True)

@@ -151,6 +151,8 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
             comps.insert(0, repo)
         if target.package_manager != "apt":  # every component's packages through the host's own manager
             comps = [replace(c, package_manager=target.package_manager) for c in comps]
+        if index.cat.os.families[family].selinux:  # what the deploy writes gets its SELinux context
+            comps = [replace(c, selinux=True) for c in comps]
         pending = not_deployed.setdefault(family, index.cat.os.families[family].not_deployed)
         if pending:  # a component this family does not get yet fails its preflight, saying why
             comps = [replace(c, problems=(*c.problems, f"not deployed on {target.release} yet: {pending[c.name]}"))

@@ -41,12 +41,13 @@ RECIPE_VERSION = 1
 #: every shape is a Debian root; an Ubuntu- or EL-shaped one is a LAB-ONLY container that says so in its
 #: /etc/os-release (the deploy reads ID and VERSION_ID from it before any change, as on a real node) and, for
 #: EL, carries the real rpm, dnf and the versionlock plugin (dnf-plugins-core), so the deploy's dnf commands run
-#: for real against the lab's stand-in RPM repository. "debian12" is the plain image.
+#: for real against the lab's stand-in RPM repository, and restorecon (policycoreutils: SELinux itself is off in a
+#: container, so it labels nothing there). "debian12" is the plain image.
 SHAPE_PACKAGES: dict[str, tuple[str, ...]] = {
     "debian12": (),
     "ubuntu2204": (),
     "ubuntu2404": (),
-    "rocky9": ("rpm", "dnf", "dnf-plugins-core"),
+    "rocky9": ("rpm", "dnf", "dnf-plugins-core", "policycoreutils"),
 }
 _LAB_ONLY = "LAB-ONLY stand-in (clusterforge): a Debian 12 root"
 SHAPE_OS_RELEASE: dict[str, str] = {

@@ -19,15 +19,27 @@ from ..sim import nvidia_smi
 from .hostfile import put_file
 
 STANDIN_DIR = "/usr/local/lib/clusterforge-lab/nvidia-smi"
+DRIVER_MARK = "@CF_LAB_DRIVER@"
+"""Where query-gpu.txt's driver_version goes: the stand-in fills in the installed driver's version."""
 STANDIN = f"""#!/bin/sh
 # LAB-ONLY STAND-IN for nvidia-smi, installed by `clusterforge lab up`. This is not NVIDIA
 # software: there are no GPUs in the lab. It prints output in nvidia-smi's format derived
 # from this node's declared hardware, so that collect -> parse -> validate can run end to end.
+# The driver version is the installed driver package's (a container loads no kernel module: the
+# deploy finds none loaded, so the module "loads on first use", which is now), under Debian's,
+# Ubuntu's or EL's name; before any is installed, the inventory's pin as `lab up` saw it.
 d={STANDIN_DIR}
+driver() {{
+  v=$(dpkg-query -W -f='${{db:Status-Abbrev}} ${{Version}}\\n' 'nvidia-driver-[0-9]*' nvidia-open 2>/dev/null \
+      | sed -n 's/^[ih]i  *//p' | head -n 1)
+  [ -n "$v" ] || v=$(rpm -q --qf '%{{VERSION}}\\n' nvidia-open 2>/dev/null | grep -v ' ' | head -n 1)
+  [ -n "$v" ] || v=$(cat "$d/driver.txt" 2>/dev/null)
+  printf '%s' "${{v%%-*}}"
+}}
 case "$1" in
   topo) exec cat "$d/topo.txt" ;;
   nvlink) exec cat "$d/nvlink.txt" ;;
-  --query-gpu=*) exec cat "$d/query-gpu.txt" ;;
+  --query-gpu=*) v=$(driver); sed "s/{DRIVER_MARK}/${{v:-[N\\/A]}}/g" "$d/query-gpu.txt" ;;
   *) echo "clusterforge lab nvidia-smi stand-in: unsupported arguments: $*" >&2; exit 2 ;;
 esac
 """
@@ -60,7 +72,8 @@ def install_gpu_standins(state: LabState, checked: Checked) -> int:
         texts = {
             "topo.txt": nvidia_smi.topo_m(hw, index.cat),
             "nvlink.txt": nvidia_smi.nvlink_status(name, hw, index.cat),
-            "query-gpu.txt": nvidia_smi.query_gpu(name, hw, index.cat, fields, index.inv.software.nvidia_driver),
+            "query-gpu.txt": nvidia_smi.query_gpu(name, hw, index.cat, fields, DRIVER_MARK),
+            "driver.txt": index.inv.software.nvidia_driver or "",
         }
         for fname, text in texts.items():
             put_file(state, name, f"{STANDIN_DIR}/{fname}", text)

@@ -165,6 +165,21 @@ def test_a_converged_el9_host_needs_nothing_and_a_bump_moves_the_lock(tmp_path: 
     assert commands[2] == "dnf versionlock add nvidia-open-550.127.05-1 nvidia-fabric-manager-550.127.05-1"
 
 
+def test_on_el_every_written_file_gets_its_selinux_context_and_nothing_turns_selinux_off(
+        plans: dict[str, HostPlan]) -> None:
+    el, deb = plans["gpu02"], plans["gpu03"]
+    fresh = HostFacts(systemd=True)
+    el_files = [ch for c in el.components for ch in component_changes(c, fresh) if ch.kind == "file"]
+    assert el_files and all(ch.commands[-1] == f"restorecon -F {ch.target}" for ch in el_files)
+    deb_cmds = [x for c in deb.components for ch in component_changes(c, fresh) for x in ch.commands]
+    assert not any("restorecon" in x for x in deb_cmds)
+    everything = [x for c in el.components for ch in component_changes(c, fresh) for x in ch.commands]
+    roles = "\n".join(p.read_text() for p in (ROOT / "roles").rglob("*.yml"))
+    for text in (*everything, roles):
+        for off in ("setenforce", "SELINUX=disabled", "SELINUX=permissive", "selinux=0", "enforcing=0"):
+            assert off not in text, off
+
+
 def test_versions_match_before_a_dist_tag_only() -> None:
     assert DNF_MANAGER.matches("550.90.07-1", "550.90.07-1")
     assert DNF_MANAGER.matches("550.90.07-1", "550.90.07-1.el9")
