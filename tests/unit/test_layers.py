@@ -194,3 +194,14 @@ def test_what_a_folder_must_not_know(low: str, high: str) -> None:
     arrows = [(src, dst) for src, dsts in _graph().items() if _capability(src) == low
               for dst in dsts if _capability(dst) == high]
     assert not arrows, f"{low} imports {high}: {arrows[:5]}"
+
+
+def test_templates_are_rendered_in_one_place() -> None:
+    """Jinja is called in one place: render.core's `render_text` (render, the deploy and day-2 alike, each file's
+    banner and environment merged by `file_context`); nothing else gets a template or the Environment (#38)."""
+    allowed = {PKG / "render" / "core.py", PKG / "render" / "env.py"}
+    calls = re.compile(r"\.get_template\(|\bfrom_string\(|\benvironment\(\)|\bimport jinja2\b|\bfrom jinja2\b")
+    found = [f"{p.relative_to(SRC)}:{n}" for p in sorted(PKG.rglob("*.py")) if p not in allowed
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if calls.search(line) and not line.lstrip().startswith("#")]
+    assert not found, found

@@ -21,7 +21,7 @@ from ..deploy.component import Component, HostPlan, ManagedFile
 from ..deploy.desired import host_plans, rendered_by_host
 from ..deploy.options import DeployOptions, Mirror, mirrors_of_inventory
 from ..model.index import Index
-from ..render.env import environment
+from ..render import render_text
 from ..render.spec import FileSpec
 from .inventory_diff import InventoryDiff
 
@@ -213,7 +213,7 @@ def _text(f: ManagedFile, texts: dict[tuple[str, int], str]) -> str:
     key = (f.template, id(f.context))
     text = texts.get(key)
     if text is None:
-        text = texts[key] = environment().get_template(f.template).render(f.context)
+        text = texts[key] = render_text(f.template, f.context)
     return text
 
 

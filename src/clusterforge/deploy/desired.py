@@ -14,10 +14,9 @@ from typing import Any
 
 from ..catalog.compat import lustre_ofed_problem
 from ..model.index import Index
-from ..render import banner, file_specs
+from ..render import file_context, file_specs, render_text
 from ..render.context_opensm import install_path, plane_services
 from ..render.core import HOST_BUILDERS
-from ..render.env import environment
 from ..render.spec import FileSpec
 from ..render.writer import file_mode
 from .component import Component, HostPlan, ManagedFile
@@ -54,14 +53,10 @@ def _dest(options: DeployOptions, path: str) -> str:
     return f"{root}{path}"
 
 
-def _context(spec: FileSpec, env_name: str) -> dict[str, Any]:
-    return {**spec.context, "banner": banner(env_name), "environment": env_name}
-
-
 def _file(options: DeployOptions, dest: str, template: str, context: Mapping[str, Any], *,
           mode: int = 0o644, secret: bool = False, block: bool = False) -> ManagedFile:
-    full = {**context, "banner": banner(options.env_name), "environment": options.env_name}
-    text = environment().get_template(template).render(full)
+    full = file_context(context, options.env_name)
+    text = render_text(template, full)
     return ManagedFile(_dest(options, dest), template, full, text, mode, secret, block)
 
 
@@ -100,8 +95,7 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
     ofed_for: dict[tuple[bool, str], Component | None] = {}
     nvidia_for: dict[tuple[bool, str], Component | None] = {}
     repo_for: dict[tuple[tuple[Pin, ...], str], Component | None] = {}
-    extra = {"banner": banner(options.env_name), "environment": options.env_name}
-    jinja = environment()
+    extra = file_context({}, options.env_name)
     kind_of: dict[tuple[str, str], tuple[str, int, str]] = {}  # (dest, template) -> component, mode, full dest
     contexts: dict[int, dict[str, Any]] = {}
     pins_of: dict[str, tuple[Pin, ...]] = {}  # the same for every host: computed once
@@ -122,7 +116,7 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
             context = contexts.get(id(spec))  # a spec several hosts get (OpenSM's shared files): one context
             if context is None:
                 context = contexts[id(spec)] = {**spec.context, **extra}
-            text = jinja.get_template(spec.template).render(context) if render else ""
+            text = render_text(spec.template, context) if render else ""
             files.setdefault(comp, []).append(ManagedFile(full, spec.template, context, text, mode))
         hw = index.hardware[node.name]
         if hw.os not in targets:
@@ -206,8 +200,8 @@ def _base(index: Index, options: DeployOptions, hosts_spec: FileSpec | None) -> 
         files.append(_file(options, "/etc/systemd/timesyncd.conf.d/60-clusterforge.conf",
                            "base/timesyncd.conf.j2", {"servers": [str(mgmt.gateway)]}))
     if hosts_spec is not None:
-        ctx = _context(hosts_spec, options.env_name)
-        text = environment().get_template(hosts_spec.template).render(ctx)
+        ctx = file_context(hosts_spec.context, options.env_name)
+        text = render_text(hosts_spec.template, ctx)
         files.append(ManagedFile(_dest(options, "/etc/hosts"), hosts_spec.template, ctx, text, 0o644, block=True))
     return Component("base", tuple(files), handler="timesync-restart")
 

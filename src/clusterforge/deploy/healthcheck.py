@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..render.env import environment
 from ..render.fabric import FabricView
 from ..render.nodecheck import CONFIG, PATH, nodecheck_files
 from .component import Component, ManagedFile
@@ -29,16 +28,15 @@ SLURM_CONF = "/etc/slurm/clusterforge-healthcheck.conf"
 
 def healthcheck_components(index: Index, options: DeployOptions, *, render: bool = True) -> dict[str, Component]:
     """compute node -> its `healthcheck` component (none when `health_check.enabled` is false)."""
-    from ..render import banner
+    from ..render import file_context, render_text
 
-    jinja = environment()
-    extra = {"banner": banner(options.env_name), "environment": options.env_name}
+    extra = file_context({}, options.env_name)
     root = options.root.rstrip("/")
     shared: list[ManagedFile] = []
     per_node: dict[str, ManagedFile] = {}
     for spec in nodecheck_files(FabricView(index)):
         context = {**spec.context, **extra}
-        text = jinja.get_template(spec.template).render(context) if render else ""
+        text = render_text(spec.template, context) if render else ""
         if spec.path == f"slurm/nodes{PATH}":
             shared.append(ManagedFile(f"{root}{PATH}", spec.template, context, text, 0o755))
         elif spec.path == "slurm/healthcheck.conf":

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..render.context_monitoring import DRAIN_HOOK, DRAIN_TARGETS, IB_HEALTH, monitoring_files, servers
-from ..render.env import environment
+from ..render.core import file_context, render_text
 from ..render.fabric import FabricView
 from ..render.writer import file_mode
 from .component import Component, ManagedFile
@@ -79,13 +79,12 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
     if mon is None:
         return {}
     specs = monitoring_files(FabricView(index))
-    jinja = environment()
-    extra = {"banner": _banner(options), "environment": options.env_name}
+    extra = file_context({}, options.env_name)
     root = options.root.rstrip("/")
 
     def managed(dest: str, template: str, context: Mapping[str, Any]) -> ManagedFile:
         full = {**context, **extra}
-        text = jinja.get_template(template).render(full) if render else ""
+        text = render_text(template, full) if render else ""
         unit, reload = UNIT_OF.get(dest, ("", False))
         mode = 0o755 if dest in EXECUTABLE else file_mode(dest.lstrip("/"))
         return ManagedFile(f"{root}{dest}", template, full, text, mode, unit=unit, reload=reload)
@@ -142,8 +141,3 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
                                    services=tuple(services), handler="units", problems=tuple(problems))
     return out
 
-
-def _banner(options: DeployOptions) -> list[str]:
-    from ..render import banner
-
-    return banner(options.env_name)

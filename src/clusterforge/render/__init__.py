@@ -8,12 +8,12 @@
 """
 
 from ..util.hostlist import compress as hostlist
-from .core import Rendered, banner, file_specs, render, render_environment
+from .core import Rendered, banner, file_context, file_specs, render, render_environment, render_spec, render_text
 from .guids import PLACEHOLDER_PREFIX, GuidBook, is_placeholder
 from .spec import FileSpec
 from .writer import WriteReport, write_tree
 
 __all__ = [
-    "PLACEHOLDER_PREFIX", "FileSpec", "GuidBook", "Rendered", "WriteReport", "banner", "file_specs",
-    "hostlist", "is_placeholder", "render", "render_environment", "write_tree",
+    "PLACEHOLDER_PREFIX", "FileSpec", "GuidBook", "Rendered", "WriteReport", "banner", "file_context", "file_specs",
+    "hostlist", "is_placeholder", "render", "render_environment", "render_spec", "render_text", "write_tree",
 ]

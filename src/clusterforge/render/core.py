@@ -8,8 +8,9 @@ with Graphviz's `dot` (`svg=True`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..model.index import Index
 from ..util.echo import one_line
@@ -45,6 +46,24 @@ def banner(env_name: str) -> list[str]:
         f"Managed by clusterforge for environment {one_line(env_name)}. Do not edit:",
         "local changes are overwritten by the next render; change the inventory instead.",
     ]
+
+
+def file_context(context: Mapping[str, Any], env_name: str) -> dict[str, Any]:
+    """A template's whole context: the spec's variables, the managed-file banner and the environment's name
+    (one line: a directory's name goes into comments of every file). What the deploy keeps beside each file."""
+    name = one_line(env_name)
+    return {**context, "banner": banner(name), "environment": name}
+
+
+def render_text(template: str, context: Mapping[str, Any]) -> str:
+    """The one place a template is rendered (render, the deploy, day-2 alike): `template` with its whole
+    context (`file_context`)."""
+    return environment().get_template(template).render(context)
+
+
+def render_spec(spec: FileSpec, env_name: str) -> str:
+    """One file of the environment, as `render` writes it."""
+    return render_text(spec.template, file_context(spec.context, env_name))
 
 
 @dataclass(frozen=True)
@@ -92,16 +111,13 @@ def render(index: Index, env_name: str, *, svg: bool = False) -> Rendered:
 
 
 def _render(index: Index, env_name: str, svg: bool) -> Rendered:
-    jinja = environment()
-    env_name = one_line(env_name)  # a directory's name, into comments of every file
-    lines = banner(env_name)
+    extra = file_context({}, env_name)  # the banner and the name, once for every file
     files: dict[str, str] = {}
     kinds: dict[str, str] = {}
     placeholders: dict[str, tuple[str, ...]] = {}
     notes: list[str] = []
     for spec in file_specs(index):
-        template = jinja.get_template(spec.template)
-        files[spec.path] = template.render({**spec.context, "banner": lines, "environment": env_name})
+        files[spec.path] = render_text(spec.template, {**spec.context, **extra})
         kinds[spec.path] = spec.kind
         if spec.placeholders:
             placeholders[spec.path] = spec.placeholders
