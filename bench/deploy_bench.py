@@ -317,7 +317,7 @@ def family_rows(cidr: str = "198.19.251.0/24") -> list[dict[str, Any]]:
                     return outcome[-1]
                 rows.append(_measure("deploy-family", engine, phase, len(nodes), fn))
                 if engine == "pyinfra":
-                    rows += [{"bench": "deploy-family", "engine": engine, "phase": phase, "host": r.name,
+                    rows += [{"bench": "deploy-family-host", "engine": engine, "phase": phase, "host": r.name,
                               "os": FAMILY_NODES[r.name], "host_s": round(r.seconds, 3)}
                              for r in outcome[-1].results]
     finally:

@@ -15,7 +15,7 @@ from typing import Any
 from ..catalog.compat import lustre_ofed_problem
 from ..model.index import Index
 from ..render import file_context, file_specs, render_text
-from ..render.context_opensm import install_path, plane_services
+from ..render.context_opensm import plane_services
 from ..render.core import HOST_BUILDERS
 from ..render.spec import FileSpec
 from ..render.writer import file_mode
@@ -65,13 +65,10 @@ def rendered_by_host(index: Index) -> tuple[dict[str, list[tuple[str, FileSpec]]
     out: dict[str, list[tuple[str, FileSpec]]] = {}
     hosts_spec = None
     for spec in file_specs(index, HOST_BUILDERS):
-        parts = spec.path.split("/")
         if spec.path == HOSTS_FRAGMENT:
             hosts_spec = spec
-        elif parts[0] == "hosts" and len(parts) > 2:
-            out.setdefault(parts[1], []).append(("/" + "/".join(parts[2:]), spec))
-        elif parts[0] == "opensm" and (where := install_path(spec.path)) is not None:
-            out.setdefault(where[0], []).append((where[1], spec))
+        elif spec.host and spec.dest:  # a node's own file, where its builder says it goes
+            out.setdefault(spec.host, []).append((spec.dest, spec))
     return out, hosts_spec
 
 

@@ -16,14 +16,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..render.fabric import FabricView
-from ..render.nodecheck import CONFIG, PATH, nodecheck_files
+from ..render.nodecheck import PATH, nodecheck_files
 from .component import Component, ManagedFile
 from .options import DeployOptions
 
 if TYPE_CHECKING:
     from ..model.index import Index
 
-SLURM_CONF = "/etc/slurm/clusterforge-healthcheck.conf"
 
 
 def healthcheck_components(index: Index, options: DeployOptions, *, render: bool = True) -> dict[str, Component]:
@@ -37,10 +36,9 @@ def healthcheck_components(index: Index, options: DeployOptions, *, render: bool
     for spec in nodecheck_files(FabricView(index)):
         context = {**spec.context, **extra}
         text = render_text(spec.template, context) if render else ""
-        if spec.path == f"slurm/nodes{PATH}":
-            shared.append(ManagedFile(f"{root}{PATH}", spec.template, context, text, 0o755))
-        elif spec.path == "slurm/healthcheck.conf":
-            shared.append(ManagedFile(f"{root}{SLURM_CONF}", spec.template, context, text, 0o644))
-        else:  # hosts/<node>/etc/clusterforge/nodecheck.json
-            per_node[spec.path.split("/")[1]] = ManagedFile(f"{root}{CONFIG}", spec.template, context, text, 0o644)
+        if spec.host:  # the node's own expectations (its builder says where: CONFIG)
+            per_node[spec.host] = ManagedFile(f"{root}{spec.dest}", spec.template, context, text, 0o644)
+        elif spec.dest:  # every compute node's: the check itself (a program) and the Slurm lines
+            mode = 0o755 if spec.dest == PATH else 0o644
+            shared.append(ManagedFile(f"{root}{spec.dest}", spec.template, context, text, mode))
     return {node: Component("healthcheck", (*shared, f)) for node, f in per_node.items()}

@@ -21,7 +21,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..render.context_monitoring import DRAIN_HOOK, DRAIN_TARGETS, IB_HEALTH, monitoring_files, servers
+from ..render.context_monitoring import (
+    DRAIN_HOOK,
+    DRAIN_TARGETS,
+    GPU_ONLY,
+    IB_HEALTH,
+    TELEGRAF_TEMPLATE,
+    monitoring_files,
+    servers,
+)
 from ..render.core import file_context, render_text
 from ..render.fabric import FabricView
 from ..render.writer import file_mode
@@ -32,16 +40,6 @@ from .packages import TELEGRAF_PACKAGE, Pin, dcgm_pins, telegraf_pins
 if TYPE_CHECKING:
     from ..model.index import Index
 
-NODE_FILES = {
-    "monitoring/nodes/prometheus-node-exporter": "/etc/default/prometheus-node-exporter",
-    "monitoring/nodes/dcgm-counters.csv": "/etc/dcgm-exporter/clusterforge-counters.csv",
-    "monitoring/nodes/dcgm-exporter.service": "/etc/systemd/system/dcgm-exporter.service",
-    f"monitoring/nodes{IB_HEALTH}": IB_HEALTH,
-    "monitoring/nodes/clusterforge-ib-health.service": "/etc/systemd/system/clusterforge-ib-health.service",
-    "monitoring/nodes/clusterforge-ib-health.timer": "/etc/systemd/system/clusterforge-ib-health.timer",
-}
-"""Rendered once for all nodes -> where each goes on a node."""
-GPU_ONLY = ("/etc/dcgm-exporter/clusterforge-counters.csv", "/etc/systemd/system/dcgm-exporter.service")
 
 IB_HEALTH_TIMER = "clusterforge-ib-health.timer"
 """Runs ib-health into the textfile directory (exporters path; Telegraf's exec input runs it itself)."""
@@ -93,15 +91,15 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
     by_server: dict[str, list[ManagedFile]] = {}
     telegraf_conf: dict[str, ManagedFile] = {}
     stores = servers(index, mon)
-    for spec in specs:
-        parts = spec.path.split("/")
-        if spec.path in NODE_FILES:
-            on_nodes.append(managed(NODE_FILES[spec.path], spec.template, spec.context))
-        elif parts[0] == "monitoring" and parts[1] in stores:
-            by_server.setdefault(parts[1], []).append(managed("/" + "/".join(parts[2:]), spec.template,
-                                                              spec.context))
-        elif parts[0] == "hosts" and spec.template == "monitoring/telegraf.conf.j2":
-            telegraf_conf[parts[1]] = managed("/" + "/".join(parts[2:]), spec.template, spec.context)
+    for spec in specs:  # where each goes is its builder's word (spec.host, spec.dest)
+        if not spec.dest:
+            continue
+        if spec.template == TELEGRAF_TEMPLATE:  # a node's own collector configuration
+            telegraf_conf[spec.host] = managed(spec.dest, spec.template, spec.context)
+        elif not spec.host:  # rendered once, on every node
+            on_nodes.append(managed(spec.dest, spec.template, spec.context))
+        elif spec.host in stores:
+            by_server.setdefault(spec.host, []).append(managed(spec.dest, spec.template, spec.context))
 
     sw = index.inv.software
     exporters = mon.collector == "exporters"

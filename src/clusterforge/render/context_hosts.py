@@ -13,7 +13,7 @@ from typing import Any
 
 from .context_opensm import DEFAULT_PKEY
 from .fabric import FabricView
-from .spec import FileSpec
+from .spec import FileSpec, host_file
 
 NETPLAN_FILE = "etc/netplan/60-clusterforge-ipoib.yaml"
 
@@ -83,14 +83,13 @@ def hosts_entries(fab: FabricView) -> dict[str, Any]:
 def host_files(fab: FabricView) -> list[FileSpec]:
     out: list[FileSpec] = [FileSpec("network/hosts", "hosts/hosts.j2", hosts_entries(fab))]
     for node in fab.index.inv.nodes:
-        base = f"hosts/{node.name}"
         nccl = nccl_conf(fab, node.name)
         if nccl is not None:
-            out.append(FileSpec(f"{base}/etc/nccl.conf", "nccl/nccl.conf.j2", nccl))
+            out.append(host_file(node.name, "/etc/nccl.conf", "nccl/nccl.conf.j2", nccl))
         ifaces, notes = ipoib_interfaces(fab, node.name)
         if ifaces:
-            out.append(FileSpec(f"{base}/{NETPLAN_FILE}", "ipoib/netplan.yaml.j2",
-                                {"node": node.name, "interfaces": ifaces}, notes=tuple(notes)))
+            out.append(host_file(node.name, f"/{NETPLAN_FILE}", "ipoib/netplan.yaml.j2",
+                                 {"node": node.name, "interfaces": ifaces}, notes=tuple(notes)))
     return out
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from ..model.services import LustreFs
 from ..util.systemd_unit import mount_unit
 from .fabric import FabricView
-from .spec import FileSpec
+from .spec import FileSpec, host_file
 
 
 def clients(fab: FabricView, fs: LustreFs) -> list[str]:
@@ -50,11 +50,11 @@ def lustre_files(fab: FabricView) -> list[FileSpec]:
     out: list[FileSpec] = []
     for node, nets in lnet_nets(fab).items():
         ctx = lnet_context(node, nets)
-        out.append(FileSpec(f"hosts/{node}/etc/modprobe.d/lustre.conf", "lustre/lustre.conf.j2", ctx))
-        out.append(FileSpec(f"hosts/{node}/etc/lnet.conf", "lustre/lnet.conf.j2", ctx))
+        out.append(host_file(node, "/etc/modprobe.d/lustre.conf", "lustre/lustre.conf.j2", ctx))
+        out.append(host_file(node, "/etc/lnet.conf", "lustre/lnet.conf.j2", ctx))
     for fs, nids in zip(fab.index.inv.lustre, fab.index.addresses.nids, strict=True):
         unit = mount_unit(fs.mount)
         ctx = mount_context(fs, nids)
         for node in clients(fab, fs):
-            out.append(FileSpec(f"hosts/{node}/etc/systemd/system/{unit}", "lustre/lustre.mount.j2", ctx))
+            out.append(host_file(node, f"/etc/systemd/system/{unit}", "lustre/lustre.mount.j2", ctx))
     return out

@@ -35,7 +35,7 @@ from ..model.place_text import route_text
 from . import ib_health
 from .fabric import FabricView
 from .monitoring_rules import rule_groups
-from .spec import FileSpec
+from .spec import FileSpec, host_file, on_host
 
 STORE_PORT = 8428
 VMALERT_PORT = 8880
@@ -48,6 +48,11 @@ IB_HEALTH = ib_health.PATH
 """The exec input / textfile script: optic temperatures and each HCA port's BER, the master SM, the Lustre
 client's imports (`cf_*` metrics; render/ib_health)."""
 IB_HEALTH_EVERY_S = 60
+DCGM_COUNTERS_FILE = "/etc/dcgm-exporter/clusterforge-counters.csv"
+DCGM_EXPORTER_UNIT = "/etc/systemd/system/dcgm-exporter.service"
+GPU_ONLY = (DCGM_COUNTERS_FILE, DCGM_EXPORTER_UNIT)
+TELEGRAF_TEMPLATE = "monitoring/telegraf.conf.j2"
+"""Where every GPU node (and only a GPU node) has the DCGM exporter's files."""
 """clusterforge-ib-health.timer (exporters path): one sminfo a minute per node."""
 TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
 """node_exporter's textfile collector directory (Debian's)."""
@@ -204,47 +209,48 @@ def monitoring_files(fab: FabricView) -> list[FileSpec]:
         argv = list(index.inv.deploy.reboot.drain)
         drain = {"port": page.drain_hook_port, "script": DRAIN_HOOK, "targets": DRAIN_TARGETS,
                  "hosts": {n.name: hook_argv(argv, n.name, ALERT_REASON) for n in index.inv.nodes}}
-    for srv in stores:
-        base = f"monitoring/{srv}"
+    for srv in stores:  # each monitoring server's own files: rendered under monitoring/<server>/
+        def server(dest: str, template: str, context: dict[str, Any], srv: str = srv) -> FileSpec:
+            return on_host("monitoring", srv, dest, template, context)
         if drain is not None:
-            specs.append(FileSpec(f"{base}{DRAIN_HOOK}", "monitoring/drain-hook.py.j2", {"port": drain["port"]}))
-            specs.append(FileSpec(f"{base}{DRAIN_TARGETS}", "monitoring/drain-targets.json.j2",
-                                  {"json": json.dumps(drain["hosts"], indent=1, sort_keys=True)}))
-            specs.append(FileSpec(f"{base}/etc/systemd/system/clusterforge-drain-hook.service",
-                                  "monitoring/drain-hook.service.j2",
-                                  {k: drain[k] for k in ("port", "script", "targets")}))
-        specs.append(FileSpec(f"{base}/etc/default/prometheus-alertmanager",
-                              "monitoring/prometheus-alertmanager.default.j2",
-                              {"peers": [f"{s}:{ALERTMANAGER_CLUSTER_PORT}" for s in stores if s != srv],
-                               "cluster_port": ALERTMANAGER_CLUSTER_PORT, "port": ALERTMANAGER_PORT}))
-        specs.append(FileSpec(f"{base}/etc/clusterforge/monitoring/rules.yml", "monitoring/rules.yml.j2", rules))
-        specs.append(FileSpec(f"{base}/etc/prometheus/alertmanager.yml", "monitoring/alertmanager.yml.j2", am))
-        specs.append(FileSpec(f"{base}/etc/default/victoria-metrics", "monitoring/victoria-metrics.default.j2",
-                              vm_args))
-        specs.append(FileSpec(f"{base}/etc/systemd/system/clusterforge-vmalert.service",
-                              "monitoring/vmalert.service.j2", units))
+            specs.append(server(DRAIN_HOOK, "monitoring/drain-hook.py.j2", {"port": drain["port"]}))
+            specs.append(server(DRAIN_TARGETS, "monitoring/drain-targets.json.j2",
+                                {"json": json.dumps(drain["hosts"], indent=1, sort_keys=True)}))
+            specs.append(server("/etc/systemd/system/clusterforge-drain-hook.service",
+                                "monitoring/drain-hook.service.j2",
+                                {k: drain[k] for k in ("port", "script", "targets")}))
+        specs.append(server("/etc/default/prometheus-alertmanager", "monitoring/prometheus-alertmanager.default.j2",
+                            {"peers": [f"{s}:{ALERTMANAGER_CLUSTER_PORT}" for s in stores if s != srv],
+                             "cluster_port": ALERTMANAGER_CLUSTER_PORT, "port": ALERTMANAGER_PORT}))
+        specs.append(server("/etc/clusterforge/monitoring/rules.yml", "monitoring/rules.yml.j2", rules))
+        specs.append(server("/etc/prometheus/alertmanager.yml", "monitoring/alertmanager.yml.j2", am))
+        specs.append(server("/etc/default/victoria-metrics", "monitoring/victoria-metrics.default.j2", vm_args))
+        specs.append(server("/etc/systemd/system/clusterforge-vmalert.service", "monitoring/vmalert.service.j2",
+                            units))
         if scrape is not None:
-            specs.append(FileSpec(f"{base}/etc/clusterforge/monitoring/scrape.yml", "monitoring/scrape.yml.j2",
-                                  scrape))
-            specs.append(FileSpec(f"{base}/etc/systemd/system/clusterforge-vmagent.service",
-                                  "monitoring/vmagent.service.j2", units))
+            specs.append(server("/etc/clusterforge/monitoring/scrape.yml", "monitoring/scrape.yml.j2", scrape))
+            specs.append(server("/etc/systemd/system/clusterforge-vmagent.service", "monitoring/vmagent.service.j2",
+                                units))
     specs.append(ib_health.file_spec())  # both paths: Telegraf's exec input runs it too
     if mon.collector == "exporters":
+        # rendered once under monitoring/nodes/, installed on every node at `dest`
         specs.append(FileSpec("monitoring/nodes/prometheus-node-exporter",
                               "monitoring/prometheus-node-exporter.default.j2",
-                              {"textfile_dir": TEXTFILE_DIR, "port": NODE_EXPORTER_PORT}))
+                              {"textfile_dir": TEXTFILE_DIR, "port": NODE_EXPORTER_PORT},
+                              dest="/etc/default/prometheus-node-exporter"))
         every = {"script": IB_HEALTH, "textfile_dir": TEXTFILE_DIR, "every_s": IB_HEALTH_EVERY_S}
         specs.append(FileSpec("monitoring/nodes/clusterforge-ib-health.service", "monitoring/ib-health.service.j2",
-                              every))
+                              every, dest="/etc/systemd/system/clusterforge-ib-health.service"))
         specs.append(FileSpec("monitoring/nodes/clusterforge-ib-health.timer", "monitoring/ib-health.timer.j2",
-                              every))
-    if _gpu_counts(index):
+                              every, dest="/etc/systemd/system/clusterforge-ib-health.timer"))
+    if _gpu_counts(index):  # every GPU node's (the deploy gives them to the nodes with GPUs)
         specs.append(FileSpec("monitoring/nodes/dcgm-counters.csv", "monitoring/dcgm-counters.csv.j2",
-                              {"counters": [list(c) for c in DCGM_COUNTERS]}))
+                              {"counters": [list(c) for c in DCGM_COUNTERS]}, dest=DCGM_COUNTERS_FILE))
         specs.append(FileSpec("monitoring/nodes/dcgm-exporter.service", "monitoring/dcgm-exporter.service.j2",
-                              {"interval_ms": mon.interval_s * 1000, "port": DCGM_EXPORTER_PORT}))
+                              {"interval_ms": mon.interval_s * 1000, "port": DCGM_EXPORTER_PORT},
+                              dest=DCGM_EXPORTER_UNIT))
     if mon.collector == "telegraf":
         for node in index.inv.nodes:
-            specs.append(FileSpec(f"hosts/{node.name}/etc/telegraf/telegraf.conf", "monitoring/telegraf.conf.j2",
-                                  telegraf_context(fab, mon, node, stores)))
+            specs.append(host_file(node.name, "/etc/telegraf/telegraf.conf", TELEGRAF_TEMPLATE,
+                                   telegraf_context(fab, mon, node, stores)))
     return specs

@@ -19,6 +19,7 @@ rendered OpenSM file goes on its SM node.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..model.index import PortKey
@@ -285,6 +286,17 @@ def _plane_files(fab: FabricView, sm: OpenSm, planes: dict[str, int],
 
 
 def opensm_files(fab: FabricView) -> list[FileSpec]:
+    """The fabric's node-name map, and each SM node's OpenSM files, each with its SM node and its place there
+    (`install_path`)."""
+    return [_installed(s) for s in _opensm_files(fab)]
+
+
+def _installed(spec: FileSpec) -> FileSpec:
+    where = install_path(spec.path)
+    return spec if where is None else replace(spec, host=where[0], dest=where[1])
+
+
+def _opensm_files(fab: FabricView) -> list[FileSpec]:
     nnm_ctx, nnm_labels = node_name_map(fab)
     nnm_unknown = fab.guids.unknown(nnm_labels)
     # the map for the diags on any host (ibnetdiscover / iblinkinfo --node-name-map)

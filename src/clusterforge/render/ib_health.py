@@ -24,5 +24,6 @@ def context() -> dict[str, str]:
     return {"sources": repr(sources)}
 
 
-def file_spec(dest: str = f"monitoring/nodes{PATH}") -> FileSpec:
-    return FileSpec(dest, TEMPLATE, context())
+def file_spec() -> FileSpec:
+    """ib-health, rendered once under monitoring/nodes/ and installed on every node at PATH."""
+    return FileSpec(f"monitoring/nodes{PATH}", TEMPLATE, context(), dest=PATH)

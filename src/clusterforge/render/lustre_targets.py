@@ -29,7 +29,7 @@ from ..model.services import LustreFs, failover_of, target_name
 from ..model.storage import LustreTarget
 from ..util.systemd_unit import mount_unit
 from .fabric import FabricView
-from .spec import FileSpec
+from .spec import FileSpec, host_file
 
 CONFIG_DIR = "/etc/clusterforge/lustre"
 FORMAT = "/usr/local/lib/clusterforge/cf-lustre-format"
@@ -82,11 +82,10 @@ def target_files(fab: FabricView) -> list[FileSpec]:
             unit = mount_unit(ctx["mountpoint"])
             for server, primary in ((t.server, True), *(((ctx["failover"], False),) if ctx["failover"] else ())):
                 servers.add(server)
-                out.append(FileSpec(f"hosts/{server}{CONFIG_DIR}/{ctx['target']}.json",
-                                    "lustre-server/target.json.j2", {"json": json.dumps(ctx, indent=1)}))
-                out.append(FileSpec(f"hosts/{server}/etc/systemd/system/{unit}", "lustre-server/target.mount.j2",
-                                    {**ctx, "enabled_here": primary, "server": server}))
+                out.append(host_file(server, f"{CONFIG_DIR}/{ctx['target']}.json",
+                                     "lustre-server/target.json.j2", {"json": json.dumps(ctx, indent=1)}))
+                out.append(host_file(server, f"/etc/systemd/system/{unit}", "lustre-server/target.mount.j2",
+                                     {**ctx, "enabled_here": primary, "server": server}))
     for server in sorted(servers):
-        out.append(FileSpec(f"hosts/{server}{FORMAT}", "lustre-server/cf-lustre-format.py.j2",
-                            {"config_dir": CONFIG_DIR}))
+        out.append(host_file(server, FORMAT, "lustre-server/cf-lustre-format.py.j2", {"config_dir": CONFIG_DIR}))
     return out

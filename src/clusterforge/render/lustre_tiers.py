@@ -34,7 +34,7 @@ from typing import Any
 from ..model.services import LustreFs
 from ..util.systemd_unit import mount_unit
 from .fabric import FabricView
-from .spec import FileSpec
+from .spec import FileSpec, host_file
 
 MOUNT_ROOT = "/var/lib/lhsmd/roots"
 S3_THREADS = 8
@@ -78,17 +78,17 @@ def tier_files(fab: FabricView) -> list[FileSpec]:
                 if not fs.client(name, node.role) or node.role not in fs.pcc.roles:
                     continue
                 if ctx["device"] is not None:
-                    out.append(FileSpec(f"hosts/{name}/etc/systemd/system/{ctx['pcc_unit']}",
-                                        "lustre-tiers/pcc.mount.j2", ctx))
-                out.append(FileSpec(f"hosts/{name}/etc/systemd/system/lustre-pcc-{fs.name}.service",
-                                    "lustre-tiers/lustre-pcc.service.j2", ctx))
+                    out.append(host_file(name, f"/etc/systemd/system/{ctx['pcc_unit']}",
+                                         "lustre-tiers/pcc.mount.j2", ctx))
+                out.append(host_file(name, f"/etc/systemd/system/lustre-pcc-{fs.name}.service",
+                                     "lustre-tiers/lustre-pcc.service.j2", ctx))
         if fs.hsm is not None:
             ctx = hsm_context(fs, nids)
             for agent in fs.hsm.agents:
-                out.append(FileSpec(f"hosts/{agent}/etc/lhsmd/agent", "lustre-tiers/lhsmd-agent.j2", ctx))
-                out.append(FileSpec(f"hosts/{agent}/etc/lhsmd/lhsm-plugin-s3", "lustre-tiers/lhsm-plugin-s3.j2", ctx))
-                out.append(FileSpec(f"hosts/{agent}/etc/systemd/system/lhsmd.service",
-                                    "lustre-tiers/lhsmd.service.j2", ctx))
-                out.append(FileSpec(f"hosts/{agent}/etc/systemd/system/lhsmd.service.d/clusterforge.conf",
-                                    "lustre-tiers/lhsmd-dropin.conf.j2", ctx))
+                out.append(host_file(agent, "/etc/lhsmd/agent", "lustre-tiers/lhsmd-agent.j2", ctx))
+                out.append(host_file(agent, "/etc/lhsmd/lhsm-plugin-s3", "lustre-tiers/lhsm-plugin-s3.j2", ctx))
+                out.append(host_file(agent, "/etc/systemd/system/lhsmd.service", "lustre-tiers/lhsmd.service.j2",
+                                     ctx))
+                out.append(host_file(agent, "/etc/systemd/system/lhsmd.service.d/clusterforge.conf",
+                                     "lustre-tiers/lhsmd-dropin.conf.j2", ctx))
     return out

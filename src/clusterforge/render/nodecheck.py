@@ -28,9 +28,11 @@ from ..parse import _common, errors, ibstat, nvidia_smi_nvlink, nvidia_smi_query
 from ..util import echo, guid
 from .context_lustre import clients
 from .fabric import FabricView
-from .spec import FileSpec
+from .spec import FileSpec, host_file
 
 PATH = "/usr/local/lib/clusterforge/cf-nodecheck"
+SLURM_CONF = "/etc/slurm/clusterforge-healthcheck.conf"
+"""The HealthCheck* lines, included from slurm.conf on every compute node (docs/health.md)."""
 CONFIG = "/etc/clusterforge/nodecheck.json"
 TEMPLATE = "slurm/cf-nodecheck.py.j2"
 MODULES = {"clusterforge.parse.errors": errors, "clusterforge.util.echo": echo, "clusterforge.util.guid": guid,
@@ -95,8 +97,11 @@ def nodecheck_files(fab: FabricView) -> list[FileSpec]:
     nodes = [n.name for n in fab.index.inv.nodes if n.role == "compute"]
     if not nodes:
         return []
-    out = [FileSpec("slurm/healthcheck.conf", "slurm/healthcheck.conf.j2", {"lines": healthcheck_lines(hc)}),
-           FileSpec(f"slurm/nodes{PATH}", TEMPLATE, {"sources": sources(), "config": CONFIG})]
+    # the Slurm lines (into slurm.conf: SLURM_CONF) and the check itself go to every compute node; each
+    # node's expectations to that node
+    out = [FileSpec("slurm/healthcheck.conf", "slurm/healthcheck.conf.j2", {"lines": healthcheck_lines(hc)},
+                    dest=SLURM_CONF),
+           FileSpec(f"slurm/nodes{PATH}", TEMPLATE, {"sources": sources(), "config": CONFIG}, dest=PATH)]
     mounts = mounts_of(fab)
     texts: dict[str, str] = {}  # nodes that expect the same (one profile, the same mounts) share one encoding
     for node in nodes:
@@ -104,8 +109,8 @@ def nodecheck_files(fab: FabricView) -> list[FileSpec]:
         key = json.dumps(mine, sort_keys=True)  # the C encoder: fast
         if key not in texts:
             texts[key] = json.dumps(mine, indent=1, sort_keys=True)
-        out.append(FileSpec(f"hosts/{node}{CONFIG}", "slurm/nodecheck.json.j2",
-                            {"json": texts[key].replace(_SELF_JSON, json.dumps(node)[1:-1])}))
+        out.append(host_file(node, CONFIG, "slurm/nodecheck.json.j2",
+                             {"json": texts[key].replace(_SELF_JSON, json.dumps(node)[1:-1])}))
     return out
 
 

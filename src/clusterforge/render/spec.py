@@ -19,8 +19,27 @@ class FileSpec:
     """Devices whose placeholder GUIDs the file names (`leaf01`, `gpu01/mlx5_0/1`)."""
     notes: tuple[str, ...] = ()
     """Anything the reader of the render summary should know about this file."""
+    host: str = ""
+    """The node the file is installed on (`gpu01`); '' when no one node owns it: a fabric-wide file, or one every
+    node of a kind gets (then `dest` says where it goes on each)."""
+    dest: str = ""
+    """Where it goes on a host, an absolute path (`/etc/nccl.conf`); '' for a file no host installs."""
+
+    @property
+    def installed(self) -> bool:
+        return bool(self.dest)
 
     @property
     def kind(self) -> str:
         """The template without `.j2`: how the summary counts files."""
         return self.template.removesuffix(".j2")
+
+
+def on_host(root: str, host: str, dest: str, template: str, context: Mapping[str, Any], **kw: Any) -> FileSpec:
+    """A file installed on `host` at `dest` (absolute), rendered under `<root>/<host><dest>`."""
+    return FileSpec(f"{root}/{host}{dest}", template, context, host=host, dest=dest, **kw)
+
+
+def host_file(node: str, dest: str, template: str, context: Mapping[str, Any], **kw: Any) -> FileSpec:
+    """A node's own file: rendered at `hosts/<node><dest>`, installed on `node` at `dest`."""
+    return on_host("hosts", node, dest, template, context, **kw)
