@@ -88,6 +88,10 @@ def print_summary(console: Console, report: Report, top: int = 20) -> None:
         console.print(f"... and {len(report.findings) - top} more (--format json for all)")
 
 
+_IDS = ("host", "switch", "cable", "port")
+"""A finding's ids, in `--format json` and in JUnit (a testcase's properties, each failure's text)."""
+
+
 def to_junit(report: Report) -> str:
     """One test case per checked subject; a finding is a failure of its subject's case."""
     import xml.etree.ElementTree as ET
@@ -109,12 +113,20 @@ def to_junit(report: Report) -> str:
         )
         for subject in cases:
             case = ET.SubElement(suite, "testcase", classname=f"clusterforge.{name}", name=subject)
-            for f in of_subject.get(subject, ()):
+            failures = of_subject.get(subject, ())
+            # what the case is about, by id (host, switch, cable, port: as `--format json` has them), each once
+            named = sorted({(key, value) for f in failures for key in _IDS if (value := getattr(f, key))})
+            if named:
+                props = ET.SubElement(case, "properties")
+                for key, value in named:
+                    ET.SubElement(props, "property", name=key, value=value)
+            for f in failures:
                 fail = ET.SubElement(case, "failure", type=f.rule, message=f.message)
                 fail.text = (
                     f"severity: {f.severity}\nexpected: {f.expected}\nobserved: {f.observed}\n"
                     f"action: {f.action}\n"
                     + (f"where: {f.floor}\n" if f.floor else "")
+                    + "".join(f"{key}: {value}\n" for key in _IDS if (value := getattr(f, key)))
                     + "".join(f"  {line}\n" for line in f.details)
                 )
     ET.indent(suites)

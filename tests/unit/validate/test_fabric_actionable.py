@@ -396,6 +396,9 @@ def test_json_and_junit_carry_the_details(lab: Checked, tmp_path: Path) -> None:
     xml = junit.read_text()
     assert '<testsuite name="fabric" tests="1" failures="1">' in xml
     assert "spine02/1 - leaf-su01-r0/23" in xml and "where: rack lab-core01 U4" in xml
+    # the ids, as JSON has them: the testcase's properties and the failure's text
+    assert f["switch"] == "spine02" and '<property name="switch" value="spine02" />' in xml
+    assert "switch: spine02\n" in xml
     text = CliRunner().invoke(app, ["validate", env, "--from", str(saved)])
     assert text.exit_code == 4 and "· spine02/1 - leaf-su01-r0/23" in text.output
 
