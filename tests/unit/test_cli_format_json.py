@@ -57,10 +57,10 @@ def test_deploy(tmp_path: Path) -> None:
 
 
 def test_deploy_text_summary_is_a_table() -> None:
-    from clusterforge.cli import common
+    from clusterforge.cli import console
     from clusterforge.cli.deploy import print_summary
 
-    with common.out.capture() as cap:
+    with console.out.capture() as cap:
         print_summary([HostResult("gpu01", "changed"), HostResult("gpu02", "failed", error="boom")])
     lines = cap.get().splitlines()
     assert lines[0].split() == ["HOST", "STATUS", "CHANGES", "SECONDS", "DETAIL"]
@@ -73,16 +73,17 @@ def test_progress_only_on_a_terminal(monkeypatch: Any) -> None:
 
     from rich.console import Console
 
-    from clusterforge.cli import common
+    from clusterforge.cli import console
+    from clusterforge.cli import progress as cli_progress
 
     piped = io.StringIO()
-    monkeypatch.setattr(common, "err", Console(file=piped, force_terminal=False))
-    with common.progress("deploy lab", total=2) as advance:
+    monkeypatch.setattr(console, "err", Console(file=piped, force_terminal=False))
+    with cli_progress.progress("deploy lab", total=2) as advance:
         advance("gpu01")
     assert piped.getvalue() == ""
     tty = io.StringIO()
-    monkeypatch.setattr(common, "err", Console(file=tty, force_terminal=True, width=100))
-    with common.progress("deploy lab", total=2) as advance:
+    monkeypatch.setattr(console, "err", Console(file=tty, force_terminal=True, width=100))
+    with cli_progress.progress("deploy lab", total=2) as advance:
         advance("gpu01")
         advance("gpu02")
     assert "2/2" in tty.getvalue()

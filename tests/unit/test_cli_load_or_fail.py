@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import typer
 
-from clusterforge.cli.common import Format, load_inventory_or_fail, load_or_fail
+from clusterforge.cli.console import Format
+from clusterforge.cli.loading import load_inventory_or_fail, load_or_fail
 from clusterforge.util.errors import ExitCode
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -52,13 +52,13 @@ def test_diff_steps_are_a_table_one_row_per_step_when_piped(tmp_path: Path) -> N
 
 
 def test_diff_table_fits_a_terminal(tmp_path: Path, monkeypatch: Any) -> None:
-    from clusterforge.cli import common
+    from clusterforge.cli import console
     from clusterforge.cli import diff as diff_cli
 
     buf = io.StringIO()
     tty = Console(file=buf, force_terminal=True, width=100, highlight=False)
     monkeypatch.setattr(diff_cli, "out", tty)
-    monkeypatch.setattr(common, "out", tty)
+    monkeypatch.setattr(console, "out", tty)
     result = CliRunner().invoke(app, ["diff", str(LAB), str(_changed(tmp_path))])
     assert result.exit_code == 0, result.output
     text = buf.getvalue()
@@ -76,16 +76,16 @@ def test_print_table_piped_is_one_line_per_row_and_never_markup(monkeypatch: Any
     from rich.table import Table
     from rich.text import Text
 
-    from clusterforge.cli import common
+    from clusterforge.cli import console
 
     buf = io.StringIO()
-    monkeypatch.setattr(common, "out", Console(file=buf, force_terminal=False, width=40))
+    monkeypatch.setattr(console, "out", Console(file=buf, force_terminal=False, width=40))
     table = Table(box=None, show_edge=False, pad_edge=False)
     table.add_column("host")
     table.add_column("unit")
     long = "opensm@" + "x" * 80 + ".service"
     table.add_row(Text("[bold]gpu01[/]"), Text(long))
-    common.print_table(table)
+    console.print_table(table)
     lines = buf.getvalue().splitlines()
     assert len(lines) == 2 and lines[1].startswith("[bold]gpu01[/]") and lines[1].endswith(long)
     assert all(line == line.rstrip() for line in lines)

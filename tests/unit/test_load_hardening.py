@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 import clusterforge.model as model_pkg
-from clusterforge.cli.common import MAX_SHOWN_ERRORS
+from clusterforge.cli.loading import MAX_SHOWN_ERRORS
 from clusterforge.cli.main import app
 from clusterforge.inventory.load import ALIAS_BUDGET, load_inventory, read_text
 from clusterforge.inventory.load_text import ALIAS_BYTES_BUDGET

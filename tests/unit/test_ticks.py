@@ -8,7 +8,8 @@ import io
 import pytest
 from rich.console import Console
 
-from clusterforge.cli import common
+from clusterforge.cli import console
+from clusterforge.cli import progress as cli_progress
 from clusterforge.util.ticks import Ticks
 
 
@@ -28,15 +29,15 @@ def test_ticks_tell_done_and_total() -> None:
 
 def test_ticked_is_a_bar_on_a_terminal_and_silent_piped(monkeypatch: pytest.MonkeyPatch) -> None:
     tty = io.StringIO()
-    monkeypatch.setattr(common, "err", Console(file=tty, force_terminal=True, width=160))
-    with common.ticked("lab up lab") as ticks:
+    monkeypatch.setattr(console, "err", Console(file=tty, force_terminal=True, width=160))
+    with cli_progress.ticked("lab up lab") as ticks:
         ticks.expect(2)
         ticks.tick("gpu01 running")
         ticks.tick("sm01 running")
     assert "lab up lab" in tty.getvalue() and "2/2" in tty.getvalue()
     piped = io.StringIO()
-    monkeypatch.setattr(common, "err", Console(file=piped, force_terminal=False, width=160))
-    with common.ticked("lab up lab") as ticks:
+    monkeypatch.setattr(console, "err", Console(file=piped, force_terminal=False, width=160))
+    with cli_progress.ticked("lab up lab") as ticks:
         ticks.expect(1)
         ticks.tick("gpu01 running")
     assert piped.getvalue() == ""

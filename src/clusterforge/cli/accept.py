@@ -15,7 +15,8 @@ from ..util.errors import ExitCode
 from ..util.fsutil import fresh_directory, new_directory_problem, terminate_cleanly, write_atomic
 from ..validate.report import exit_code, to_json, to_junit
 from ..validate.run import Report
-from .common import Format, check_output_path, err, load_or_fail, out, print_json
+from .console import Format, err, out, print_json
+from .loading import check_output_path, load_or_fail
 
 
 def accept(

@@ -17,7 +17,8 @@ from ..alerts.view import LocatedAlert, located_alerts
 from ..check.checked import Checked
 from ..rehearsal.env import LAB_RANGE
 from ..util.errors import ExitCode
-from .common import Format, err, load_or_fail, out, print_json
+from .console import Format, err, out, print_json
+from .loading import load_or_fail
 
 DEFAULT_URL = "http://127.0.0.1:9093"
 MAX_BYTES = 64 * 1024 * 1024

@@ -8,7 +8,8 @@ import typer
 
 from ..inventory.selection import SelectionError, limit_tokens
 from ..util.errors import ExitCode
-from .common import err, load_or_fail, print_json
+from .console import err, print_json
+from .loading import load_or_fail
 
 
 def ansible_inventory(

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, NoReturn
 import typer
 
 from ..util.errors import ExitCode, InventoryInvalid
-from .common import Format, StepBar, err, out, print_json, step_progress
+from .console import Format, err, out, print_json
+from .progress import StepBar, step_progress
 
 if TYPE_CHECKING:
     from ..day2.apply import State

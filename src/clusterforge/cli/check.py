@@ -8,7 +8,8 @@ import typer
 from rich.table import Table
 
 from ..check.checked import summary
-from .common import Format, load_or_fail, out, print_json
+from .console import Format, out, print_json
+from .loading import load_or_fail
 
 
 def check(

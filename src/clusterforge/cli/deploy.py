@@ -14,18 +14,9 @@ from ..deploy.confirm import needs_confirmation, prompt, refusal
 from ..inventory.selection import SelectionError, limit_tokens
 from ..rehearsal import env as labenv
 from ..util.errors import ExitCode, InventoryInvalid
-from .common import (
-    Format,
-    HostProgress,
-    check_output_path,
-    err,
-    fail_inventory,
-    host_progress,
-    load_or_fail,
-    out,
-    print_json,
-    print_table,
-)
+from .console import Format, err, out, print_json, print_table
+from .loading import check_output_path, fail_inventory, load_or_fail
+from .progress import HostProgress, host_progress
 
 if TYPE_CHECKING:
     from ..deploy.api import DeployOutcome, DeployRequest

@@ -11,7 +11,8 @@ from ..day2.steps import ChangePlan
 from ..inventory.gitsnap import GitError, env_at_revision
 from ..model.index import Index
 from ..util.errors import ExitCode
-from .common import Format, check_output_path, err, load_or_fail, out, print_json, print_table
+from .console import Format, err, out, print_json, print_table
+from .loading import check_output_path, load_or_fail
 
 
 def diff(

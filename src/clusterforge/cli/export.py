@@ -8,7 +8,8 @@ import typer
 
 from ..util.errors import ExitCode
 from ..util.fsutil import write_atomic
-from .common import Format, check_output_path, err, load_or_fail, out, print_json
+from .console import Format, err, out, print_json
+from .loading import check_output_path, load_or_fail
 
 app = typer.Typer(no_args_is_help=True, help="Export an environment in another tool's format (NetBox CSV).")
 

@@ -16,7 +16,8 @@ from ..firmware.flash import DEFAULT_IMAGE_DIR, QUERY, FlashJob, HostReport, Run
 from ..firmware.switch import SwitchJob
 from ..inventory.selection import SelectionError, node_names
 from ..util.errors import ExitCode
-from .common import Format, err, load_or_fail, out, print_json
+from .console import Format, err, out, print_json
+from .loading import load_or_fail
 
 app = typer.Typer(no_args_is_help=True, help="Flash and activate HCA/DPU firmware on drained hosts, or an unmanaged "
                   "switch's through the fabric: the machine steps of a day-2 firmware bump (`diff` plans them; a "

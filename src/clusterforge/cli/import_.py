@@ -11,7 +11,8 @@ import typer
 
 from ..util.errors import ExitCode
 from ..util.fsutil import write_atomic
-from .common import Format, check_output_path, err, out, print_json
+from .console import Format, err, out, print_json
+from .loading import check_output_path
 
 app = typer.Typer(no_args_is_help=True, help="Import another tool's data into an environment (NetBox CSV).")
 

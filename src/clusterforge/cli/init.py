@@ -14,7 +14,7 @@ import typer
 
 from ..inventory.env_entries import dir_name
 from ..util.errors import ExitCode
-from .common import Format, err, out, print_json
+from .console import Format, err, out, print_json
 
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 

@@ -14,7 +14,8 @@ from ..util.errors import ExitCode
 from ..util.fsutil import write_atomic
 from ..validate.learn import HEADER, Learned, LockChange, LockMerge, existing_locks, merge_locks
 from ..validate.learn import learn as run_learn
-from .common import Format, err, load_or_fail, out, print_json
+from .console import Format, err, out, print_json
+from .loading import load_or_fail
 from .locking import locked
 
 GENERATED = "guids.generated.yaml"

@@ -10,7 +10,7 @@ import typer
 
 from ..util.errors import ExitCode
 from ..util.fsutil import LockTimeout, directory_lock, remove_temporaries, terminate_cleanly
-from .common import err
+from .console import err
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ import typer
 from ..collect.store import DEFAULT_MAX_MB, OutputTooLarge, read_output
 from ..parse import PARSERS, ParseError, to_jsonable
 from ..util.errors import ExitCode
-from .common import Format, err, out, print_json
+from .console import Format, err, out, print_json
 
 
 def parse(

@@ -52,18 +52,10 @@ from ..util.echo import echo
 from ..util.errors import ExitCode, InventoryInvalid, InventoryIssue
 from ..util.fsutil import write_atomic
 from ..util.gcpause import gc_paused
-from .common import (
-    Format,
-    check_output_path,
-    err,
-    fail_inventory,
-    load_inventory_or_fail,
-    no_progress,
-    out,
-    print_json,
-    progress,
-)
+from .console import Format, err, out, print_json
+from .loading import check_output_path, fail_inventory, load_inventory_or_fail
 from .locking import locked
+from .progress import no_progress, progress
 
 if TYPE_CHECKING:
     from ..plan.storage import FsStorage

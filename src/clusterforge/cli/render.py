@@ -14,7 +14,9 @@ from ..render import render as render_files
 from ..util.errors import ExitCode
 from ..util.fsutil import LockTimeout
 from ..validate.declared import key_before_load, refresh
-from .common import Format, err, load_or_fail, out, print_json, progress
+from .console import Format, err, out, print_json
+from .loading import load_or_fail
+from .progress import progress
 
 LAB_ENV = "lab"  # the simulated lab: ibsim assigns the GUIDs, placeholders are expected there
 

@@ -12,7 +12,8 @@ import typer
 from ..model import Inventory
 from ..util.errors import ExitCode
 from ..util.fsutil import write_atomic
-from .common import Format, check_output_path, err, out
+from .console import Format, err, out
+from .loading import check_output_path
 
 
 def schema_dict() -> dict[str, Any]:

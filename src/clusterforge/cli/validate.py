@@ -18,7 +18,9 @@ from ..validate.declared import key_before_load
 from ..validate.findings import Finding
 from ..validate.report import exit_code, print_summary, to_json, to_junit
 from ..validate.run import validate as run_validate
-from .common import Format, check_output_path, err, load_or_fail, out, print_json, progress
+from .console import Format, err, out, print_json
+from .loading import check_output_path, load_or_fail
+from .progress import progress
 
 if TYPE_CHECKING:
     from ..lab.state import LabState

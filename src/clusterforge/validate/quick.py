@@ -279,7 +279,7 @@ def _print_clean(fmt: str) -> None:
     from .report import print_summary, to_json
 
     report = clean_report()
-    if fmt == "json":  # as cli.common.print_json writes it
+    if fmt == "json":  # as cli.console.print_json writes it
         sys.stdout.write(json.dumps(to_json(report), indent=2, sort_keys=False, default=str, allow_nan=False) + "\n")
         return
     from rich.console import Console

@@ -11,7 +11,8 @@ from typing import Any
 
 from rich.console import Console
 
-from clusterforge.cli import common
+from clusterforge.cli import console
+from clusterforge.cli import progress as cli_progress
 from clusterforge.collect.plan import Target
 from clusterforge.collect.ssh import SshConfig, collect
 
@@ -47,12 +48,12 @@ def test_on_done_is_called_once_per_target(tmp_path: Path) -> None:
 def test_progress_bar_on_a_terminal_only(tmp_path: Path, monkeypatch: Any) -> None:
     cfg, hosts, fabric = _jobs(tmp_path)
     tty = io.StringIO()
-    monkeypatch.setattr(common, "err", Console(file=tty, force_terminal=True, width=120))
-    with common.progress("collect lab", total=len(hosts) + 1) as advance:
+    monkeypatch.setattr(console, "err", Console(file=tty, force_terminal=True, width=120))
+    with cli_progress.progress("collect lab", total=len(hosts) + 1) as advance:
         collect(cfg, hosts, fabric, advance)
     assert "collect lab" in tty.getvalue() and "4/4" in tty.getvalue()
     piped = io.StringIO()
-    monkeypatch.setattr(common, "err", Console(file=piped, force_terminal=False))
-    with common.progress("collect lab", total=len(hosts) + 1) as advance:
+    monkeypatch.setattr(console, "err", Console(file=piped, force_terminal=False))
+    with cli_progress.progress("collect lab", total=len(hosts) + 1) as advance:
         collect(cfg, hosts, fabric, advance)
     assert piped.getvalue() == ""

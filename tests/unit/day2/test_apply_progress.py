@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from clusterforge.cli import common
+from clusterforge.cli import console
+from clusterforge.cli import progress as cli_progress
 from clusterforge.day2.apply import Effects, Options, State, apply_plan
 from clusterforge.day2.journal import Journal
 from clusterforge.day2.planfile import PlanFile
@@ -76,10 +77,10 @@ def test_a_failure_counts_as_failed_and_a_resume_starts_from_the_journal(tmp_pat
 def test_the_bar_shows_on_a_terminal_and_steps_aside_for_a_prompt(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     tty = io.StringIO()
-    monkeypatch.setattr(common, "err", Console(file=tty, force_terminal=True, width=160))
+    monkeypatch.setattr(console, "err", Console(file=tty, force_terminal=True, width=160))
     plan = _plan(tmp_path, _steps())
     asked: list[int] = []
-    with common.step_progress("apply plan.json") as bar:
+    with cli_progress.step_progress("apply plan.json") as bar:
         live: list[bool] = []
 
         def ask(step: Step) -> bool:
@@ -94,8 +95,8 @@ def test_the_bar_shows_on_a_terminal_and_steps_aside_for_a_prompt(tmp_path: Path
     assert outcome.status == "done" and asked == [5] and live == [False]
     assert "apply plan.json" in tty.getvalue() and "6/6 step(s) done" in tty.getvalue()
     piped = io.StringIO()
-    monkeypatch.setattr(common, "err", Console(file=piped, force_terminal=False, width=160))
-    with common.step_progress("apply plan.json") as bar:
+    monkeypatch.setattr(console, "err", Console(file=piped, force_terminal=False, width=160))
+    with cli_progress.step_progress("apply plan.json") as bar:
         bar.show(1, 0, 6)
         with bar.paused():
             pass

@@ -17,7 +17,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 import clusterforge.deploy.api as api
-from clusterforge.cli import common
+from clusterforge.cli import console
+from clusterforge.cli import progress as cli_progress
 from clusterforge.cli.main import app
 from clusterforge.deploy.changes import Change
 from clusterforge.deploy.reboot import RebootOutcome
@@ -69,8 +70,8 @@ def printed(results: list[HostResult], *, diffs: bool = False) -> list[str]:
     """What the CLI prints on stdout for these results: the folded changes, then the summary."""
     from clusterforge.cli.deploy import print_summary
 
-    with common.out.capture() as cap:
-        common.out.print(format_changes(results, diffs=diffs), markup=False)
+    with console.out.capture() as cap:
+        console.out.print(format_changes(results, diffs=diffs), markup=False)
         print_summary(results)
     return cap.get().splitlines()
 
@@ -243,22 +244,22 @@ def test_the_bar_shows_on_a_terminal_only(tmp_path: Path, fake_run: Callable[[li
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     fake_run(mixed())
     tty = io.StringIO()
-    monkeypatch.setattr(common, "err", Console(file=tty, force_terminal=True, width=160))
+    monkeypatch.setattr(console, "err", Console(file=tty, force_terminal=True, width=160))
     result = _deploy(tmp_path, code=5)
     shown = tty.getvalue()
     assert "\x1b[" in shown and "deploy lab" in shown
     assert "2,050/2,050 host(s) done, 48 failed, 0 remaining" in shown and "ETA" in shown
     assert "host(s) done" not in result.stdout and "\x1b[" not in result.stdout
     quiet = io.StringIO()
-    monkeypatch.setattr(common, "err", Console(file=quiet, force_terminal=True, width=160))
+    monkeypatch.setattr(console, "err", Console(file=quiet, force_terminal=True, width=160))
     _deploy(tmp_path, "--quiet", code=5)
     assert quiet.getvalue() == ""
 
 
 def test_host_progress_counts_done_failed_and_remaining(monkeypatch: pytest.MonkeyPatch) -> None:
     piped = io.StringIO()
-    monkeypatch.setattr(common, "err", Console(file=piped, force_terminal=False, width=200))
-    with common.host_progress("deploy prod") as bar:
+    monkeypatch.setattr(console, "err", Console(file=piped, force_terminal=False, width=200))
+    with cli_progress.host_progress("deploy prod") as bar:
         bar.start(11)
         for i in range(11):
             bar.done(failed=i in (3, 7))

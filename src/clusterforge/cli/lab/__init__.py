@@ -15,7 +15,9 @@ from ...lab.technician import set_drained
 from ...rehearsal import env as labenv
 from ...rehearsal import services as labservices
 from ...util.errors import ExitCode
-from ..common import Format, err, load_or_fail, out, print_json, print_table, ticked
+from ..console import Format, err, out, print_json, print_table
+from ..loading import load_or_fail
+from ..progress import ticked
 from .cable import cable_app
 from .shared import _ENV_OPT, _FMT, DEFAULT_ENV, _env_first, _fail, _master_sm, _running, _say
 

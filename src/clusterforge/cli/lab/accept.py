@@ -26,7 +26,8 @@ from ...rehearsal import env as labenv
 from ...util.echo import one_line
 from ...util.errors import ExitCode
 from ...util.fsutil import fresh_directory, new_directory_problem, terminate_cleanly, write_atomic
-from ..common import Format, err, load_or_fail, out, print_json
+from ..console import Format, err, out, print_json
+from ..loading import load_or_fail
 
 KINDS = ("pcie",)
 FAULTS = "accept_faults.json"

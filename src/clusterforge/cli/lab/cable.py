@@ -15,7 +15,7 @@ from ...lab.lab import technician
 from ...lab.sm_remedy import has_subnet_manager, wait_active_or_restart_master
 from ...lab.technician import Technician
 from ...util.errors import ExitCode
-from ..common import Format, err
+from ..console import Format, err
 from .shared import _ENV_OPT, _FMT, _env_first, _fail, _master_sm, _running, _say
 
 cable_app = typer.Typer(help="Lab only: a technician's physical work in the simulated fabric (it stays done: "

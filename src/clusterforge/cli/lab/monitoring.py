@@ -11,7 +11,8 @@ from ...lab import LabError
 from ...lab import monitoring_faults as mf
 from ...rehearsal import env as labenv
 from ...util.errors import ExitCode
-from ..common import Format, err, load_or_fail, out, print_json
+from ..console import Format, err, out, print_json
+from ..loading import load_or_fail
 
 KINDS = mf.KINDS
 USAGE = ("usage: clusterforge lab fault [ENV] errors CABLE [--rate N] | hot HOST GPU [--temp C] | "

@@ -11,7 +11,7 @@ import typer
 from ...lab import LabError, LabState
 from ...rehearsal import env as labenv
 from ...util.errors import ExitCode
-from ..common import Format, err, out, print_json
+from ..console import Format, err, out, print_json
 
 
 def _fail(exc: Exception) -> NoReturn:
