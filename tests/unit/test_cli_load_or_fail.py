@@ -1,4 +1,4 @@
-"""cli.common.load_or_fail: the one "load the inventory, print its errors, exit 3" every command uses."""
+"""cli.loading.load_or_fail: the one "load the inventory, print its errors, exit 3" every command uses."""
 
 from __future__ import annotations
 

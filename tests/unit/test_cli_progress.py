@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from clusterforge.cli import common
+from clusterforge.cli import console
 from clusterforge.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ COMMANDS = {
 def test_a_terminal_shows_the_bar_and_stdout_stays_json(name: str, tmp_path: Path, monkeypatch: Any) -> None:
     argv, label = COMMANDS[name]
     tty = io.StringIO()
-    monkeypatch.setattr(common, "err", Console(file=tty, force_terminal=True, width=120))
+    monkeypatch.setattr(console, "err", Console(file=tty, force_terminal=True, width=120))
     result = CliRunner().invoke(app, [a.replace("{tmp}", str(tmp_path)) for a in argv])
     assert result.exit_code == 0, result.output
     json.loads(result.stdout)  # one document, no bar in it
