@@ -77,7 +77,8 @@ bench: venv
 
 # The main job: check, render, deploy (pyinfra, or ENGINE=ansible), validate.
 #   make deploy                       the lab inventory on the local lab (brought up first, systemd as PID 1 in
-#                                     its 11 containers): deployed, validated, its units checked (`lab services`).
+#                                     its 11 containers): deployed, validated, its units checked (`lab services`),
+#                                     then where to look: the Alertmanager and store URLs (`alerts --where`).
 #                                     A machine without room for systemd in that many containers (inotify) stops
 #                                     before anything starts, naming the sysctl to raise
 #   make deploy ENV=prod LAB=1        a rehearsal: prod's own files and pins deployed to a prod-shaped lab
@@ -129,6 +130,7 @@ ifeq ($(DRY),)
 ifeq ($(IS_LAB),1)
 	$(CF) lab services $(INV)
 endif
+	$(CF) alerts $(INV) --where
 endif
 
 lab-up: venv deps

@@ -15,6 +15,7 @@ from rich.markup import escape
 from ..alerts.drain import DrainHook, serve
 from ..alerts.view import LocatedAlert, located_alerts
 from ..check.checked import Checked
+from ..model.index import Index
 from ..rehearsal.env import LAB_RANGE
 from ..util.errors import ExitCode
 from .console import Format, err, out, print_json
@@ -43,6 +44,63 @@ def allowed_url(url: str) -> str | None:
         return None
     return (f"{host} is neither loopback nor in the lab range {LAB_RANGE}: clusterforge reads alerts from a "
             "local Alertmanager only (run it on the monitoring node, where the default URL is right)")
+
+
+def alertmanagers(env: Path, index: Index) -> tuple[list[tuple[str, str]], list[str]]:
+    """Where ENV's Alertmanagers listen, from the inventory: each monitoring server's (server, URL), at its lab
+    address when a lab is up for ENV, else at its management address; and why a server was left out (an address
+    this command does not read: neither loopback nor the lab range). None in the inventory: no server."""
+    from ..rehearsal.env import running
+    from ..render.context_monitoring import ALERTMANAGER_PORT, servers
+
+    mon = index.inv.monitoring
+    if mon is None:
+        return [], []
+    state = running(env)
+    lab = {name: rec.address for name, rec in state.hosts.items()} if state is not None else {}
+    mgmt = index.addresses.mgmt
+    found: list[tuple[str, str]] = []
+    skipped: list[str] = []
+    for name in servers(index, mon):
+        address = lab.get(name) or (index.addresses.text(mgmt[name]) if name in mgmt else None)
+        if address is None:
+            skipped.append(f"{name}: no management address (and no lab container)")
+            continue
+        url = f"http://{address}:{ALERTMANAGER_PORT}"
+        why = allowed_url(url)
+        if why is None:
+            found.append((name, url))
+        else:
+            skipped.append(f"{name} ({url}): {why}")
+    return found, skipped
+
+
+def _where(env: Path, index: Index) -> None:
+    """Each monitoring server's Alertmanager and store URLs, and the command that lists the alerts."""
+    from ..rehearsal.env import running
+    from ..render.context_monitoring import ALERTMANAGER_PORT, STORE_PORT, servers
+
+    mon = index.inv.monitoring
+    if mon is None:
+        out.print(f"{env}: no monitoring section: nothing to look at", markup=False)
+        return
+    state = running(env)
+    lab = {name: rec.address for name, rec in state.hosts.items()} if state is not None else {}
+    mgmt = index.addresses.mgmt
+    readable = False
+    for name in servers(index, mon):
+        address = lab.get(name) or (index.addresses.text(mgmt[name]) if name in mgmt else "")
+        if not address:
+            continue
+        am = f"http://{address}:{ALERTMANAGER_PORT}"
+        readable = readable or allowed_url(am) is None
+        out.print(f"monitoring server {name}{' (lab)' if name in lab else ''}: Alertmanager {am}, "
+                  f"store http://{address}:{STORE_PORT}", markup=False)
+    if readable:
+        out.print(f"the active alerts, placed on the floor: clusterforge alerts {env}", markup=False)
+    else:
+        out.print(f"the active alerts: `clusterforge alerts {env}` on a monitoring server (this command reads "
+                  "loopback and lab addresses only)", markup=False)
 
 
 def fetch(url: str, timeout_s: float = 10.0) -> str:
@@ -112,12 +170,16 @@ def _serve_drain_hook(env: Path, listen: str) -> None:
 
 def alerts(
     env: Path = typer.Argument(..., help="environment directory, e.g. inventories/lab"),
-    url: str = typer.Option(DEFAULT_URL, "--url", help="Alertmanager base URL: loopback or a lab address"),
+    url: str | None = typer.Option(
+        None, "--url", help="Alertmanager base URL, loopback or a lab address (default: the inventory's monitoring "
+        "servers', at their lab addresses when a lab is up; loopback when the inventory names none)"),
     fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
     timeout_s: float = typer.Option(10.0, "--timeout", min=0.1, max=300, help="seconds to wait for the answer"),
     drain_hook: str | None = typer.Option(
         None, "--drain-hook", help="instead of listing: serve level 3's drain webhook on HOST:PORT (loopback), "
         "running deploy.reboot.drain for each firing level 3 alert's host"),
+    where: bool = typer.Option(False, "--where", help="instead of listing: say where the monitoring servers' "
+                               "Alertmanager and store are (nothing is contacted); `make deploy` ends with it"),
 ) -> None:
     """List the active alerts with host, rack, U and, for a port, the cable, both ends, lanes and the repair.
 
@@ -126,15 +188,33 @@ def alerts(
     if drain_hook is not None:
         _serve_drain_hook(env, drain_hook)
         return
-    why = allowed_url(url)
-    if why is not None:
+    if where:
+        _where(env, _load(env).index)
+        return
+    if url is not None and (why := allowed_url(url)) is not None:
         _usage(f"--url: {why}")
     checked = _load(env)
-    try:
-        text = fetch(url, timeout_s)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        err.print(f"{url}: Alertmanager unreachable: {reason}", markup=False)
+    if url is not None:
+        tries = [("--url", url)]
+    else:
+        tries, skipped = alertmanagers(env, checked.index)
+        for line in skipped:
+            err.print(f"alerts: not reading {line}", markup=False)
+        if not tries:  # no server this command may read: the node it runs on (the monitoring node itself)
+            tries = [("this node", DEFAULT_URL)]
+    failed: list[str] = []
+    text = None
+    for who, candidate in tries:  # an HA pair: the first that answers (each holds every alert)
+        try:
+            text = fetch(candidate, timeout_s)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            failed.append(f"{who} ({candidate}): {reason}" if who != "--url" else f"{candidate}: {reason}")
+            continue
+        url = candidate
+        break
+    if text is None or url is None:
+        err.print("Alertmanager unreachable: " + "; ".join(failed), markup=False)
         raise typer.Exit(int(ExitCode.UNREACHABLE)) from None
     try:
         listed = located_alerts(checked.index, text)

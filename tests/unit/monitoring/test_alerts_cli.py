@@ -4,6 +4,7 @@ config (level routing, a lower level inhibited while a higher one fires for the 
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import socket
 import subprocess
@@ -17,9 +18,13 @@ from typer.testing import CliRunner
 
 from cf_lab_inventory import LAB, lab_index
 from clusterforge.alerts.view import located_alerts
-from clusterforge.cli.alerts import allowed_url
+from clusterforge.api import load_checked
+from clusterforge.cli.alerts import alertmanagers, allowed_url
 from clusterforge.cli.main import app
+from clusterforge.lab.state import HostRecord, LabState
+from clusterforge.rehearsal import env as labenv
 from clusterforge.render import render_environment
+from clusterforge.render.context_monitoring import ALERTMANAGER_PORT
 
 runner = CliRunner()
 ALERTMANAGER = shutil.which("prometheus-alertmanager")
@@ -73,16 +78,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def alertmanager(tmp_path: Path) -> Iterator[str]:
+def _run_alertmanager(tmp_path: Path, host: str, port: int) -> Iterator[str]:
     assert ALERTMANAGER is not None
     conf = tmp_path / "alertmanager.yml"
     conf.write_text(render_environment(lab_index(), "lab")["monitoring/sm01/etc/prometheus/alertmanager.yml"])
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://{host}:{port}"
     proc = subprocess.Popen(
         [ALERTMANAGER, f"--config.file={conf}", f"--storage.path={tmp_path / 'data'}",
-         f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
+         f"--web.listen-address={host}:{port}", "--cluster.listen-address="],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
@@ -98,6 +101,62 @@ def alertmanager(tmp_path: Path) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture
+def alertmanager(tmp_path: Path) -> Iterator[str]:
+    yield from _run_alertmanager(tmp_path, "127.0.0.1", _free_port())
+
+
+def _lab_state(tmp_path: Path, sm01: str) -> LabState:
+    """A lab of the lab inventory recorded as up, its monitoring server sm01 at `sm01` (a real LabState)."""
+    return LabState(lab="cf-lab", mode="podman", state_dir=tmp_path / "state", spec_digest="", network_cidr="",
+                    gateway="", ibsim_address="", netfile=tmp_path / "net",
+                    hosts={"sm01": HostRecord("sm01", sm01, "subnet-manager", [])}, complete=True)
+
+
+def test_the_inventory_says_where_its_alertmanager_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(labenv, "running", lambda env: None)
+    assert alertmanagers(LAB, lab_index()) == ([("sm01", "http://198.18.10.18:9093")], [])
+    monkeypatch.setattr(labenv, "running", lambda env: _lab_state(tmp_path, "198.18.77.9"))
+    assert alertmanagers(LAB, lab_index()) == ([("sm01", "http://198.18.77.9:9093")], [])  # the lab's address
+    prod = load_checked(LAB.parent / "prod").index
+    monkeypatch.setattr(labenv, "running", lambda env: None)
+    found, skipped = alertmanagers(LAB.parent / "prod", prod)
+    assert found == [] and skipped and all("neither loopback nor in the lab range" in s for s in skipped)
+
+
+def test_a_site_address_is_named_left_out_and_this_node_read_instead(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(labenv, "running", lambda env: None)
+    result = runner.invoke(app, ["alerts", str(LAB.parent / "prod"), "--timeout", "2"])
+    assert result.exit_code == 5, result.output
+    assert "alerts: not reading sm02 (http://10.10.1.11:9093): " in result.stderr
+    assert "Alertmanager unreachable: this node (http://127.0.0.1:9093): " in result.stderr
+
+
+@pytest.mark.skipif(ALERTMANAGER is None, reason="Alertmanager is not installed (apt-get install "
+                    "prometheus-alertmanager)")
+def test_without_url_the_lab_s_monitoring_server_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the real Alertmanager on a loopback address at the port the deploy configures: the lab's sm01 there
+    host = f"127.0.0.{random.randint(2, 250)}"
+    with socket.socket() as probe:
+        probe.bind((host, ALERTMANAGER_PORT))  # free (else the test says so, never reads another one)
+    monkeypatch.setattr(labenv, "running", lambda env: _lab_state(tmp_path, host))
+    for url in _run_alertmanager(tmp_path, host, ALERTMANAGER_PORT):
+        request = urllib.request.Request(f"{url}/api/v2/alerts", headers={"Content-Type": "application/json"},
+                                         data=json.dumps([_alert("IbSymbolErrors", 2, host="gpu01",
+                                                                 device="mlx5_0", port="1")]).encode())
+        urllib.request.urlopen(request, timeout=10).close()
+        deadline = time.monotonic() + 20
+        while True:
+            result = runner.invoke(app, ["alerts", str(LAB), "--format", "json"])
+            if result.exit_code == 4 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert result.exit_code == 4, result.output
+        data = json.loads(result.stdout)
+        assert data["url"] == f"http://{host}:{ALERTMANAGER_PORT}"
+        assert [(a["alertname"], a["cable"]) for a in data["alerts"]] == [("IbSymbolErrors", "C-00001")]
 
 
 @pytest.mark.skipif(ALERTMANAGER is None, reason="Alertmanager is not installed (apt-get install "
