@@ -240,11 +240,19 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
     down_m = mon.thresholds.host_down_m
     host_down = (f'max_over_time(up{{exporter="node"}}[{down_m}m]) == 0' if mon.collector == "exporters" else
                  f"last_over_time(system_n_cpus[1d]) unless last_over_time(system_n_cpus[{down_m}m])")
+    # a node's collector that reported 10 min ago (the store has been up and scraping that long)
+    collector_10m_ago = ('up{exporter="node"} offset 10m == 1' if mon.collector == "exporters" else
+                         "system_n_cpus offset 10m")
     cluster = [
         _alert("HostDown", host_down, lv("HostDown"), f"{WHERE} has not reported for "
                f"{mon.thresholds.host_down_m} min",
                "check power and the management network of {{ $labels.host }} (BMC console)"),
-        _alert("NoMasterSubnetManager", f"max(max_over_time({SM_MASTER}[2m])) < 1 or absent_over_time({SM_MASTER}[5m])",
+        # no master: reported so (within 2 min), or the series gone or never there while the nodes' collectors
+        # have been up for 10 min; a store that has just started (a fresh deploy: ib-health's first run not yet
+        # scraped) holds no collector 10 min old, so it pages nobody for the minute before the first sample
+        _alert("NoMasterSubnetManager",
+               f"(max(max_over_time({SM_MASTER}[2m])) < 1) or (absent_over_time({SM_MASTER}[5m]) and on() "
+               f"(count({collector_10m_ago}) > 0))",
                lv("NoMasterSubnetManager"), "no master subnet manager on the fabric",
                "start OpenSM on the SM nodes (systemctl start opensm) and check sminfo from any node"),
     ]

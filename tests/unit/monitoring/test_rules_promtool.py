@@ -200,6 +200,25 @@ def test_host_down_and_no_master_sm(tmp_path: Path) -> None:
     ])])
 
 
+def test_no_false_page_for_a_fresh_store_and_a_missing_sm_still_pages(tmp_path: Path) -> None:
+    """A fresh deploy: the collectors are scraped from the start, ib-health's first cf_ib_sm_master lands 2 min
+    later: nothing fires (it did: absent_over_time is true on a store that never held the series). An SM series
+    that never comes, or that vanishes, pages once the collectors have been up 10 min."""
+    node = {**HOST, "exporter": "node"}
+    sm = {"host": "sm01", "rack": "core", "u": "20"}
+    rules = _rendered_rules(_mon(), tmp_path)
+    fresh = [_series("up", node, "1x40"), _series("cf_ib_sm_master", sm, "_x2 1x38")]
+    never = [_series("up", node, "1x40")]
+    vanished = [_series("up", node, "1x40"), _series("cf_ib_sm_master", sm, "1x10 _x30")]
+    _promtool(tmp_path, rules, [
+        _case(fresh, [(t, "NoMasterSubnetManager", []) for t in ("30s", "1m", "2m", "5m", "11m", "30m")]),
+        _case(never, [("5m", "NoMasterSubnetManager", []), ("9m", "NoMasterSubnetManager", []),
+                      ("11m", "NoMasterSubnetManager", [{"level": "3"}])]),
+        _case(vanished, [("12m", "NoMasterSubnetManager", []),
+                         ("17m", "NoMasterSubnetManager", [{"level": "3"}])]),
+    ])
+
+
 def _ost(host: str, target: str = "lustre-OST0003") -> dict[str, str]:
     return {**HOST, "host": host, "target": target, "kind": "osc"}
 
