@@ -4,11 +4,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..catalog import catalog
 from ..model.index import Index
 
-# packages whose installed versions are checked against the inventory's software pins
-VERSION_PACKAGES = {"libnccl2": "nccl", "lustre-client-utils": "lustre_client", "lemur-hsm-agent": "lemur"}
-"""Packages whose installed version is collected, and the `software` pin each is checked against."""
+
+def version_packages(family: str) -> dict[str, str]:
+    """The packages whose installed version is collected on a host of `family`, each with the `software` pin it
+    is checked against: NCCL's, the Lustre client's and Lemur's agent's first package under the family's names
+    (catalog/os.yaml: `libnccl2` on Debian and Ubuntu, `libnccl` on EL)."""
+    names = catalog().os.package_names
+    return {names(family, "nccl")[0]: "nccl", names(family, "lustre_client")[0]: "lustre_client",
+            names(family, "lemur")[0]: "lemur"}
+
+
+def version_query(family: str) -> tuple[str, tuple[str, ...]]:
+    """(stem, argv) of the installed-versions query on a host of `family`: its package manager's database."""
+    names = tuple(version_packages(family))
+    if catalog().os.families[family].package_manager == "dnf":
+        return "rpm-query", ("rpm", "-q", "--qf", "%{NAME} %{VERSION}-%{RELEASE}\n", *names)
+    return "dpkg-query", ("dpkg-query", "-W", "-f=${Package} ${Version}\n", *names)
+
+
+def family_of(index: Index, node: str) -> str:
+    """The OS family of a node's declared release (default debian12)."""
+    return index.cat.os.releases[index.hardware[node].os].family
 
 HOST_TOOLS: dict[str, tuple[str, ...]] = {
     "ibstat": ("ibstat",),
@@ -21,7 +40,6 @@ HOST_TOOLS: dict[str, tuple[str, ...]] = {
     ),
     "lctl-list-nids": ("lctl", "list_nids"),
     "ofed-info": ("ofed_info", "-s"),
-    "dpkg-query": ("dpkg-query", "-W", "-f=${Package} ${Version}\n", *VERSION_PACKAGES),
     "mlxfwmanager": ("mlxfwmanager", "--query"),
     "lfs-df": ("lfs", "df"),
     "lctl-hsm": ("lctl", "get_param", "mdt.*.hsm_control", "mdt.*.hsm.agents"),
@@ -120,7 +138,8 @@ def default_targets(index: Index, addresses: dict[str, str]) -> tuple[list[Targe
                 cmds.update(link_health_commands(index, node.name))
         if (hw.hcas or hw.dpus) and index.inv.firmware is not None and index.inv.firmware.hcas:
             cmds["mlxfwmanager"] = HOST_TOOLS["mlxfwmanager"]  # HCAs' and DPUs' firmware
-        cmds["dpkg-query"] = HOST_TOOLS["dpkg-query"]
+        stem, argv = version_query(family_of(index, node.name))  # dpkg-query, or rpm -q on EL
+        cmds[stem] = argv
         if hw.gpus is not None and hw.gpus.count:
             for stem in ("nvidia-smi-topo", "nvidia-smi-nvlink", "nvidia-smi-query-gpu"):
                 cmds[stem] = HOST_TOOLS[stem]

@@ -3,7 +3,7 @@
 A validation that read nothing must not say "clean". Every host `collect` would visit is
 expected to have answered (or to be marked unreachable) with the outputs its declared
 hardware calls for: ibstat where it has HCAs, nvidia-smi where it has GPUs. Outputs of
-tools that may legitimately be absent (not installed: ofed_info, dpkg-query, lctl) are not
+tools that may legitimately be absent (not installed: ofed_info, dpkg-query or rpm, lctl) are not
 required. A host directory that names no declared node is reported too: its outputs were
 not checked, and it is often a typo for a host whose data is then missing.
 """

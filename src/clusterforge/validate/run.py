@@ -29,6 +29,7 @@ from ..parse import (
     nvidia_smi_query_gpu,
     nvidia_smi_topo,
     ofed_info,
+    rpm_query,
 )
 from ..parse.ibstat import IbstatCa
 from ..parse.mlxlink import MlxlinkReport
@@ -238,6 +239,7 @@ HOST_CHECKS: tuple[tuple[str, Callable[[str], Any], Callable[[Index, str, Any], 
     ("nvidia-smi-query-gpu", nvidia_smi_query_gpu.parse, check_driver),
     ("ofed-info", ofed_info.parse, check_ofed),
     ("dpkg-query", dpkg_query.parse, check_packages),
+    ("rpm-query", rpm_query.parse, check_packages),
     ("lctl-list-nids", lctl_list_nids.parse, check_nids),
     ("lfs-df", lfs_df.parse, check_lfs_df),
     ("lctl-hsm", lctl_hsm.parse, check_hsm),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..collect.plan import VERSION_PACKAGES
+from ..collect.plan import family_of, version_packages
 from ..model.index import Index
 from ..parse.lctl_list_nids import LnetNid
 from ..parse.nvidia_smi_query_gpu import QueryGpuResult
@@ -79,7 +79,7 @@ def check_ofed(index: Index, host: str, info: OfedInfo) -> list[Finding]:
 def check_packages(index: Index, host: str, installed: dict[str, str]) -> list[Finding]:
     pins = index.inv.software
     out: list[Finding] = []
-    for package, field in VERSION_PACKAGES.items():
+    for package, field in version_packages(family_of(index, host)).items():
         pin = getattr(pins, field)
         seen = installed.get(package)
         if pin is not None and seen is not None and not _pinned(pin, seen):

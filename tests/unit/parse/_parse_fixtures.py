@@ -39,6 +39,7 @@ DIR_TO_TOOL = {
     "flint-query": "flint-q",
     "lfs-df": "lfs-df",
     "lctl-get_param-hsm": "lctl-hsm",
+    "rpm-query": "rpm-query",
 }
 
 

@@ -15,7 +15,7 @@ TOOLS = {
     "nvidia-smi-nvlink", "nvidia-smi-query-gpu", "nvidia-smi-q", "ibdev2netdev",
     "lnetctl-net-show", "lctl-list-nids", "nccl-tests", "ofed-info", "dpkg-query", "ibv-devinfo", "lustre-state",
     "mstlink", "mlxlink", "perftest", "dcgmi-diag", "dcgmi-diag-json", "mlxfwmanager", "mlxfwmanager-xml",
-    "flint-q", "lfs-df", "lctl-hsm", "lctl-pcc", "lctl-recovery",
+    "flint-q", "lfs-df", "lctl-hsm", "lctl-pcc", "lctl-recovery", "rpm-query",
 }
 
 
@@ -35,8 +35,8 @@ def test_parse_error_attributes_and_str() -> None:
         err.tool, err.line_no, err.line, err.message)
 
 
-EMPTY_IS_NOTHING = {"nvidia-smi-nvlink", "dpkg-query", "lustre-state", "lfs-df", "lctl-hsm", "lctl-pcc",
-                    "lctl-recovery"}
+EMPTY_IS_NOTHING = {"nvidia-smi-nvlink", "dpkg-query", "rpm-query", "lustre-state", "lfs-df", "lctl-hsm",
+                    "lctl-pcc", "lctl-recovery"}
 """Tools whose empty output means "none here" (no NVLink, no Lustre mounted, no MDT), not a broken run."""
 
 
