@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from lab_deploy_support import ENV, NODES, DeployLab
 
+from cf_os_families import declare_os
 from clusterforge.api import load_checked
 from clusterforge.day2 import change_plan
 from clusterforge.deploy.ansible_api import deploy_ansible
@@ -118,10 +119,7 @@ def test_a_host_that_is_not_the_declared_os_is_refused_by_both_engines(deploy_la
     # gpu02 declared Rocky 9 (it is the lab's Debian 12) and drifted: neither engine touches it, gpu01 goes on
     wrong = tmp_path / "lab"
     shutil.copytree(ENV, wrong)
-    nodes = wrong / "nodes.yaml"
-    line = "{name: gpu02, rack: lab-su01-r01, u: 6, profile: gpu-node}"
-    assert line in nodes.read_text()
-    nodes.write_text(nodes.read_text().replace(line, line[:-1] + ", os: rocky9}"))
+    declare_os(wrong, {"gpu02": "rocky9"})
     run(ssh_command(deploy_lab.state, "gpu02", ["sh", "-c", "echo NCCL_DEBUG=WARN >> /etc/nccl.conf"]), timeout=30)
     expected = ("os: the inventory declares rocky9 (Rocky Linux 9: ID=rocky VERSION_ID=9), /etc/os-release says "
                 "ID=debian VERSION_ID=12 (Debian GNU/Linux 12 (bookworm)): nothing on this host was changed")

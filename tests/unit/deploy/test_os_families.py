@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cf_os_families import declare_os
 from clusterforge.api import load_checked
 from clusterforge.deploy.changes import component_changes, reboot_needed
 from clusterforge.deploy.component import HostPlan
@@ -27,12 +28,7 @@ UBUNTU_MIRROR = "https://mirror.example.org/ubuntu jammy main"
 def _env(tmp_path: Path, driver: str = "550.90.07") -> Path:
     env = tmp_path / "lab"
     shutil.copytree(ROOT / "inventories" / "lab", env)
-    nodes = env / "nodes.yaml"
-    text = nodes.read_text()
-    for name, release in (("gpu01", "ubuntu2204"), ("gpu02", "rocky9")):
-        line = next(x for x in text.splitlines() if x.strip().startswith(f"- {{name: {name},"))
-        text = text.replace(line, line.rstrip()[:-1] + f", os: {release}}}")
-    nodes.write_text(text)
+    declare_os(env, {"gpu01": "ubuntu2204", "gpu02": "rocky9"})
     services = env / "services.yaml"
     services.write_text(services.read_text().replace("nvidia_driver: 550.90.07", f"nvidia_driver: {driver}")
                         .replace("deploy:\n", f"deploy:\n  package_mirror: https://mirror.example.org/debian "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from cf_os_families import declare_os
 from clusterforge.api import load_checked
 from clusterforge.collect.plan import default_targets, version_packages
 from clusterforge.parse import ParseError
@@ -22,12 +23,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "rpm-query" / "lab-rocky9-shape-standins
 def families(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     env = tmp_path_factory.mktemp("fam") / "lab"
     shutil.copytree(ROOT / "inventories" / "lab", env)
-    nodes = env / "nodes.yaml"
-    text = nodes.read_text()
-    for name, release in (("gpu07", "ubuntu2204"), ("gpu08", "rocky9")):
-        line = next(x for x in text.splitlines() if x.strip().startswith(f"- {{name: {name},"))
-        text = text.replace(line, line.rstrip()[:-1] + f", os: {release}}}")
-    nodes.write_text(text)
+    declare_os(env, {"gpu07": "ubuntu2204", "gpu08": "rocky9"})
     return load_checked(env).index
 
 
