@@ -6,7 +6,10 @@ hand it a LabStage, as a site hands its own repository and hosts through the inv
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import platform
+import signal
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -19,6 +22,7 @@ from ..deploy.packages import all_pins, module_streams, nvidia_pins
 from ..deploy.runner import SshSettings
 from ..lab import LabState, read_state
 from ..model.index import Index
+from ..util.fsutil import directory_lock, write_atomic
 from .lablink import lab_plans, lab_ssh, repo_url, serve_repo
 from .standin import MONITORING_PACKAGES, STANDIN_RECIPE, SUPPORT_PACKAGES, build_repo, download_debs
 from .standin_rpm import RPM_RECIPE, build_rpm_repo
@@ -72,14 +76,59 @@ def lab_sources(state: LabState, index: Index) -> Sources:
     return Sources(lab_mirror(state), families)
 
 
+SERVE_DIR = "standin-serve"
+"""In the lab's state directory: the lock and the users file of the one repository server of the lab."""
+
+
 @contextlib.contextmanager
 def lab_session(state: LabState, index: Index) -> Iterator[Sources]:
-    server = serve_repo(lab_repo(state, index), state.gateway)
+    """The stand-in repositories, built and served while the run lasts. Runs at the same time (a day-2 plan's
+    parallel deploy steps, each its own process) share one server on the lab's one repository address: the
+    first starts it, each counts itself in and out under the lock, the last one out stops it (before, the first
+    to finish stopped it under the others' feet: `Connection refused` mid-install)."""
+    ctl = state.state_dir / SERVE_DIR
+    with directory_lock(ctl):
+        repo = lab_repo(state, index)  # built once, under the lock: a run beside it waits for the build
+        users = _users(ctl)
+        if users is None or not _serving(users[0]):
+            users = (serve_repo(repo, state.gateway).pid, 0)
+        _write_users(ctl, (users[0], users[1] + 1))
     try:
         yield lab_sources(state, index)
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        with directory_lock(ctl):
+            pid, count = _users(ctl) or (users[0], 1)
+            if count <= 1:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGTERM)
+                (ctl / USERS_FILE).unlink(missing_ok=True)
+            else:
+                _write_users(ctl, (pid, count - 1))
+
+
+USERS_FILE = "users.json"
+
+
+def _users(ctl: Path) -> tuple[int, int] | None:
+    """(the server's pid, how many runs use it), or None when no server is recorded."""
+    try:
+        data = json.loads((ctl / USERS_FILE).read_text())
+        return int(data["pid"]), int(data["count"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_users(ctl: Path, users: tuple[int, int]) -> None:
+    write_atomic(ctl / USERS_FILE, json.dumps({"pid": users[0], "count": users[1]}) + "\n")
+
+
+def _serving(pid: int) -> bool:
+    """Is `pid` a repository server still running (not a pid the system gave to something else since)?"""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"http.server" in cmdline
 
 
 def placed_in(state: LabState, wanted: Mapping[str, HostPlan], limit: tuple[str, ...]) -> Placed:
