@@ -197,7 +197,7 @@ def _nvlink(node: str, st: nvidia_smi_nvlink.NvlinkStatus, gpus: int, out: Judge
     if len(st.gpus) < gpus:  # an empty output lists no link down: it must not read as "every link up"
         seen = ", ".join(str(g.index) for g in st.gpus) or "none"
         out.findings.append(Finding(
-            "ACC-NVLINK", "error", node, f"nvidia-smi nvlink -s lists {len(st.gpus)} of the {gpus} GPUs declared "
+            "ACC-NVLINK", "error", node, f"nvidia-smi nvlink --status lists {len(st.gpus)} of the {gpus} GPUs declared "
                                          f"(GPUs listed: {seen}): their links were not seen",
             expected=f"{gpus} GPUs", observed=str(len(st.gpus)),
             action="check the GPUs are seen (`nvidia-smi -L`) and Fabric Manager runs; save the whole output again",
@@ -221,7 +221,7 @@ def _single(node: str, exp: Expect, res: nccl_tests.NcclResult, out: Judged) -> 
         out.findings.append(Finding(
             "ACC-NCCL-NODE", "error", node, "single-node all_reduce below the NVLink bound",
             expected=f">= {least:g} GB/s bus bandwidth", observed=seen,
-            action="check nvidia-smi nvlink -s and topo -m on this node (a GPU off NVLink falls back to PCIe)",
+            action="check nvidia-smi nvlink --status and topo -m on this node (a GPU off NVLink falls back to PCIe)",
             host=node))
 
 

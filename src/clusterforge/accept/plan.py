@@ -1,7 +1,7 @@
 """The acceptance tests an inventory implies, in an order that localises faults (docs/accept.md).
 
 1. **nodes**: per GPU node `dcgmi diag -r <level>`, `nvidia-smi -q` (PCIe generation and width under load,
-   clocks), `nvidia-smi nvlink -s` and a single-node `all_reduce_perf -g <GPUs>` (NVLink bandwidth);
+   clocks), `nvidia-smi nvlink --status` and a single-node `all_reduce_perf -g <GPUs>` (NVLink bandwidth);
 2. **links**: `ib_write_bw` between HCA ports, in rounds that use no port twice at a time: round 1 pairs
    the ports of each leaf with each other (every node-leaf cable, loaded from both ends of the leaf),
    the next rounds pair every port of a leaf with a port of another leaf (another scalable unit where
@@ -21,6 +21,7 @@ import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..collect.tools import argv
 from ..model.index import Index
 
 ALL_REDUCE = ["all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2"]
@@ -208,9 +209,9 @@ def accept_plan(index: Index) -> AcceptPlan:
             continue
         gpu_nodes[node.name] = hw.gpus.count
         plan.nodes.append(NodeTest(node.name, hw.gpus.count, {
-            "dcgmi-diag": ["dcgmi", "diag", "-r", level],
-            "nvidia-smi-q": ["nvidia-smi", "-q"],
-            "nvidia-smi-nvlink": ["nvidia-smi", "nvlink", "-s"],
+            "dcgmi-diag": [*argv("dcgmi-diag", level)],
+            "nvidia-smi-q": [*argv("nvidia-smi-q")],
+            "nvidia-smi-nvlink": [*argv("nvidia-smi-nvlink")],
             "nccl-single": [*ALL_REDUCE, "-g", str(hw.gpus.count)],
         }))
     plan.ports = host_ports(index)

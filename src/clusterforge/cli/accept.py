@@ -143,7 +143,7 @@ def _print_plan(index: Any, plan: AcceptPlan, fmt: Format) -> None:
         return
     cov = _coverage(plan)
     out.print(f"accept plan: {len(plan.nodes)} GPU node(s): dcgmi diag -r {acc.dcgm_level}, nvidia-smi -q, "
-              f"nvidia-smi nvlink -s, all_reduce_perf -g <GPUs>", markup=False)
+              f"nvidia-smi nvlink --status, all_reduce_perf -g <GPUs>", markup=False)
     out.print(f"  links: {len(plan.links)} ib_write_bw test(s) in {cov['rounds']} round(s) (no port twice in a round); "
               f"{cov['cables_crossed']} of {cov['cables']} node-leaf cables crossed, {cov['leaves']} leaves' "
               f"{cov['uplinks']} uplinks loaded by at least as many destinations each", markup=False)

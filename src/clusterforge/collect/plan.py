@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ..catalog import catalog
 from ..model.index import Index
+from .tools import argv
 
 
 def version_packages(family: str) -> dict[str, str]:
@@ -19,33 +20,15 @@ def version_packages(family: str) -> dict[str, str]:
 
 def version_query(family: str) -> tuple[str, tuple[str, ...]]:
     """(stem, argv) of the installed-versions query on a host of `family`: its package manager's database."""
-    names = tuple(version_packages(family))
-    if catalog().os.families[family].package_manager == "dnf":
-        return "rpm-query", ("rpm", "-q", "--qf", "%{NAME} %{VERSION}-%{RELEASE}\n", *names)
-    return "dpkg-query", ("dpkg-query", "-W", "-f=${Package} ${Version}\n", *names)
+    stem = "rpm-query" if catalog().os.families[family].package_manager == "dnf" else "dpkg-query"
+    return stem, argv(stem, *version_packages(family))
 
 
 def family_of(index: Index, node: str) -> str:
     """The OS family of a node's declared release (default debian12)."""
     return index.cat.os.releases[index.hardware[node].os].family
 
-HOST_TOOLS: dict[str, tuple[str, ...]] = {
-    "ibstat": ("ibstat",),
-    "nvidia-smi-topo": ("nvidia-smi", "topo", "-m"),
-    "nvidia-smi-nvlink": ("nvidia-smi", "nvlink", "--status"),
-    "nvidia-smi-query-gpu": (
-        "nvidia-smi",
-        "--query-gpu=index,name,pci.bus_id,driver_version",
-        "--format=csv",
-    ),
-    "lctl-list-nids": ("lctl", "list_nids"),
-    "ofed-info": ("ofed_info", "-s"),
-    "mlxfwmanager": ("mlxfwmanager", "--query"),
-    "lfs-df": ("lfs", "df"),
-    "lctl-hsm": ("lctl", "get_param", "mdt.*.hsm_control", "mdt.*.hsm.agents"),
-    "lctl-pcc": ("lctl", "get_param", "llite.*.pcc"),
-    "lctl-recovery": ("lctl", "get_param", "obdfilter.*.recovery_status", "mdt.*.recovery_status"),
-}
+
 MLXLINK = "mlxlink"
 """The stem prefix of a port's `mlxlink` output: `mlxlink@<hca>.<port>` (inventory collect.link_health)."""
 
@@ -68,14 +51,16 @@ def link_health_commands(index: Index, node: str) -> dict[str, tuple[str, ...]]:
     for hca in index.hardware[node].hcas:
         for p in hca.ports:
             if (node, hca.name, p.port) in index.cable_at:
-                out[mlxlink_stem(hca.name, p.port)] = ("mlxlink", "-d", hca.name, "-p", str(p.port), "-m", "-c")
+                out[mlxlink_stem(hca.name, p.port)] = argv(MLXLINK, "-d", hca.name, "-p", str(p.port), "-m", "-c")
     return out
 
 
-FABRIC_TOOLS: dict[str, tuple[str, ...]] = {
-    "ibnetdiscover": ("ibnetdiscover",),
-    "iblinkinfo": ("iblinkinfo",),
-}
+FABRIC_STEMS = ("ibnetdiscover", "iblinkinfo")
+"""What is read of the fabric, from one node (the master SM's)."""
+
+
+def fabric_tools() -> dict[str, tuple[str, ...]]:
+    return {stem: argv(stem) for stem in FABRIC_STEMS}
 
 
 @dataclass(frozen=True)
@@ -118,9 +103,9 @@ def fabric_commands(index: Index, node: str) -> dict[str, tuple[str, ...]]:
     (`ibnetdiscover-plane<P>`: ibnetdiscover -C HCA -P PORT)."""
     planes = plane_ports(index, node)
     if not planes:
-        return dict(FABRIC_TOOLS)
-    return {f"{stem}-plane{plane}": (*argv, "-C", hca, "-P", str(port))
-            for plane, (hca, port) in planes.items() for stem, argv in FABRIC_TOOLS.items()}
+        return fabric_tools()
+    return {f"{stem}-plane{plane}": argv(stem, "-C", hca, "-P", str(port))
+            for plane, (hca, port) in planes.items() for stem in FABRIC_STEMS}
 
 
 def default_targets(index: Index, addresses: dict[str, str]) -> tuple[list[Target], Target | None]:
@@ -131,29 +116,29 @@ def default_targets(index: Index, addresses: dict[str, str]) -> tuple[list[Targe
         if addr is None:
             continue
         hw = index.hardware[node.name]
-        cmds = {"ibstat": HOST_TOOLS["ibstat"]} if hw.hcas else {}
+        cmds = {"ibstat": argv("ibstat")} if hw.hcas else {}
         if hw.hcas:
-            cmds["ofed-info"] = HOST_TOOLS["ofed-info"]
+            cmds["ofed-info"] = argv("ofed-info")
             if index.inv.collect.link_health:
                 cmds.update(link_health_commands(index, node.name))
         if (hw.hcas or hw.dpus) and index.inv.firmware is not None and index.inv.firmware.hcas:
-            cmds["mlxfwmanager"] = HOST_TOOLS["mlxfwmanager"]  # HCAs' and DPUs' firmware
-        stem, argv = version_query(family_of(index, node.name))  # dpkg-query, or rpm -q on EL
-        cmds[stem] = argv
+            cmds["mlxfwmanager"] = argv("mlxfwmanager")  # HCAs' and DPUs' firmware
+        stem, query = version_query(family_of(index, node.name))  # dpkg-query, or rpm -q on EL
+        cmds[stem] = query
         if hw.gpus is not None and hw.gpus.count:
             for stem in ("nvidia-smi-topo", "nvidia-smi-nvlink", "nvidia-smi-query-gpu"):
-                cmds[stem] = HOST_TOOLS[stem]
+                cmds[stem] = argv(stem)
         if index.inv.lustre and node.role == "compute":
-            cmds["lctl-list-nids"] = HOST_TOOLS["lctl-list-nids"]
+            cmds["lctl-list-nids"] = argv("lctl-list-nids")
         if any(fs.client(node.name, node.role) for fs in index.inv.lustre):
-            cmds["lfs-df"] = HOST_TOOLS["lfs-df"]  # the client's view of its file systems' targets
+            cmds["lfs-df"] = argv("lfs-df")  # the client's view of its file systems' targets
         if any(fs.pcc is not None and node.role in fs.pcc.roles and fs.client(node.name, node.role)
                for fs in index.inv.lustre):
-            cmds["lctl-pcc"] = HOST_TOOLS["lctl-pcc"]  # the cache back-ends the client has attached
+            cmds["lctl-pcc"] = argv("lctl-pcc")  # the cache back-ends the client has attached
         if any(node.name in fs.servers and fs.targets for fs in index.inv.lustre):
-            cmds["lctl-recovery"] = HOST_TOOLS["lctl-recovery"]  # the targets a server serves, and their recovery
+            cmds["lctl-recovery"] = argv("lctl-recovery")  # the targets a server serves, and their recovery
         if any(node.name in fs.hsm_coordinators() for fs in index.inv.lustre):
-            cmds["lctl-hsm"] = HOST_TOOLS["lctl-hsm"]  # the HSM coordinator on a metadata server
+            cmds["lctl-hsm"] = argv("lctl-hsm")  # the HSM coordinator on a metadata server
         hosts.append(Target(node.name, addr, cmds))
     sm = sm_node(index)
     fabric = Target(sm, addresses[sm], fabric_commands(index, sm)) if sm and sm in addresses else None

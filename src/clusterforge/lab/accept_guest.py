@@ -154,7 +154,7 @@ if tool == "dcgmi" and args[:2] == ["diag", "-r"]:
     emit("nodes/dcgmi-diag")
 elif tool == "nvidia-smi" and args == ["-q"]:
     emit("nodes/nvidia-smi-q")
-elif tool == "nvidia-smi" and args == ["nvlink", "-s"]:
+elif tool == "nvidia-smi" and args in (["nvlink", "--status"], ["nvlink", "-s"]):  # nvidia-smi takes both
     emit("nodes/nvidia-smi-nvlink")
 elif tool == "all_reduce_perf" and "-g" in args and opt("-g") != "1":
     emit("nodes/nccl-single")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..check.checked import Checked
-from ..collect.plan import FABRIC_TOOLS, Target, default_targets, plane_ports
+from ..collect.plan import Target, default_targets, fabric_tools, plane_ports
 from ..collect.ssh import SshConfig
 from ..inventory.env_entries import dir_name
 from ..inventory.selection import SelectionError, default_rehearsal, select_nodes
@@ -384,7 +384,7 @@ def collect_targets(state: LabState, checked: Checked) -> tuple[list[Target], Ta
     if fabric is None:
         first = next((n for n, rec in state.hosts.items() if rec.hcas), None)
         if first is not None:
-            fabric = Target(first, addresses[first], dict(FABRIC_TOOLS))
+            fabric = Target(first, addresses[first], fabric_tools())
     for t in [*hosts, *([fabric] if fabric else [])]:
         if not in_lab_network(state, t.address):
             raise LabError(f"refusing to collect from {t.host} at {t.address}: not on the lab network "

@@ -10,7 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..check.checked import Checked
-from ..collect.plan import HOST_TOOLS, sm_node
+from ..collect.plan import sm_node
+from ..collect.tools import argv
 from ..lab import LabState
 from ..lab import firmware_standin as fw_standin
 from ..lab.monitoring_standins import MonitoredHost, write_initial
@@ -63,7 +64,7 @@ def write_monitoring_standins(state: LabState, checked: Checked) -> None:
 def install_gpu_standins(state: LabState, checked: Checked) -> int:
     """Install the lab-only nvidia-smi stand-in on every lab host with declared GPUs."""
     index = checked.index
-    fields = HOST_TOOLS["nvidia-smi-query-gpu"][1].split("=", 1)[1].split(",")
+    fields = argv("nvidia-smi-query-gpu")[1].split("=", 1)[1].split(",")
     todo = [n for n in sorted(state.hosts)
             if (hw := index.hardware.get(n)) is not None and hw.gpus is not None and hw.gpus.count]
 

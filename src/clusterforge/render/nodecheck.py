@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..collect.tools import argv
 from ..model.health import HealthCheck
 from ..model.hooks import hook_argv
 from ..parse import _common, errors, ibstat, nvidia_smi_nvlink, nvidia_smi_query_gpu
@@ -90,6 +91,12 @@ def healthcheck_lines(hc: HealthCheck) -> list[str]:
             f"HealthCheckNodeState={','.join(hc.node_state)}"]
 
 
+def tool_argv() -> dict[str, str]:
+    """The commands the check runs, from the one tool table (collect/tools.py), each as a Python list literal for
+    the rendered program (our constants, never inventory text)."""
+    return {stem: json.dumps(list(argv(stem))) for stem in ("nvidia-smi-query-gpu", "nvidia-smi-nvlink", "ibstat")}
+
+
 def nodecheck_files(fab: FabricView) -> list[FileSpec]:
     hc = fab.index.inv.health_check
     if not hc.enabled:
@@ -101,7 +108,8 @@ def nodecheck_files(fab: FabricView) -> list[FileSpec]:
     # node's expectations to that node
     out = [FileSpec("slurm/healthcheck.conf", "slurm/healthcheck.conf.j2", {"lines": healthcheck_lines(hc)},
                     dest=SLURM_CONF),
-           FileSpec(f"slurm/nodes{PATH}", TEMPLATE, {"sources": sources(), "config": CONFIG}, dest=PATH)]
+           FileSpec(f"slurm/nodes{PATH}", TEMPLATE, {"sources": sources(), "config": CONFIG, "argv": tool_argv()},
+                    dest=PATH)]
     mounts = mounts_of(fab)
     texts: dict[str, str] = {}  # nodes that expect the same (one profile, the same mounts) share one encoding
     for node in nodes:

@@ -67,8 +67,12 @@ def test_node_tools_print_the_hosts_answers_and_nothing_else(plan: AcceptPlan, t
     assert rc == 0 and out == capture("nvidia-smi-q")
     rc, out, _ = _run(sbin, hosts[node.node], node.commands["dcgmi-diag"])
     assert rc == 0 and out == capture("dcgmi-diag")
-    # validate's own nvidia-smi commands and an unknown argv find no tool (127), as on a host without one
-    for argv in (["nvidia-smi", "nvlink", "--status"], ["nvidia-smi", "topo", "-m"], ["dcgmi", "discovery", "-l"]):
+    # nvlink's status is one command for accept and validate alike (collect/tools.py): answered while armed
+    rc, out, _ = _run(sbin, hosts[node.node], node.commands["nvidia-smi-nvlink"])
+    assert node.commands["nvidia-smi-nvlink"] == ["nvidia-smi", "nvlink", "--status"]
+    assert rc == 0 and out == capture("nvidia-smi-nvlink")
+    # validate's other nvidia-smi commands and an unknown argv find no tool (127), as on a host without one
+    for argv in (["nvidia-smi", "topo", "-m"], ["dcgmi", "discovery", "-l"]):
         rc, _, err = _run(sbin, hosts[node.node], argv)
         assert rc == 127 and "LAB-ONLY" in err
     # ... unless another tool of that name comes later on PATH (the lab's own nvidia-smi stand-in): it answers
@@ -76,8 +80,8 @@ def test_node_tools_print_the_hosts_answers_and_nothing_else(plan: AcceptPlan, t
     other.mkdir()
     (other / "nvidia-smi").write_text("#!/bin/sh\necho \"the next nvidia-smi: $*\"\n")  # constructed
     (other / "nvidia-smi").chmod(0o755)
-    rc, out, _ = _run(sbin, hosts[node.node], ["nvidia-smi", "nvlink", "--status"], path=[sbin, other])
-    assert (rc, out) == (0, "the next nvidia-smi: nvlink --status\n")
+    rc, out, _ = _run(sbin, hosts[node.node], ["nvidia-smi", "topo", "-m"], path=[sbin, other])
+    assert (rc, out) == (0, "the next nvidia-smi: topo -m\n")
     assert disarm(hosts) == len(hosts)  # the answers gone, the tools left: nothing is answered
     rc, _, err = _run(sbin, hosts[node.node], node.commands["nvidia-smi-q"])
     assert rc == 127 and "not armed" in err

@@ -51,7 +51,7 @@ a="$CF_FAKE_SSH/answers"
 case "$last" in
   "dcgmi diag"*) exec cat "$a/dcgmi-diag";;
   "nvidia-smi -q") exec cat "$a/nvidia-smi-q";;
-  "nvidia-smi nvlink -s") exec cat "$a/nvidia-smi-nvlink";;
+  "nvidia-smi nvlink --status") exec cat "$a/nvidia-smi-nvlink";;
   all_reduce_perf*) exec cat "$a/nccl-single";;
   "timeout "*) echo ' * Waiting for client to connect... *'; exit 0;;
   ib_write_bw*) exec cat "$a/link";;
