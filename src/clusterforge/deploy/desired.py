@@ -99,7 +99,6 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
     monitoring = monitoring_components(index, options, render=render)
     healthcheck = healthcheck_components(index, options, render=render)
     targets: dict[str, OsTarget] = {}
-    not_deployed: dict[str, dict[str, str]] = {}
     for node in inv.nodes:
         files: dict[str, list[ManagedFile]] = {}
         for dest, spec in by_host.get(node.name, []):
@@ -142,9 +141,10 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
             comps.insert(0, repo)
         if target.package_manager != "apt":  # every component's packages through the host's own manager
             comps = [replace(c, package_manager=target.package_manager) for c in comps]
-        if index.cat.os.families[family].selinux:  # what the deploy writes gets its SELinux context
+        fam = index.cat.os.families[family]
+        if fam.selinux:  # what the deploy writes gets its SELinux context
             comps = [replace(c, selinux=True) for c in comps]
-        pending = not_deployed.setdefault(family, index.cat.os.families[family].not_deployed)
+        pending = fam.not_deployed
         if pending:  # a component this family does not get yet fails its preflight, saying why
             comps = [replace(c, problems=(*c.problems, f"not deployed on {target.release} yet: {pending[c.name]}"))
                      if c.name in pending else c for c in comps]
