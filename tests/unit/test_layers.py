@@ -205,3 +205,14 @@ def test_templates_are_rendered_in_one_place() -> None:
              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if calls.search(line) and not line.lstrip().startswith("#")]
     assert not found, found
+
+
+def test_render_is_reached_through_its_face() -> None:
+    """Outside `render/`, every import of it names the package (`from ..render import X`), never a module behind
+    it: the deploy, day-2, the rehearsal, sim and the CLI take specs, places and file names from render's face
+    (#38 "deploy's imports of render shrink to render's face")."""
+    behind = sorted((src, dst) for src, dsts in _graph().items() if _capability(src) != "render"
+                    for dst in dsts if _capability(dst) == "render" and dst != "clusterforge.render")
+    assert not behind, f"imports past render's face: {behind[:8]}"
+    users = {_capability(src) for src, dsts in _graph().items() if "clusterforge.render" in dsts}
+    assert {"deploy", "day2", "rehearsal", "cli", "sim"} <= users, users

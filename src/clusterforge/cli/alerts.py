@@ -51,7 +51,7 @@ def alertmanagers(env: Path, index: Index) -> tuple[list[tuple[str, str]], list[
     address when a lab is up for ENV, else at its management address; and why a server was left out (an address
     this command does not read: neither loopback nor the lab range). None in the inventory: no server."""
     from ..rehearsal.env import running
-    from ..render.context_monitoring import ALERTMANAGER_PORT, servers
+    from ..render import ALERTMANAGER_PORT, monitoring_servers
 
     mon = index.inv.monitoring
     if mon is None:
@@ -61,7 +61,7 @@ def alertmanagers(env: Path, index: Index) -> tuple[list[tuple[str, str]], list[
     mgmt = index.addresses.mgmt
     found: list[tuple[str, str]] = []
     skipped: list[str] = []
-    for name in servers(index, mon):
+    for name in monitoring_servers(index, mon):
         address = lab.get(name) or (index.addresses.text(mgmt[name]) if name in mgmt else None)
         if address is None:
             skipped.append(f"{name}: no management address (and no lab container)")
@@ -78,7 +78,7 @@ def alertmanagers(env: Path, index: Index) -> tuple[list[tuple[str, str]], list[
 def _where(env: Path, index: Index) -> None:
     """Each monitoring server's Alertmanager and store URLs, and the command that lists the alerts."""
     from ..rehearsal.env import running
-    from ..render.context_monitoring import ALERTMANAGER_PORT, STORE_PORT, servers
+    from ..render import ALERTMANAGER_PORT, STORE_PORT, monitoring_servers
 
     mon = index.inv.monitoring
     if mon is None:
@@ -88,7 +88,7 @@ def _where(env: Path, index: Index) -> None:
     lab = {name: rec.address for name, rec in state.hosts.items()} if state is not None else {}
     mgmt = index.addresses.mgmt
     readable = False
-    for name in servers(index, mon):
+    for name in monitoring_servers(index, mon):
         address = lab.get(name) or (index.addresses.text(mgmt[name]) if name in mgmt else "")
         if not address:
             continue

@@ -21,8 +21,7 @@ from ..deploy.component import Component, HostPlan, ManagedFile
 from ..deploy.desired import host_plans, rendered_by_host
 from ..deploy.options import DeployOptions, Mirror, mirrors_of_inventory
 from ..model.index import Index
-from ..render import render_text
-from ..render.spec import FileSpec
+from ..render import FileSpec, render_text
 from .inventory_diff import InventoryDiff
 
 Rendered = tuple[dict[str, list[tuple[str, FileSpec]]], FileSpec | None]  # deploy.desired.rendered_by_host

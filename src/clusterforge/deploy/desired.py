@@ -1,6 +1,6 @@
 """What should be on each host: pure functions from the checked model to `HostPlan`s.
 
-Rendered files come from `render.file_specs` (the single source of truth for both
+Rendered files come from `render.host_file_specs` (the single source of truth for both
 engines); the few deploy-only files (apt sources and pins, RDMA limits, time sync,
 modules-load) come from templates under templates/ through the same Jinja environment.
 Nothing here touches a host.
@@ -14,11 +14,7 @@ from typing import Any
 
 from ..catalog.compat import lustre_ofed_problem
 from ..model.index import Index
-from ..render import file_context, file_specs, render_text
-from ..render.context_opensm import plane_services
-from ..render.core import HOST_BUILDERS
-from ..render.spec import FileSpec
-from ..render.writer import file_mode
+from ..render import FileSpec, file_context, file_mode, host_file_specs, plane_services, render_text
 from .component import Component, HostPlan, ManagedFile
 from .healthcheck import healthcheck_components
 from .monitoring import monitoring_components
@@ -64,7 +60,7 @@ def rendered_by_host(index: Index) -> tuple[dict[str, list[tuple[str, FileSpec]]
     """node -> [(absolute destination, spec)] from the render, plus the /etc/hosts fragment."""
     out: dict[str, list[tuple[str, FileSpec]]] = {}
     hosts_spec = None
-    for spec in file_specs(index, HOST_BUILDERS):
+    for spec in host_file_specs(index):
         if spec.path == HOSTS_FRAGMENT:
             hosts_spec = spec
         elif spec.host and spec.dest:  # a node's own file, where its builder says it goes

@@ -1,6 +1,6 @@
 """The `healthcheck` component: Slurm's node health check (docs/health.md) on each compute node.
 
-From `render.nodecheck.nodecheck_files` (the files `render` writes under out/<env>/slurm and hosts/<node>):
+From `render.nodecheck_files` (the files `render` writes under out/<env>/slurm and hosts/<node>):
 
 * /usr/local/lib/clusterforge/cf-nodecheck (0755), the same on every node;
 * /etc/clusterforge/nodecheck.json, what this node must show;
@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..render.fabric import FabricView
-from ..render.nodecheck import PATH, nodecheck_files
+from ..render import NODECHECK_PATH, FabricView, nodecheck_files
 from .component import Component, ManagedFile
 from .options import DeployOptions
 
@@ -39,6 +38,6 @@ def healthcheck_components(index: Index, options: DeployOptions, *, render: bool
         if spec.host:  # the node's own expectations (its builder says where: CONFIG)
             per_node[spec.host] = ManagedFile(f"{root}{spec.dest}", spec.template, context, text, 0o644)
         elif spec.dest:  # every compute node's: the check itself (a program) and the Slurm lines
-            mode = 0o755 if spec.dest == PATH else 0o644
+            mode = 0o755 if spec.dest == NODECHECK_PATH else 0o644
             shared.append(ManagedFile(f"{root}{spec.dest}", spec.template, context, text, mode))
     return {node: Component("healthcheck", (*shared, f)) for node, f in per_node.items()}

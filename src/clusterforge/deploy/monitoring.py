@@ -1,6 +1,6 @@
 """The `monitoring` component: the rendered monitoring files, packages and units, per host (issue #11).
 
-From `render.context_monitoring.monitoring_files` (the same files `render` writes under out/<env>/monitoring):
+From `render.monitoring_files` (the same files `render` writes under out/<env>/monitoring):
 
 * every node, exporters path: Debian's `prometheus-node-exporter` with the rendered ARGS (infiniband and
   textfile collectors); telegraf path: `telegraf` pinned (`software.telegraf`, the site's InfluxData
@@ -21,18 +21,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..render.context_monitoring import (
+from ..render import (
     DRAIN_HOOK,
     DRAIN_TARGETS,
     GPU_ONLY,
     IB_HEALTH,
     TELEGRAF_TEMPLATE,
+    FabricView,
+    file_context,
+    file_mode,
     monitoring_files,
-    servers,
+    monitoring_servers,
+    render_text,
 )
-from ..render.core import file_context, render_text
-from ..render.fabric import FabricView
-from ..render.writer import file_mode
 from .component import Component, ManagedFile
 from .options import DeployOptions
 from .packages import TELEGRAF_PACKAGE, Pin, dcgm_pins, telegraf_pins
@@ -90,7 +91,7 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
     on_nodes: list[ManagedFile] = []
     by_server: dict[str, list[ManagedFile]] = {}
     telegraf_conf: dict[str, ManagedFile] = {}
-    stores = servers(index, mon)
+    stores = monitoring_servers(index, mon)
     for spec in specs:  # where each goes is its builder's word (spec.host, spec.dest)
         if not spec.dest:
             continue

@@ -30,9 +30,7 @@ from ..lab.netfile import parse_netfile
 from ..lab.proc import run
 from ..lab.slurm import SlurmLab
 from ..model.index import Index
-from ..render import render, write_tree
-from ..render.context_opensm import install_path, plane_services
-from ..render.nodecheck import healthcheck_lines
+from ..render import healthcheck_lines, install_path, plane_services, render, write_tree
 from ..util.fsutil import write_atomic
 from ..util.ticks import Ticks
 from ..validate.planes import switch_plane

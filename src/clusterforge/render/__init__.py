@@ -5,15 +5,49 @@
     files = render_environment(index, "lab")           # {relative path: text}, pure
     result = render(index, "lab", svg=True)            # + kinds, placeholder GUIDs, notes, SVG
     report = write_tree(Path("out/lab"), result.files) # atomic writes, stale files removed
+
+Everything outside `render/` imports it from here (tests/unit/test_layers.py holds it so): the deploy, day-2,
+the rehearsal, sim and the CLI take the file specs, the places and the few names of the rendered files they
+manage from this face, never from the context builders behind it.
 """
 
 from ..util.hostlist import compress as hostlist
-from .core import Rendered, banner, file_context, file_specs, render, render_environment, render_spec, render_text
+from .context_monitoring import (
+    ALERTMANAGER_PORT,
+    DRAIN_HOOK,
+    DRAIN_TARGETS,
+    GPU_ONLY,
+    IB_HEALTH,
+    STORE_PORT,
+    TELEGRAF_TEMPLATE,
+    monitoring_files,
+)
+from .context_monitoring import servers as monitoring_servers
+from .context_opensm import install_path, plane_services
+from .core import (
+    Rendered,
+    banner,
+    file_context,
+    file_specs,
+    host_file_specs,
+    render,
+    render_environment,
+    render_spec,
+    render_text,
+)
+from .fabric import FabricView
 from .guids import PLACEHOLDER_PREFIX, GuidBook, is_placeholder
+from .guids import fmt as guid_text
+from .nodecheck import PATH as NODECHECK_PATH
+from .nodecheck import healthcheck_lines, nodecheck_files
 from .spec import FileSpec
-from .writer import WriteReport, write_tree
+from .writer import WriteReport, file_mode, write_tree
 
 __all__ = [
-    "PLACEHOLDER_PREFIX", "FileSpec", "GuidBook", "Rendered", "WriteReport", "banner", "file_context", "file_specs",
-    "hostlist", "is_placeholder", "render", "render_environment", "render_spec", "render_text", "write_tree",
+    "ALERTMANAGER_PORT", "DRAIN_HOOK", "DRAIN_TARGETS", "GPU_ONLY", "IB_HEALTH", "NODECHECK_PATH",
+    "PLACEHOLDER_PREFIX", "STORE_PORT", "TELEGRAF_TEMPLATE", "FabricView", "FileSpec", "GuidBook", "Rendered",
+    "WriteReport", "banner", "file_context", "file_mode", "file_specs", "guid_text", "healthcheck_lines",
+    "host_file_specs", "hostlist", "install_path", "is_placeholder", "monitoring_files", "monitoring_servers",
+    "nodecheck_files", "plane_services", "render", "render_environment", "render_spec", "render_text",
+    "write_tree",
 ]

@@ -92,6 +92,11 @@ HOST_BUILDERS: tuple[Builder, ...] = (opensm_files, host_files, lustre_files, ta
 """The builders of the files that go onto hosts (what a deploy needs of the render)."""
 
 
+def host_file_specs(index: Index) -> list[FileSpec]:
+    """The files that go onto hosts (OpenSM, each node's, Lustre, tiers), each with its `host` and `dest`."""
+    return file_specs(index, HOST_BUILDERS)
+
+
 def file_specs(index: Index, builders: Sequence[Builder] = BUILDERS) -> list[FileSpec]:
     """Every file of the environment (or of `builders`) with its template and context, before rendering."""
     fab = FabricView(index)

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 
 from ..model.expect import expected_links
 from ..model.index import Index, PortKey
-from ..render.fabric import FabricView
-from ..render.guids import fmt
+from ..render import FabricView, guid_text
 from ..util.guid import format_guid
 
 End = PortKey
@@ -73,9 +72,9 @@ def from_index(index: Index) -> SimFabric:
     """The declared fabric with the GUIDs the renderer uses (locked, declared or placeholders)."""
     view = FabricView(index)
     book = view.guids
-    guid: dict[tuple[str, str | None], str] = {(n, None): fmt(g) for n, g in book.switches.items()}
-    guid.update({(n, h): fmt(g) for (n, h), g in book.ca_nodes.items()})
-    port_guid: dict[PortKey, str] = {k: fmt(g) for k, g in book.ca_ports.items()}
+    guid: dict[tuple[str, str | None], str] = {(n, None): guid_text(g) for n, g in book.switches.items()}
+    guid.update({(n, h): guid_text(g) for (n, h), g in book.ca_nodes.items()})
+    port_guid: dict[PortKey, str] = {k: guid_text(g) for k, g in book.ca_ports.items()}
     links = [SimLink(e.a, e.b, e.width, e.speed, e.cable.id) for e in expected_links(index).values()]
     desc = {k: (k[0] if k[1] is None else f"{k[0]} {k[1]}") for k in guid}
     return SimFabric(links, guid, desc, port_guid, {(ca.node, ca.name): max(ca.ports) for ca in view.cas})
