@@ -113,6 +113,17 @@ class OsRelease(_Entry):
     codename: str | None = None
 
 
+class NodeExporterUnit(_Entry):
+    """How a family's node_exporter package runs: its unit and the file of arguments the deploy writes. With
+    `binary`, the package's own unit is not told how to read that file, so the deploy adds a drop-in that runs
+    `binary` with the file's ARGS (EPEL's package); without, the unit reads the file itself (Debian's)."""
+
+    unit: str
+    settings: str
+    binary: str | None = None
+    source: str
+
+
 class OsFamily(_Entry):
     package_manager: Literal["apt", "dnf"]
     repository: str
@@ -123,6 +134,7 @@ class OsFamily(_Entry):
     """Hosts of this family run SELinux enforcing: each written file is given its policy's context."""
     not_deployed: dict[str, str] = {}
     """component -> why the deploy does not install it on this family yet (its preflight fails with that)."""
+    node_exporter: NodeExporterUnit
 
 
 class PackageNames(_Entry):

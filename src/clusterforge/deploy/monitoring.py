@@ -32,6 +32,7 @@ from ..render import (
     file_mode,
     monitoring_files,
     monitoring_servers,
+    node_exporter_dropin,
     render_text,
 )
 from .component import Component, ManagedFile
@@ -46,7 +47,6 @@ IB_HEALTH_TIMER = "clusterforge-ib-health.timer"
 """Runs ib-health into the textfile directory (exporters path; Telegraf's exec input runs it itself)."""
 
 UNIT_OF: dict[str, tuple[str, bool]] = {
-    "/etc/default/prometheus-node-exporter": ("prometheus-node-exporter", False),
     "/etc/dcgm-exporter/clusterforge-counters.csv": ("dcgm-exporter", False),
     "/etc/systemd/system/dcgm-exporter.service": ("dcgm-exporter", False),
     "/etc/telegraf/telegraf.conf": ("telegraf", False),
@@ -63,11 +63,12 @@ UNIT_OF: dict[str, tuple[str, bool]] = {
     "/etc/systemd/system/clusterforge-ib-health.service": (IB_HEALTH_TIMER, False),
     "/etc/systemd/system/clusterforge-ib-health.timer": (IB_HEALTH_TIMER, False),
 }
-"""Destination -> (the unit it configures, reloaded rather than restarted: the program re-reads it on SIGHUP)."""
+"""Destination -> (the unit it configures, reloaded rather than restarted: the program re-reads it on SIGHUP).
+node_exporter's files (its settings, EL's drop-in) configure the unit of the node's family (catalog/os.yaml)."""
 
-SERVER_PACKAGES = ("victoria-metrics", "prometheus-alertmanager")
-"""Debian 12's: the store, vmagent and vmalert in one package; Alertmanager."""
-NODE_EXPORTER = "prometheus-node-exporter"
+SERVER_SERVICES = ("victoria-metrics", "prometheus-alertmanager")
+"""The store (vmagent and vmalert come in its package) and Alertmanager: Debian 12's packages
+(catalog/os.yaml `monitoring_server`)."""
 TELEGRAF = TELEGRAF_PACKAGE
 EXECUTABLE = (DRAIN_HOOK, IB_HEALTH)
 
@@ -81,14 +82,20 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
     extra = file_context({}, options.env_name)
     root = options.root.rstrip("/")
 
+    cat = index.cat.os
+    family_of = {n.name: cat.releases[index.hardware[n.name].os].family for n in index.inv.nodes}
+    ne_unit: dict[str, str] = {}  # node_exporter's files of every family -> that family's unit
+    for ne in (fam.node_exporter for fam in cat.families.values()):
+        ne_unit[ne.settings] = ne_unit[node_exporter_dropin(ne.unit)] = ne.unit
+
     def managed(dest: str, template: str, context: Mapping[str, Any]) -> ManagedFile:
         full = {**context, **extra}
         text = render_text(template, full) if render else ""
-        unit, reload = UNIT_OF.get(dest, ("", False))
+        unit, reload = (ne_unit[dest], False) if dest in ne_unit else UNIT_OF.get(dest, ("", False))
         mode = 0o755 if dest in EXECUTABLE else file_mode(dest.lstrip("/"))
         return ManagedFile(f"{root}{dest}", template, full, text, mode, unit=unit, reload=reload)
 
-    on_nodes: list[ManagedFile] = []
+    on_nodes: list[tuple[ManagedFile, tuple[str, ...]]] = []  # (file, the families that get it; () every one)
     by_server: dict[str, list[ManagedFile]] = {}
     telegraf_conf: dict[str, ManagedFile] = {}
     stores = monitoring_servers(index, mon)
@@ -98,7 +105,7 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
         if spec.template == TELEGRAF_TEMPLATE:  # a node's own collector configuration
             telegraf_conf[spec.host] = managed(spec.dest, spec.template, spec.context)
         elif not spec.host:  # rendered once, on every node
-            on_nodes.append(managed(spec.dest, spec.template, spec.context))
+            on_nodes.append((managed(spec.dest, spec.template, spec.context), spec.families))
         elif spec.host in stores:
             by_server.setdefault(spec.host, []).append(managed(spec.dest, spec.template, spec.context))
 
@@ -110,14 +117,15 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
     for node in index.inv.nodes:
         hw = index.hardware[node.name]
         gpus = hw.gpus is not None and hw.gpus.count > 0
-        files = [f for f in on_nodes if gpus or not f.dest.endswith(GPU_ONLY)]
+        family = family_of[node.name]
+        files = [f for f, fams in on_nodes if (gpus or not f.dest.endswith(GPU_ONLY)) and (not fams or family in fams)]
         pins: list[Pin] = []
         packages: list[str] = []
         services: list[str] = []
         problems: list[str] = []
         if exporters:
-            packages.append(NODE_EXPORTER)
-            services += [NODE_EXPORTER, IB_HEALTH_TIMER]
+            packages += cat.package_names(family, "node_exporter")
+            services += [cat.families[family].node_exporter.unit, IB_HEALTH_TIMER]
         else:
             if node.name in telegraf_conf:
                 files.append(telegraf_conf[node.name])
@@ -133,8 +141,13 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
                 problems.append("GPU nodes need software.dcgm_exporter (NVIDIA's dcgm-exporter version to pin)")
         if node.name in by_server:
             files += by_server[node.name]
-            packages += SERVER_PACKAGES
-            services += ["victoria-metrics", "prometheus-alertmanager", *sorted(
+            if "monitoring_server" in cat.packages[family]:
+                packages += cat.package_names(family, "monitoring_server")
+            else:
+                problems.append("a monitoring server runs Debian 12 here: the store and Alertmanager are Debian's "
+                                f"packages (victoria-metrics, prometheus-alertmanager), none named for {family} "
+                                "(catalog/os.yaml; docs/os.md)")
+            services += [*SERVER_SERVICES, *sorted(
                 {f.unit for f in by_server[node.name] if f.unit.startswith("clusterforge-")})]
         out[node.name] = Component("monitoring", tuple(files), tuple(pins), packages=tuple(packages),
                                    services=tuple(services), handler="units", problems=tuple(problems))

@@ -56,7 +56,10 @@ def lab_repo(state: LabState, index: Index) -> Path:
             branch = (sw.nvidia_driver or "").split(".", 1)[0]
             streams = {s: [p.package for p in nvidia_pins(sw, True, "el9")]
                        for s in module_streams("nvidia", family="el9", branch=branch)}
-            build_rpm_repo(out / RPM_DIR, rpm, kernels=[platform.release()], streams=streams)
+            # EPEL's node_exporter for the monitoring component: Debian's real one under its name
+            ne = [d for d in real if d.name.startswith("prometheus-node-exporter_")]
+            build_rpm_repo(out / RPM_DIR, rpm, kernels=[platform.release()], streams=streams,
+                           node_exporter_deb=ne[0] if ne else None)
         stamp.write_text(want)
     return out
 

@@ -9,22 +9,31 @@ filtering really hides them until the deploy runs `dnf module enable`.
 
     build_rpm_repo(out_dir, pins, kernels=["6.1.0-18-amd64"], streams={"nvidia-driver:550-open": {...}})
 
-Needs `rpmbuild` (Debian's rpm), `createrepo_c` and `modifyrepo_c` (createrepo-c).
+EPEL's node_exporter (`golang-github-prometheus-node-exporter`, what the monitoring component installs on EL9) is
+no stand-in of nothing: given Debian's real prometheus-node-exporter .deb, its real binary is repackaged under
+EPEL's name and unit (`node_exporter_rpm`), labelled LAB-ONLY, reading the lab's stand-in sysfs tree.
+
+Needs `rpmbuild` (Debian's rpm), `createrepo_c` and `modifyrepo_c` (createrepo-c), `dpkg-deb` for the binary.
 """
 
 from __future__ import annotations
 
+import platform
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ..deploy.packages import Pin, headers_package
+from ..lab.monitoring_standins import SYSFS_ROOT
 from .standin import LABEL, extra_files
 
 TOOL_TIMEOUT_S = 300
 #: Bump when what the RPM stand-ins ship changes (the lab's repository is rebuilt then).
-RPM_RECIPE = 1
+RPM_RECIPE = 2
+NODE_EXPORTER_RPM = "golang-github-prometheus-node-exporter"
+"""EPEL 9's package of node_exporter (catalog/os.yaml, el9's node_exporter)."""
+NODE_EXPORTER_REAL = "/usr/libexec/clusterforge-lab/node_exporter"
 KERNEL_DEVEL_VERSION = "1.0-cfstandin1"
 
 
@@ -62,6 +71,45 @@ def spec_text(name: str, version: str) -> str:
             f"lab-only placeholder with the real name and version.\n\n%install\n{body}\n\n%files\n{listed}\n")
 
 
+def node_exporter_spec(version: str, binary: Path, arch: str) -> str:
+    """The spec of EPEL's node_exporter in the lab: Debian's real binary (`binary`, from its .deb) at
+    NODE_EXPORTER_REAL, /usr/bin/node_exporter running it on the lab's stand-in sysfs tree, and a unit
+    node_exporter.service shaped like EPEL's (its own environment file: the deploy's drop-in replaces it)."""
+    upstream = version.split("-", 1)[0].split(":")[-1]
+    wrapper = (f"#!/bin/sh\n# {LABEL} for EPEL's node_exporter: Debian's real node_exporter {version}, reading the "
+               f"lab's stand-in sysfs tree\nexec {NODE_EXPORTER_REAL} \"$@\" --path.sysfs={SYSFS_ROOT}\n")
+    unit = (f"# {LABEL}: shaped like EPEL's node_exporter.service\n[Unit]\nDescription=Prometheus exporter for "
+            "machine metrics\nAfter=network-online.target\n\n[Service]\nEnvironmentFile=-/etc/default/node_exporter\n"
+            "ExecStart=/usr/bin/node_exporter $OPTIONS\nRestart=on-failure\n\n[Install]\nWantedBy=multi-user.target\n")
+    doc = f"{NODE_EXPORTER_RPM} is a {LABEL} package: Debian's node_exporter {version} under EPEL's name.\n"
+    files = {"/usr/bin/node_exporter": (wrapper, 0o755), "/usr/lib/systemd/system/node_exporter.service": (unit, 0o644),
+             f"/usr/share/doc/{NODE_EXPORTER_RPM}/CLUSTERFORGE-LAB-STAND-IN": (doc, 0o644)}
+    install = [f"mkdir -p %{{buildroot}}{NODE_EXPORTER_REAL.rsplit('/', 1)[0]}",
+               f"install -m 0755 {binary} %{{buildroot}}{NODE_EXPORTER_REAL}"]
+    for i, (path, (content, mode)) in enumerate(sorted(files.items())):
+        marker = f"CF_STANDIN_EOF_{i}"
+        install += [f"mkdir -p %{{buildroot}}{path.rsplit('/', 1)[0]}", f"cat > %{{buildroot}}{path} <<'{marker}'",
+                    content.rstrip("\n"), marker, f"chmod {mode:o} %{{buildroot}}{path}"]
+    body = "\n".join(install).replace("%", "%%").replace("%%{buildroot}", "%{buildroot}")
+    listed = "\n".join(sorted([*files, NODE_EXPORTER_REAL]))
+    return (f"Name: {NODE_EXPORTER_RPM}\nVersion: {upstream}\nRelease: 1.cfstandin\nSummary: {LABEL} for "
+            f"node_exporter\nLicense: Apache-2.0\nBuildArch: {arch}\nAutoReqProv: no\n%global debug_package %{{nil}}\n"
+            f"%global __os_install_post %{{nil}}\n\n%description\n{LABEL}: Debian's real node_exporter {version} under "
+            f"EPEL's package name.\n\n%install\n{body}\n\n%files\n{listed}\n")
+
+
+def node_exporter_binary(deb: Path, work: Path) -> tuple[str, Path]:
+    """(version, the binary) of Debian's prometheus-node-exporter .deb, unpacked under `work`."""
+    version = subprocess.run(["dpkg-deb", "-f", str(deb), "Version"], check=True, capture_output=True, text=True,
+                             timeout=TOOL_TIMEOUT_S).stdout.strip()
+    root = work / "node-exporter-deb"
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True, capture_output=True, timeout=TOOL_TIMEOUT_S)
+    binary = root / "usr" / "bin" / "prometheus-node-exporter"
+    if not binary.is_file():
+        raise FileNotFoundError(f"{deb.name} has no usr/bin/prometheus-node-exporter")
+    return version, binary
+
+
 def modulemd(stream: str, nevras: Sequence[str], profiles: Mapping[str, Sequence[str]]) -> str:
     """One module stream's document (modulemd v2), its packages as artifacts, for EL9's platform."""
     name, _, stream_name = stream.partition(":")
@@ -77,9 +125,10 @@ def modulemd(stream: str, nevras: Sequence[str], profiles: Mapping[str, Sequence
 
 
 def build_rpm_repo(out: Path, pins: Iterable[Pin], *, kernels: Sequence[str] = (),
-                   streams: Mapping[str, Iterable[str]] = {}) -> Path:
+                   streams: Mapping[str, Iterable[str]] = {}, node_exporter_deb: Path | None = None) -> Path:
     """Build (or rebuild) the repository under `out`; return `out`. `streams`: module stream -> the names of the
-    packages in it (the rest are plain packages). Serve it with any HTTP server."""
+    packages in it (the rest are plain packages); `node_exporter_deb`: Debian's prometheus-node-exporter .deb, whose
+    binary becomes EPEL's package here. Serve it with any HTTP server."""
     if out.exists():
         shutil.rmtree(out)
     (out / "packages").mkdir(parents=True)
@@ -92,6 +141,11 @@ def build_rpm_repo(out: Path, pins: Iterable[Pin], *, kernels: Sequence[str] = (
     for name, version in sorted(wanted):
         spec = work / "specs" / f"{name}-{version}.spec"
         spec.write_text(spec_text(name, version))
+        specs.append(str(spec))
+    if node_exporter_deb is not None:
+        version, binary = node_exporter_binary(node_exporter_deb, work)
+        spec = work / "specs" / f"{NODE_EXPORTER_RPM}.spec"
+        spec.write_text(node_exporter_spec(version, binary, platform.machine()))
         specs.append(str(spec))
     try:
         subprocess.run(["rpmbuild", "-bb", "--quiet", "--define", f"_topdir {work / 'top'}",

@@ -38,6 +38,7 @@ from .core import (
 from .fabric import FabricView
 from .guids import PLACEHOLDER_PREFIX, GuidBook, is_placeholder
 from .guids import fmt as guid_text
+from .node_exporter import dropin_path as node_exporter_dropin
 from .nodecheck import PATH as NODECHECK_PATH
 from .nodecheck import healthcheck_lines, nodecheck_files
 from .spec import FileSpec
@@ -48,6 +49,6 @@ __all__ = [
     "PLACEHOLDER_PREFIX", "STORE_PORT", "TELEGRAF_TEMPLATE", "FabricView", "FileSpec", "GuidBook", "Rendered",
     "WriteReport", "banner", "file_context", "file_mode", "file_specs", "guid_text", "healthcheck_lines",
     "host_file_specs", "hostlist", "install_path", "is_placeholder", "monitoring_files", "monitoring_servers",
-    "nodecheck_files", "plane_services", "render", "render_environment", "render_spec", "render_text",
-    "write_tree",
+    "node_exporter_dropin", "nodecheck_files", "plane_services", "render", "render_environment", "render_spec",
+    "render_text", "write_tree",
 ]

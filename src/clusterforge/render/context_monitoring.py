@@ -16,7 +16,8 @@ Files (under out/<env>/):
   monitoring/<server>/usr/local/lib/clusterforge/drain-hook, .../etc/clusterforge/monitoring/drain-targets.json,
   monitoring/<server>/etc/systemd/system/clusterforge-drain-hook.service   the level 3 drain hook
   monitoring/nodes/dcgm-counters.csv, monitoring/nodes/dcgm-exporter.service   GPU nodes
-  monitoring/nodes/prometheus-node-exporter                      every node's /etc/default (exporters)
+  monitoring/nodes/prometheus-node-exporter                      every Debian/Ubuntu node's /etc/default (exporters)
+  monitoring/nodes/el9/node_exporter{,.service.d/clusterforge.conf}   every EL9 node's (render/node_exporter)
   monitoring/nodes/usr/local/lib/clusterforge/ib-health          every node: SM, optics, Lustre (render/ib_health)
   monitoring/nodes/clusterforge-ib-health.{service,timer}        every node: ib-health into the textfile dir
   hosts/<node>/etc/telegraf/telegraf.conf                        every node (telegraf path)
@@ -35,13 +36,14 @@ from ..model.place_text import route_text
 from . import ib_health
 from .fabric import FabricView
 from .monitoring_rules import rule_groups
+from .node_exporter import PORT as NODE_EXPORTER_PORT
+from .node_exporter import TEXTFILE_DIR, node_exporter_specs
 from .spec import FileSpec, host_file, on_host
 
 STORE_PORT = 8428
 VMALERT_PORT = 8880
 ALERTMANAGER_PORT = 9093
 ALERTMANAGER_CLUSTER_PORT = 9094
-NODE_EXPORTER_PORT = 9100
 DCGM_EXPORTER_PORT = 9400
 CONF_DIR = "/etc/clusterforge/monitoring"
 IB_HEALTH = ib_health.PATH
@@ -54,8 +56,6 @@ GPU_ONLY = (DCGM_COUNTERS_FILE, DCGM_EXPORTER_UNIT)
 TELEGRAF_TEMPLATE = "monitoring/telegraf.conf.j2"
 """Where every GPU node (and only a GPU node) has the DCGM exporter's files."""
 """clusterforge-ib-health.timer (exporters path): one sminfo a minute per node."""
-TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
-"""node_exporter's textfile collector directory (Debian's)."""
 DRAIN_HOOK = "/usr/local/lib/clusterforge/drain-hook"
 """The drain hook on the monitoring node: a standalone Python script (nothing of clusterforge installed there)."""
 DRAIN_TARGETS = f"{CONF_DIR}/drain-targets.json"
@@ -233,11 +233,8 @@ def monitoring_files(fab: FabricView) -> list[FileSpec]:
                                 units))
     specs.append(ib_health.file_spec())  # both paths: Telegraf's exec input runs it too
     if mon.collector == "exporters":
-        # rendered once under monitoring/nodes/, installed on every node at `dest`
-        specs.append(FileSpec("monitoring/nodes/prometheus-node-exporter",
-                              "monitoring/prometheus-node-exporter.default.j2",
-                              {"textfile_dir": TEXTFILE_DIR, "port": NODE_EXPORTER_PORT},
-                              dest="/etc/default/prometheus-node-exporter"))
+        # rendered once under monitoring/nodes/ per way the nodes' OS families run it, installed on each node at `dest`
+        specs += node_exporter_specs(fab)
         every = {"script": IB_HEALTH, "textfile_dir": TEXTFILE_DIR, "every_s": IB_HEALTH_EVERY_S}
         specs.append(FileSpec("monitoring/nodes/clusterforge-ib-health.service", "monitoring/ib-health.service.j2",
                               every, dest="/etc/systemd/system/clusterforge-ib-health.service"))

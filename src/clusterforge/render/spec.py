@@ -24,6 +24,9 @@ class FileSpec:
     node of a kind gets (then `dest` says where it goes on each)."""
     dest: str = ""
     """Where it goes on a host, an absolute path (`/etc/nccl.conf`); '' for a file no host installs."""
+    families: tuple[str, ...] = ()
+    """The OS families (catalog/os.yaml) whose hosts get it, for a file that differs by family (node_exporter's
+    settings); () for every family."""
 
     @property
     def installed(self) -> bool:

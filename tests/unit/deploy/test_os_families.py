@@ -74,12 +74,66 @@ def test_each_host_gets_its_familys_names_and_manager(plans: dict[str, HostPlan]
     assert {c.package_manager for c in ubu.components} == {"apt"}
 
 
-def test_a_component_the_family_does_not_get_yet_fails_its_preflight(plans: dict[str, HostPlan]) -> None:
-    monitoring = plans["gpu02"].component("monitoring")
-    assert monitoring is not None and len(monitoring.problems) == 1
-    assert monitoring.problems[0].startswith("not deployed on rocky9 yet: node_exporter on EL9 is EPEL's")
-    assert all(not c.problems for c in plans["gpu02"].components if c.name != "monitoring")
-    assert all(not c.problems for p in ("gpu01", "gpu03") for c in plans[p].components)
+def test_node_exporter_runs_under_each_familys_names(plans: dict[str, HostPlan]) -> None:
+    """EL9's node_exporter is EPEL's: its package and unit names, the arguments in /etc/sysconfig/node_exporter and a
+    drop-in that runs the binary with them; Debian and Ubuntu keep Debian's package and /etc/default file."""
+    def mon(host: str) -> tuple[dict[str, str], set[str], tuple[str, ...], tuple[str, ...], dict[str, str]]:
+        comp = plans[host].component("monitoring")
+        assert comp is not None and not comp.problems, (host, comp and comp.problems)
+        files = {f.dest: f.content for f in comp.files}
+        return files, set(comp.packages), comp.services, comp.problems, {f.dest: f.unit for f in comp.files}
+
+    el_files, el_pkgs, el_units, _, el_unit_of = mon("gpu02")
+    dropin = "/etc/systemd/system/node_exporter.service.d/clusterforge.conf"
+    assert "/etc/default/prometheus-node-exporter" not in el_files
+    assert el_pkgs >= {"golang-github-prometheus-node-exporter"} and "prometheus-node-exporter" not in el_pkgs
+    assert "node_exporter" in el_units and "prometheus-node-exporter" not in el_units
+    assert el_unit_of["/etc/sysconfig/node_exporter"] == el_unit_of[dropin] == "node_exporter"
+    assert "\nEnvironmentFile=\nEnvironmentFile=/etc/sysconfig/node_exporter\n" in el_files[dropin]
+    assert "\nExecStart=\nExecStart=/usr/bin/node_exporter $ARGS\n" in el_files[dropin]
+    for host in ("gpu01", "gpu03"):
+        files, pkgs, units, _, unit_of = mon(host)
+        assert not any("node_exporter" in d for d in files), host
+        assert "prometheus-node-exporter" in pkgs and "prometheus-node-exporter" in units
+        assert unit_of["/etc/default/prometheus-node-exporter"] == "prometheus-node-exporter"
+        # the same arguments on every family
+        def args(text: str) -> list[str]:
+            return [line for line in text.splitlines() if line.startswith("ARGS=")]
+        deb_args = args(files["/etc/default/prometheus-node-exporter"])
+        assert deb_args == args(el_files["/etc/sysconfig/node_exporter"]) and "--collector.infiniband" in deb_args[0]
+
+
+def test_a_monitoring_server_off_debian_fails_its_preflight(tmp_path: Path) -> None:
+    """The store and Alertmanager are Debian's packages: a monitoring node declared Rocky fails its monitoring
+    preflight saying so (nothing of it changes), its other components and the other hosts go on."""
+    env = tmp_path / "lab"
+    shutil.copytree(ROOT / "inventories" / "lab", env)
+    index = load_checked(env).index
+    mon = index.inv.monitoring
+    assert mon is not None
+    server = (mon.servers or [n.name for n in index.inv.nodes if n.role == mon.server_role])[0]
+    declare_os(env, {server: "rocky9"})
+    plans = _plans(env)
+    comp = plans[server].component("monitoring")
+    assert comp is not None and len(comp.problems) == 1
+    assert comp.problems[0].startswith("a monitoring server runs Debian 12 here") and "el9" in comp.problems[0]
+    assert all(not c.problems for c in plans[server].components if c.name != "monitoring")
+    assert all(not c.problems for h, p in plans.items() if h != server for c in p.components)
+
+
+def test_a_component_a_family_does_not_get_fails_its_preflight(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """catalog/os.yaml `not_deployed` (none today): such a component fails its preflight with the reason."""
+    from clusterforge.catalog import catalog
+
+    env = _env(tmp_path)
+    index = load_checked(env).index
+    el9 = index.cat.os.families["el9"]
+    monkeypatch.setitem(catalog().os.families, "el9", el9.model_copy(update={"not_deployed": {"nccl": "why"}}))
+    plans = host_plans(load_checked(env).index, DeployOptions("lab", mirrors=mirrors_of_inventory(index.inv)))
+    nccl = plans["gpu02"].component("nccl")
+    assert nccl is not None and nccl.problems == ("not deployed on rocky9 yet: why",)
+    assert all(not c.problems for c in plans["gpu02"].components if c.name != "nccl")
 
 
 def test_the_sources_are_the_familys_own(plans: dict[str, HostPlan]) -> None:

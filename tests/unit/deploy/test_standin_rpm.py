@@ -16,7 +16,14 @@ from clusterforge.api import load_checked
 from clusterforge.deploy.facts import parse_state
 from clusterforge.deploy.packages import all_pins, module_streams, nvidia_pins
 from clusterforge.deploy.pkgmgr import DNF_MANAGER, VERSIONLOCK_LIST
-from clusterforge.rehearsal.standin_rpm import build_rpm_repo, spec_text, split_version
+from clusterforge.rehearsal.standin import download_debs
+from clusterforge.rehearsal.standin_rpm import (
+    NODE_EXPORTER_REAL,
+    NODE_EXPORTER_RPM,
+    build_rpm_repo,
+    spec_text,
+    split_version,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 TOOLS = ("rpmbuild", "createrepo_c", "modifyrepo_c", "dnf", "rpm")
@@ -87,3 +94,33 @@ def test_dnf_installs_the_pins_only_once_the_stream_is_enabled(tmp_path: Path,
     assert (root / "usr/bin/ofed_info").is_file()
     assert (root / "usr/lib/systemd/system/nvidia-persistenced.service").is_file()
     assert "LAB-ONLY" in (root / "usr/share/doc/nvidia-open/CLUSTERFORGE-LAB-STAND-IN").read_text()
+
+
+def _node_exporter_deb(dest: Path) -> Path:
+    """Debian's real prometheus-node-exporter .deb: apt's cache, else `apt-get download` as the lab does."""
+    cached = sorted(Path("/var/cache/apt/archives").glob("prometheus-node-exporter_*.deb"))
+    if cached:
+        return cached[-1]
+    debs = [d for d in download_debs(["prometheus-node-exporter"], dest) if d.name.startswith("prometheus-node-")]
+    assert debs, "apt-get download prometheus-node-exporter gave nothing"
+    return debs[0]
+
+
+@needs_tools
+def test_epels_node_exporter_is_debians_real_binary_under_its_name(tmp_path: Path) -> None:
+    """The monitoring component installs EPEL's golang-github-prometheus-node-exporter on EL9: in the lab it is
+    Debian's real node_exporter repackaged (LAB-ONLY), installed by the real dnf, with EPEL's unit name."""
+    out = build_rpm_repo(tmp_path / "repo", [], node_exporter_deb=_node_exporter_deb(tmp_path / "debs"))
+    root = tmp_path / "root"
+    done = _dnf(root, out, "install", NODE_EXPORTER_RPM)
+    assert done.returncode == 0, done.stderr
+    real = root / NODE_EXPORTER_REAL.lstrip("/")
+    version = subprocess.run([str(real), "--version"], capture_output=True, text=True, timeout=60, check=True)
+    assert "node_exporter, version" in version.stdout + version.stderr
+    wrapper = (root / "usr/bin/node_exporter").read_text()
+    assert "LAB-ONLY" in wrapper and f"exec {NODE_EXPORTER_REAL} " in wrapper and "--path.sysfs=" in wrapper
+    unit = (root / "usr/lib/systemd/system/node_exporter.service").read_text()
+    assert "ExecStart=/usr/bin/node_exporter $OPTIONS" in unit  # EPEL's shape: the deploy's drop-in replaces it
+    query = subprocess.run(["rpm", "--root", str(root), "-q", "--qf", "%{NAME} %{VERSION}", NODE_EXPORTER_RPM],
+                           capture_output=True, text=True, timeout=60, check=True)
+    assert query.stdout.startswith(f"{NODE_EXPORTER_RPM} ") and query.stdout.split()[1][0].isdigit()
