@@ -82,7 +82,9 @@ def test_node_exporter_on_el9_is_epels_and_is_scraped(label: Path, tmp_path: Pat
     assert sh("gpu08", "test -e /etc/default/prometheus-node-exporter && echo there").strip() == ""
     # the drop-in's command is what runs: the rendered arguments, not the packaged unit's $OPTIONS
     exec_start = sh("gpu08", "systemctl show -p ExecStart --value node_exporter")
-    assert "/usr/bin/node_exporter" in exec_start and "--collector.infiniband" in exec_start, exec_start
+    assert "argv[]=/usr/bin/node_exporter $ARGS " in exec_start, exec_start
+    running = sh("gpu08", "tr '\\0' ' ' < /proc/$(systemctl show -p MainPID --value node_exporter)/cmdline")
+    assert "--collector.infiniband" in running and "--web.listen-address=:9100" in running, running
 
     sm01 = state.hosts["sm01"].address
     want = {("node/gpu08", "gpu08:9100"), ("node/gpu01", "gpu01:9100")}
