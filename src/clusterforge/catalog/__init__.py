@@ -135,6 +135,8 @@ class OsFamily(_Entry):
     not_deployed: dict[str, str] = {}
     """component -> why the deploy does not install it on this family yet (its preflight fails with that)."""
     node_exporter: NodeExporterUnit
+    firewall: bool = False
+    """Hosts of this family run firewalld: the deploy opens the ports its components listen on (deploy/firewall)."""
 
 
 class PackageNames(_Entry):

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from .component import RETIRE, Component, ManagedFile
 from .desired import merge_block
 from .facts import HostFacts
+from .firewall import HANDLER as FIREWALL_HANDLER
+from .firewall import OPEN_SCRIPT as FIREWALL_OPEN
+from .firewall import SERVICE as FIREWALL_SERVICE
 from .packages import Pin
 from .pkgmgr import APT, PackageManager, manager
 
@@ -186,6 +189,9 @@ def handler_change(component: Component, facts: HostFacts, changed: Sequence[str
         return None
     if h == "systemd-reload" and facts.systemd:
         return Change(component.name, "handler", "systemd", "daemon-reload", ("systemctl daemon-reload",))
+    if h == FIREWALL_HANDLER:  # the service file changed: add it to the default zone (deploy/firewall.py)
+        return Change(component.name, "handler", "firewalld", f"add service {FIREWALL_SERVICE} to the default zone",
+                      (FIREWALL_OPEN,))
     if h == "netplan-apply" and "netplan" in facts.binaries:
         return Change(component.name, "handler", "netplan", "apply", ("netplan apply",))
     if h == "timesync-restart" and facts.systemd:

@@ -73,6 +73,9 @@ class Component:
     selinux: bool = False
     """The host runs SELinux (its family's, catalog/os.yaml): every file written gets its policy's context
     (`restorecon -F`) once in place."""
+    ports: tuple[tuple[str, str], ...] = ()
+    """What it listens on for other hosts: (`9100/tcp`, who), opened by firewalld on a family with a firewall
+    (deploy/firewall.py)."""
 
 
 @dataclass(frozen=True)

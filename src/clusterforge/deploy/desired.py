@@ -16,6 +16,7 @@ from ..catalog.compat import lustre_ofed_problem
 from ..model.index import Index
 from ..render import FileSpec, file_context, file_mode, host_file_specs, plane_services, render_text
 from .component import Component, HostPlan, ManagedFile
+from .firewall import firewall_component
 from .healthcheck import healthcheck_components
 from .monitoring import monitoring_components
 from .options import DeployOptions, DnfRepo, Mirror
@@ -23,7 +24,7 @@ from .os_target import OsTarget, os_target
 from .packages import Pin, lemur_pins, lustre_pins, module_streams, nccl_pins, nvidia_pins, ofed_pins
 
 COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre", "ipoib", "hsm", "opensm", "monitoring",
-              "healthcheck")
+              "healthcheck", "firewall")
 HOSTS_FRAGMENT = "network/hosts"
 HOSTS_MARKER = "# {mark} clusterforge managed block"
 
@@ -144,7 +145,13 @@ def host_plans(index: Index, options: DeployOptions, *, render: bool = True,
         if pending:  # a component this family does not get yet fails its preflight, saying why
             comps = [replace(c, problems=(*c.problems, f"not deployed on {target.release} yet: {pending[c.name]}"))
                      if c.name in pending else c for c in comps]
-        selected = [c for c in comps if options.components is None or c.name in options.components]
+        if fam.firewall:  # firewalld opens what the host's components listen on (all of them, selected or not)
+            wall = firewall_component(comps, options.env_name, options.root, render=render)
+            comps.append(replace(wall, package_manager=target.package_manager, selinux=fam.selinux))
+        # a selected component that listens brings the firewall with it: its port is not left closed
+        listening = any(c.ports for c in comps if options.components is None or c.name in options.components)
+        selected = [c for c in comps if options.components is None or c.name in options.components
+                    or (c.name == "firewall" and listening)]
         plans[node.name] = HostPlan(node.name, addresses.get(node.name, node.name), node.rack, node.role,
                                     tuple(selected), inv.deploy.reboot, target)
     return plans

@@ -40,4 +40,6 @@ def healthcheck_components(index: Index, options: DeployOptions, *, render: bool
         elif spec.dest:  # every compute node's: the check itself (a program) and the Slurm lines
             mode = 0o755 if spec.dest == NODECHECK_PATH else 0o644
             shared.append(ManagedFile(f"{root}{spec.dest}", spec.template, context, text, mode))
-    return {node: Component("healthcheck", (*shared, f)) for node, f in per_node.items()}
+    # slurmd runs the check: its port is what slurmctld reaches (opened where the family has a firewall)
+    ports = ((f"{index.inv.health_check.slurmd_port}/tcp", "slurmd"),)
+    return {node: Component("healthcheck", (*shared, f), ports=ports) for node, f in per_node.items()}

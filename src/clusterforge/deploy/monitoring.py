@@ -22,10 +22,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..render import (
+    ALERTMANAGER_CLUSTER_PORT,
+    ALERTMANAGER_PORT,
+    DCGM_EXPORTER_PORT,
     DRAIN_HOOK,
     DRAIN_TARGETS,
     GPU_ONLY,
     IB_HEALTH,
+    NODE_EXPORTER_PORT,
+    STORE_PORT,
     TELEGRAF_TEMPLATE,
     FabricView,
     file_context,
@@ -121,11 +126,13 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
         files = [f for f, fams in on_nodes if (gpus or not f.dest.endswith(GPU_ONLY)) and (not fams or family in fams)]
         pins: list[Pin] = []
         packages: list[str] = []
+        ports: list[tuple[str, str]] = []  # what the monitoring server's vmagent and its peers reach
         services: list[str] = []
         problems: list[str] = []
         if exporters:
             packages += cat.package_names(family, "node_exporter")
             services += [cat.families[family].node_exporter.unit, IB_HEALTH_TIMER]
+            ports.append((f"{NODE_EXPORTER_PORT}/tcp", "node_exporter"))
         else:
             if node.name in telegraf_conf:
                 files.append(telegraf_conf[node.name])
@@ -137,6 +144,8 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
         if gpus:
             pins += gpu_pins
             services.append("dcgm-exporter")
+            if exporters:  # scraped by vmagent (Telegraf reads it on the node itself)
+                ports.append((f"{DCGM_EXPORTER_PORT}/tcp", "dcgm-exporter"))
             if not gpu_pins:
                 problems.append("GPU nodes need software.dcgm_exporter (NVIDIA's dcgm-exporter version to pin)")
         if node.name in by_server:
@@ -147,9 +156,14 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
                 problems.append("a monitoring server runs Debian 12 here: the store and Alertmanager are Debian's "
                                 f"packages (victoria-metrics, prometheus-alertmanager), none named for {family} "
                                 "(catalog/os.yaml; docs/os.md)")
+            ports += [(f"{STORE_PORT}/tcp", "victoria-metrics"), (f"{ALERTMANAGER_PORT}/tcp", "alertmanager")]
+            if len(stores) > 1:  # the Alertmanagers' cluster (gossip over TCP and UDP)
+                ports += [(f"{ALERTMANAGER_CLUSTER_PORT}/tcp", "alertmanager cluster"),
+                          (f"{ALERTMANAGER_CLUSTER_PORT}/udp", "alertmanager cluster")]
             services += [*SERVER_SERVICES, *sorted(
                 {f.unit for f in by_server[node.name] if f.unit.startswith("clusterforge-")})]
         out[node.name] = Component("monitoring", tuple(files), tuple(pins), packages=tuple(packages),
-                                   services=tuple(services), handler="units", problems=tuple(problems))
+                                   services=tuple(services), handler="units", problems=tuple(problems),
+                                   ports=tuple(ports))
     return out
 

@@ -32,11 +32,16 @@ KEPT = frozenset({"/etc/hosts", "/etc/passwd", "/etc/shadow", "/etc/group", "/et
 a marked block, never writes it whole)."""
 
 
+KEPT_TREES = ("/etc/firewalld/",)
+"""Trees whose files are never retired: firewalld stops loading a zone that names a service whose file is gone."""
+
+
 def _safe_path(path: str) -> bool:
     """A file the record names is one the deploy wrote: an absolute, normal path in a tree the deploy writes
     (never `/`, never `..`, never a file the host cannot do without); anything else in a record is not
     removed."""
     return (path.startswith(RETIRE_ROOTS) and posixpath.normpath(path) == path and path not in KEPT
+            and not path.startswith(KEPT_TREES)
             and not any(ord(c) < 0x20 or c == "\x7f" for c in path))
 
 

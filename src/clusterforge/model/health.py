@@ -42,6 +42,9 @@ class HealthCheck(Model):
     reason_prefix: str = Field(default="cf-health", pattern=r"^[a-z][a-z0-9-]{1,30}$",
                                description="the start of every drain reason the check sets; it resumes only "
                                            "nodes drained with this prefix (never a person's drain)")
+    slurmd_port: int = Field(default=6818, ge=1, le=65535,
+                             description="the site's SlurmdPort (slurm.conf; Slurm's default 6818): what firewalld "
+                                         "opens for slurmd on a host of a family with a firewall (EL9)")
     tool_timeout_s: int = Field(default=15, ge=1, le=50,
                                 description="the most one tool may take (slurmd kills the whole check after "
                                             "60 s)")

@@ -13,7 +13,9 @@ manage from this face, never from the context builders behind it.
 
 from ..util.hostlist import compress as hostlist
 from .context_monitoring import (
+    ALERTMANAGER_CLUSTER_PORT,
     ALERTMANAGER_PORT,
+    DCGM_EXPORTER_PORT,
     DRAIN_HOOK,
     DRAIN_TARGETS,
     GPU_ONLY,
@@ -38,6 +40,7 @@ from .core import (
 from .fabric import FabricView
 from .guids import PLACEHOLDER_PREFIX, GuidBook, is_placeholder
 from .guids import fmt as guid_text
+from .node_exporter import PORT as NODE_EXPORTER_PORT
 from .node_exporter import dropin_path as node_exporter_dropin
 from .nodecheck import PATH as NODECHECK_PATH
 from .nodecheck import healthcheck_lines, nodecheck_files
@@ -45,7 +48,8 @@ from .spec import FileSpec
 from .writer import WriteReport, file_mode, write_tree
 
 __all__ = [
-    "ALERTMANAGER_PORT", "DRAIN_HOOK", "DRAIN_TARGETS", "GPU_ONLY", "IB_HEALTH", "NODECHECK_PATH",
+    "ALERTMANAGER_CLUSTER_PORT", "ALERTMANAGER_PORT", "DCGM_EXPORTER_PORT", "DRAIN_HOOK", "DRAIN_TARGETS", "GPU_ONLY",
+    "IB_HEALTH", "NODECHECK_PATH", "NODE_EXPORTER_PORT",
     "PLACEHOLDER_PREFIX", "STORE_PORT", "TELEGRAF_TEMPLATE", "FabricView", "FileSpec", "GuidBook", "Rendered",
     "WriteReport", "banner", "file_context", "file_mode", "file_specs", "guid_text", "healthcheck_lines",
     "host_file_specs", "hostlist", "install_path", "is_placeholder", "monitoring_files", "monitoring_servers",

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 import clusterforge
+from clusterforge.deploy.desired import COMPONENTS
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
@@ -47,8 +48,8 @@ def test_collection_builds_offline_and_a_role_from_it_stands_alone(tmp_path: Pat
     # the roles and meta/, nothing of the Python project (src, tests, .venv, inventories, ...)
     assert {n.split("/")[0] for n in names} == {"MANIFEST.json", "FILES.json", "meta", "roles"}
     roles = sorted(p.name for p in (ROOT / "roles").iterdir() if (p / "tasks" / "main.yml").exists())
-    assert len(roles) == 14
-    assert {"cf_common", "cf_monitoring", "cf_healthcheck", "cf_hsm", "cf_retire", "cf_os"} <= set(roles)
+    assert len(roles) == len(COMPONENTS) + 3  # one per component, and cf_common, cf_os, cf_retire
+    assert {"cf_common", "cf_monitoring", "cf_healthcheck", "cf_hsm", "cf_retire", "cf_os", "cf_firewall"} <= set(roles)
     for role in roles:
         assert {f"roles/{role}/tasks/main.yml", f"roles/{role}/meta/argument_specs.yml",
                 f"roles/{role}/README.md"} <= names
