@@ -1,4 +1,4 @@
-"""The monitoring component on an EL9 node (#34): gpu08 Rocky-9-shaped (a LAB-ONLY Debian root with the real rpm
+"""The monitoring component on an EL9 node (#34): gpu08 AlmaLinux-9-shaped (a LAB-ONLY Debian root with the real rpm
 and dnf), gpu01 Debian and the monitoring server sm01, with systemd as PID 1. On gpu08 the real dnf installs EPEL's
 golang-github-prometheus-node-exporter from the lab's dnf repository (Debian's real node_exporter under that name,
 labelled LAB-ONLY), the deploy writes /etc/sysconfig/node_exporter and the node_exporter.service drop-in that runs
@@ -38,7 +38,7 @@ def _edit(env: Path) -> None:
     net = free_block(24).rsplit(".", 1)[0] + "."
     for f in env.glob("*.yaml"):
         f.write_text(f.read_text().replace("198.18.10.", net))
-    declare_os(env, {"gpu08": "rocky9"})
+    declare_os(env, {"gpu08": "alma9"})
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_node_exporter_on_el9_is_epels_and_is_scraped(label: Path, tmp_path: Pat
     def sh(host: str, script: str) -> str:
         return run(ssh_command(state, host, ["sh", "-c", script]), timeout=60, check=False).stdout
 
-    assert "ID=\"rocky\"" in sh("gpu08", "cat /etc/os-release")
+    assert "ID=\"almalinux\"" in sh("gpu08", "cat /etc/os-release")
     plan = tmp_path / "result.json"
     hosts = _deploy(label, plan)
     started = {(h, c["target"]) for h, r in hosts.items() for c in r["changes"]

@@ -32,10 +32,19 @@ def test_a_shaped_host_is_the_release_it_stands_in_for(tmp_path: Path, shape: st
     assert all(mismatch(os_target(other), found) for other in ("debian12", "rocky9", "ubuntu2404") if other != shape)
     assert "LAB-ONLY" in found.pretty_name
     assert (root / "etc/os-release").is_symlink()
-    if shape.startswith("rocky"):
+    if os_target(shape).family == "el9":
         assert 'PLATFORM_ID="platform:el9"' in (root / "usr/lib/os-release").read_text()  # dnf's module filter
         assert "enabled=0" in (root / "etc/dnf/plugins/local.conf").read_text()
         assert (root / "etc/dnf/vars/releasever").read_text() == "9\n"
+
+
+def test_every_release_of_the_catalog_has_a_shape() -> None:
+    """A node may declare any release of catalog/os.yaml and `lab up` shapes its host so (rocky9, alma9, rhel9
+    alike: each its own os-release, the same real rpm and dnf)."""
+    from clusterforge.catalog import catalog
+
+    assert set(SHAPE_PACKAGES) == set(catalog().os.releases)
+    assert {SHAPE_PACKAGES[r] for r in ("rocky9", "alma9", "rhel9")} == {SHAPE_PACKAGES["rocky9"]}
 
 
 def test_the_plain_image_keeps_its_tag_and_shapes_get_their_own() -> None:

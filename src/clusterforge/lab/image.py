@@ -48,6 +48,8 @@ SHAPE_PACKAGES: dict[str, tuple[str, ...]] = {
     "ubuntu2204": (),
     "ubuntu2404": (),
     "rocky9": ("rpm", "dnf", "dnf-plugins-core", "policycoreutils"),
+    "alma9": ("rpm", "dnf", "dnf-plugins-core", "policycoreutils"),
+    "rhel9": ("rpm", "dnf", "dnf-plugins-core", "policycoreutils"),
 }
 _LAB_ONLY = "LAB-ONLY stand-in (clusterforge): a Debian 12 root"
 SHAPE_OS_RELEASE: dict[str, str] = {
@@ -61,6 +63,12 @@ SHAPE_OS_RELEASE: dict[str, str] = {
     "rocky9": ('NAME="Rocky Linux"\nVERSION="9.4 (LAB-ONLY shape)"\nID="rocky"\nID_LIKE="rhel centos fedora"\n'
                'VERSION_ID="9.4"\nPLATFORM_ID="platform:el9"\n'
                f'PRETTY_NAME="Rocky Linux 9 shape: {_LAB_ONLY} with the real rpm and dnf"\n'),
+    "alma9": ('NAME="AlmaLinux"\nVERSION="9.4 (LAB-ONLY shape)"\nID="almalinux"\nID_LIKE="rhel centos fedora"\n'
+              'VERSION_ID="9.4"\nPLATFORM_ID="platform:el9"\n'
+              f'PRETTY_NAME="AlmaLinux 9 shape: {_LAB_ONLY} with the real rpm and dnf"\n'),
+    "rhel9": ('NAME="Red Hat Enterprise Linux"\nVERSION="9.4 (LAB-ONLY shape)"\nID="rhel"\nID_LIKE="fedora"\n'
+              'VERSION_ID="9.4"\nPLATFORM_ID="platform:el9"\n'
+              f'PRETTY_NAME="Red Hat Enterprise Linux 9 shape: {_LAB_ONLY} with the real rpm and dnf"\n'),
 }
 LOCK_PATH = Path("/var/tmp/clusterforge-lab-image.lock")
 
@@ -242,7 +250,7 @@ def customize_shape(rootfs: Path, shape: str) -> None:
     (rootfs / "etc/os-release").unlink(missing_ok=True)
     osr.write_text(text + "CLUSTERFORGE_LAB_ONLY=yes\n")
     (rootfs / "etc/os-release").symlink_to("../usr/lib/os-release")
-    if shape.startswith("rocky"):
+    if "dnf" in SHAPE_PACKAGES.get(shape, ()):  # an EL shape (rocky9, alma9, rhel9)
         (rootfs / "etc/dnf/vars").mkdir(parents=True, exist_ok=True)
         (rootfs / "etc/dnf/vars/releasever").write_text("9\n")
         local = rootfs / "etc/dnf/plugins/local.conf"
