@@ -98,11 +98,27 @@ class ModuleLimits(_Entry):
     source: str
 
 
+class FastErrorRate(_Entry):
+    errors_per_h: float
+    reason: str
+    """The arithmetic: the rate's bits an hour times `FastErrors.ber`."""
+
+
+class FastErrors(_Entry):
+    """The fast tier of monitoring's symbol and receive error alerts: per link rate, the errors an hour that
+    alert when held in each of two consecutive short windows (link_health.yaml `fast_errors`)."""
+
+    ber: float
+    ber_source: str
+    per_rate: dict[str, FastErrorRate]
+
+
 class LinkHealth(_Entry):
-    """What validate holds a port's physical layer to (link_health.yaml)."""
+    """What validate holds a port's physical layer to, and monitoring's fast error tier (link_health.yaml)."""
 
     ber: BerLimits
     module: ModuleLimits
+    fast_errors: FastErrors
 
 
 class OsRelease(_Entry):

@@ -19,8 +19,8 @@ Level = Literal[1, 2, 3]
 AlertName = Literal[
     "HbmTemperatureHigh", "GpuTemperatureHigh", "GpuEccGrowth", "GpuEccProjected", "GpuXidError",
     "GpuFallenOffBus", "GpuRowRemapFailure", "GpuNvlinkErrors", "IbPortDown", "IbPortFlapping",
-    "IbSymbolErrors", "IbReceiveErrors", "OpticBerHigh", "OpticTemperatureHigh", "NoMasterSubnetManager",
-    "HostDown", "LustreClientEvicted", "LustreImportDown",
+    "IbSymbolErrors", "IbReceiveErrors", "IbSymbolErrorsFast", "IbReceiveErrorsFast", "OpticBerHigh",
+    "OpticTemperatureHigh", "NoMasterSubnetManager", "HostDown", "LustreClientEvicted", "LustreImportDown",
 ]
 """Every alert the rendered rules define (render/monitoring_rules.py)."""
 
@@ -29,14 +29,15 @@ ALERT_NAMES: tuple[AlertName, ...] = get_args(AlertName)
 DEFAULT_LEVELS: dict[AlertName, Level] = {
     "HbmTemperatureHigh": 3, "GpuTemperatureHigh": 2, "GpuEccGrowth": 2, "GpuEccProjected": 3,
     "GpuXidError": 2, "GpuFallenOffBus": 3, "GpuRowRemapFailure": 3, "GpuNvlinkErrors": 2,
-    "IbPortDown": 2, "IbPortFlapping": 2, "IbSymbolErrors": 2, "IbReceiveErrors": 1, "OpticBerHigh": 2,
-    "OpticTemperatureHigh": 1, "NoMasterSubnetManager": 3, "HostDown": 2, "LustreClientEvicted": 2,
-    "LustreImportDown": 2,
+    "IbPortDown": 2, "IbPortFlapping": 2, "IbSymbolErrors": 2, "IbReceiveErrors": 1, "IbSymbolErrorsFast": 2,
+    "IbReceiveErrorsFast": 2, "OpticBerHigh": 2, "OpticTemperatureHigh": 1, "NoMasterSubnetManager": 3,
+    "HostDown": 2, "LustreClientEvicted": 2, "LustreImportDown": 2,
 }
 """The level of each alert unless `monitoring.alerts.levels` says otherwise: a key for every AlertName."""
 
 PORT_ALERTS: frozenset[AlertName] = frozenset({
-    "IbSymbolErrors", "IbReceiveErrors", "IbPortFlapping", "IbPortDown", "OpticBerHigh", "OpticTemperatureHigh"})
+    "IbSymbolErrors", "IbReceiveErrors", "IbSymbolErrorsFast", "IbReceiveErrorsFast", "IbPortFlapping",
+    "IbPortDown", "OpticBerHigh", "OpticTemperatureHigh"})
 """Alerts about one port (labelled `device` and `port`): located by the cable in that port."""
 
 
@@ -65,8 +66,11 @@ class Thresholds(Model):
     optic_temp_c: FiniteFloat = Field(default=75, gt=0, le=150, description="optical module temperature, °C")
     symbol_errors_per_h: int = Field(default=10, ge=1,
                                      description="symbol errors in an hour, rising in every 10-minute window "
-                                                 "of the last 30 minutes (a one-off burst does not alert)")
-    rcv_errors_per_h: int = Field(default=10, ge=1, description="receive errors in an hour, sustained likewise")
+                                                 "of the last 30 minutes (a one-off burst does not alert); the "
+                                                 "fast tier (IbSymbolErrorsFast: the catalog's figure for the "
+                                                 "link's rate, two minutes) never alerts below it")
+    rcv_errors_per_h: int = Field(default=10, ge=1, description="receive errors in an hour, sustained likewise "
+                                                                "(and IbReceiveErrorsFast never below it)")
     link_flaps_per_h: int = Field(default=3, ge=1, description="link_downed increments in an hour")
     nvlink_errors_per_h: int = Field(default=100, ge=1, description="NVLink CRC/replay/recovery errors in an hour")
     host_down_m: int = Field(default=2, ge=1, le=60, description="minutes without a successful scrape")

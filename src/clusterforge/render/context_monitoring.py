@@ -1,8 +1,9 @@
 """Monitoring: rules, Alertmanager's level routing, the collectors' configs and the labels from the model.
 
 Every series carries `host`, `rack`, `u` (and `profile`, `role`); a series of an HCA port also
-`rail`, `leaf`, `leaf_port`, `cable`, `a_end`, `b_end` and `lanes` (its trunk and patch panels),
-so an alert says where the part is. On the exporters path vmagent adds them (target labels and a
+`rail`, `leaf`, `leaf_port`, `cable`, `a_end`, `b_end`, `lanes` (its trunk and patch panels) and
+`speed` (the link's rate: the slower end's, e.g. `HDR`), so an alert says where the part is and the
+fast error tier picks its link rate's threshold. On the exporters path vmagent adds them (target labels and a
 per-host `metric_relabel_configs` keyed on the port's `device;port`); on the telegraf path
 Telegraf does (`global_tags` and one `processors.override` per port).
 
@@ -83,7 +84,7 @@ DCGM_COUNTERS: tuple[tuple[str, str, str], ...] = (
 )
 """dcgm-exporter's counters file: everything the rules read (several are commented out of its default file)."""
 
-PORT_LABELS = ("rail", "leaf", "leaf_port", "cable", "a_end", "b_end", "lanes")
+PORT_LABELS = ("rail", "leaf", "leaf_port", "cable", "a_end", "b_end", "lanes", "speed")
 
 
 def _safe(value: str) -> str:
@@ -126,6 +127,8 @@ def port_labels(fab: FabricView, node: str) -> list[dict[str, Any]]:
                 lanes = route_text(index, cable)
                 if lanes:
                     labels["lanes"] = lanes
+                if link.rate is not None:  # an end's rate unknown: no speed, no fast error tier for the port
+                    labels["speed"] = link.rate
             out.append({"device": ca.name, "port": str(p), "labels": {k: _safe(v) for k, v in labels.items()}})
     return out
 
@@ -134,9 +137,18 @@ def _gpu_counts(index: Index) -> dict[str, int]:
     return {p.name: p.gpus.count for p in index.inv.profiles if p.gpus is not None and p.gpus.count > 0}
 
 
-def rules_context(index: Index, mon: Monitoring) -> dict[str, Any]:
+def link_speeds(fab: FabricView) -> list[str]:
+    """The rates of the links in nodes' HCA and DPU ports (the `speed` labels port_labels gives), slowest first."""
+    rates = fab.index.cat.rates
+    found = {link.rate for link in fab.links if link.rate is not None
+             and (link.cable.a.hca is not None or link.cable.b.hca is not None)}
+    return sorted(found, key=lambda r: (rates[r].gbps if r in rates else 0, r))
+
+
+def rules_context(fab: FabricView, mon: Monitoring) -> dict[str, Any]:
+    index = fab.index
     profiles = sorted(index.profiles)
-    return {"groups": rule_groups(mon, profiles, _gpu_counts(index)), "collector": mon.collector}
+    return {"groups": rule_groups(mon, profiles, _gpu_counts(index), link_speeds(fab)), "collector": mon.collector}
 
 
 def alertmanager_context(mon: Monitoring) -> dict[str, Any]:
@@ -192,7 +204,7 @@ def monitoring_files(fab: FabricView) -> list[FileSpec]:
         return []
     stores = servers(index, mon)
     specs: list[FileSpec] = []
-    rules = rules_context(index, mon)
+    rules = rules_context(fab, mon)
     am = alertmanager_context(mon)
     scrape = scrape_context(fab, mon) if mon.collector == "exporters" else None
     vm_args = {"retention_days": mon.retention_days, "port": STORE_PORT,

@@ -4,7 +4,9 @@ Every expression is written so that a restart of the rule engine does not reset 
 are `min_over_time` over stored samples (never `for: 3h`, whose pending state lives in memory),
 growth is `increase` (which counts through a counter reset after a reboot), and the heavy parts
 (the day's ECC increase, the BER median over days) are recording rules whose results are stored.
-A one-off spike does not alert: rates must hold in every window of the last half hour.
+A one-off spike does not alert: rates must hold in every window of the last half hour. A link that suddenly
+throws errors far faster than that has a fast tier (IbSymbolErrorsFast, IbReceiveErrorsFast): its link rate's
+figure from the catalog (link_health.yaml `fast_errors`), exceeded in each of two consecutive short windows.
 
 Metric names are the collectors' own: dcgm-exporter's `DCGM_FI_*` on both paths (Telegraf scrapes
 dcgm-exporter with inputs.prometheus; VictoriaMetrics stores single-field lines under the
@@ -18,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..catalog import catalog
 from ..model.monitoring import AlertName, Monitoring, Thresholds
 from ..util.numtext import num_text
 
@@ -73,6 +76,13 @@ WHERE = "{{ $labels.host }} (rack {{ $labels.rack }} U{{ $labels.u }})"
 PORT = ("{{ $labels.host }} {{ $labels.device }} port {{ $labels.port }} (rack {{ $labels.rack }} U{{ $labels.u }})"
         "{{ if $labels.cable }}, cable {{ $labels.cable }} to {{ $labels.leaf }} port {{ $labels.leaf_port }}"
         "{{ end }}")
+FAST_WINDOW_MIN_S = 60
+FAST_WINDOW_SAMPLES = 6
+"""The fast error tier's window: a minute, or six collection intervals where those are longer (a rate over
+fewer samples is noise); the rate must exceed its figure in this window and in the one before it."""
+FAST_GROUP_INTERVAL = "30s"
+"""clusterforge-fabric-fast is evaluated twice a minute (vmalert's default is once): half a minute less to
+the first alert, at the cost of the few fast rules run twice as often."""
 OPTIC_REPAIR = ("clean or reseat the optic at {{ $labels.leaf }} port {{ $labels.leaf_port }}: cable "
                 "{{ $labels.cable }} ({{ $labels.a_end }} to {{ $labels.b_end }})"
                 "{{ if $labels.lanes }}, {{ $labels.lanes }}{{ end }}; replace the cable if errors continue")
@@ -110,6 +120,19 @@ def sel(metric: str, *matchers: str) -> str:
     return f"{metric}{{{','.join(ms)}}}" if ms else metric
 
 
+def fast_window_s(mon: Monitoring) -> int:
+    return max(FAST_WINDOW_MIN_S, FAST_WINDOW_SAMPLES * mon.interval_s)
+
+
+def fast_errors_per_h(speed: str) -> float:
+    """The catalog's fast tier figure for a link rate; a rate without one is a catalog error, named."""
+    entry = catalog().link_health.fast_errors.per_rate.get(speed)
+    if entry is None:
+        raise ValueError(f"link rate {speed!r} has no fast error figure in the catalog (link_health.yaml "
+                         "fast_errors.per_rate)")
+    return entry.errors_per_h
+
+
 def _alert(name: str, expr: str, level: int, summary: str, repair: str, **labels: str) -> dict[str, Any]:
     return {"alert": name, "expr": expr, "labels": {"level": str(level), **labels},
             "annotations": {"summary": summary, "repair": repair}}
@@ -119,11 +142,13 @@ def _record(name: str, expr: str, **labels: str) -> dict[str, Any]:
     return {"record": name, "expr": expr, "labels": labels}
 
 
-def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]) -> list[dict[str, Any]]:
-    """The rule groups: gpu-nvlink (1 m), gpu, gpu-ecc (5 m), fabric, optics-baseline (1 h), optics, cluster,
-    lustre.
+def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int],
+                speeds: list[str] | tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """The rule groups: gpu-nvlink (1 m), gpu, gpu-ecc (5 m), fabric, fabric-fast (30 s), optics-baseline (1 h),
+    optics, cluster, lustre.
 
-    `gpu_counts`: GPUs per hardware profile with GPUs (a node showing fewer has lost one).
+    `gpu_counts`: GPUs per hardware profile with GPUs (a node showing fewer has lost one). `speeds`: the link
+    rates of the cabled HCA ports (their `speed` label): one fast tier rule per rate and error counter.
     """
     vs = variants(mon, profiles)
     ib = IB[mon.collector]
@@ -131,11 +156,15 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
     gpu: list[dict[str, Any]] = []
     ecc: list[dict[str, Any]] = []
     fabric: list[dict[str, Any]] = []
+    fast: list[dict[str, Any]] = []
     baseline: list[dict[str, Any]] = []
     optics: list[dict[str, Any]] = []
+    window_s = fast_window_s(mon)
+    window = f"{window_s // 60}m" if window_s % 60 == 0 else f"{window_s}s"
+    fast_ber = num_text(catalog().link_health.fast_errors.ber)
     for v in vs:
         t, m = v.t, v.matcher
-        first = [len(x) for x in (gpu, ecc, fabric, baseline, optics)]
+        first = [len(x) for x in (gpu, ecc, fabric, fast, baseline, optics)]
         hold = t.hbm_hold_h * 60
         hbm = sel(GPU["hbm_temp"], m)
         gpu.append(_alert(
@@ -183,16 +212,29 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
             f"within {t.ecc_projection_h} h",
             "drain {{ $labels.host }} and replace GPU {{ $labels.gpu }} before it fails "
             "(the brief's 72-hour warning)"))
-        errors: tuple[tuple[str, AlertName, float, str], ...] = (
-            ("symbol", "IbSymbolErrors", t.symbol_errors_per_h, "symbol"),
-            ("rcv", "IbReceiveErrors", t.rcv_errors_per_h, "receive"))
-        for key, name, per_h, what in errors:
+        errors: tuple[tuple[str, AlertName, AlertName, float, str], ...] = (
+            ("symbol", "IbSymbolErrors", "IbSymbolErrorsFast", t.symbol_errors_per_h, "symbol"),
+            ("rcv", "IbReceiveErrors", "IbReceiveErrorsFast", t.rcv_errors_per_h, "receive"))
+        for key, name, fast_name, per_h, what in errors:
             metric = ib[key]
             assert metric is not None
             s = sel(metric, m)
             fabric.append(_alert(
                 name, f"increase({s}[1h]) > {per_h} and min_over_time(increase({s}[10m])[30m:5m]) > 0",
                 lv(name), f"{what} errors rising at {PORT} ({{{{ $value }}}} in 1 h)", OPTIC_REPAIR))
+            # the fast tier: the rate over the last window and over the one before it both above the link rate's
+            # figure (never below the slow tier's own): a one-off burst lies in one window only, and a counter
+            # reset is no rise (rate counts through it)
+            for speed in speeds:
+                limit = num_text(max(fast_errors_per_h(speed), per_h))
+                s = sel(metric, f'speed="{speed}"', m)
+                fast.append(_alert(
+                    fast_name,
+                    f"rate({s}[{window}]) * 3600 > {limit} and rate({s}[{window}] offset {window}) * 3600 > {limit}",
+                    lv(fast_name),
+                    f"{what} errors at {{{{ printf \"%.0f\" $value }}}} an hour at {PORT}: above {limit} an hour "
+                    f"(a BER of {fast_ber} at {speed}) in each of two consecutive {window_s} s windows",
+                    OPTIC_REPAIR))
         downed = ib["downed"]
         assert downed is not None
         fabric.append(_alert(
@@ -212,7 +254,7 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
             lv("OpticTemperatureHigh"), f"optical module at {PORT} above {num_text(t.optic_temp_c)} °C",
             "check the airflow at both ends; " + OPTIC_REPAIR))
         if v.name:
-            for rules, start in zip((gpu, ecc, fabric, baseline, optics), first, strict=True):
+            for rules, start in zip((gpu, ecc, fabric, fast, baseline, optics), first, strict=True):
                 for rule in rules[start:]:
                     rule["labels"]["thresholds"] = v.name
     xid = GPU["xid"]
@@ -281,9 +323,11 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
         {"name": "clusterforge-gpu", "interval": None, "rules": gpu},
         {"name": "clusterforge-gpu-ecc", "interval": "5m", "rules": ecc},
         {"name": "clusterforge-fabric", "interval": None, "rules": fabric},
+        {"name": "clusterforge-fabric-fast", "interval": FAST_GROUP_INTERVAL, "rules": fast},
         {"name": "clusterforge-optics-baseline", "interval": "1h", "rules": baseline},
         {"name": "clusterforge-optics", "interval": None, "rules": optics},
         {"name": "clusterforge-cluster", "interval": None, "rules": cluster},
         {"name": "clusterforge-lustre", "interval": None, "rules": lustre},
     ]
-    return groups
+    # no cabled port with a known rate: no fast tier, and no empty group
+    return [g for g in groups if g["rules"] or g["name"] != "clusterforge-fabric-fast"]

@@ -92,8 +92,10 @@ def test_every_series_labelled_host_rack_u_and_ports_from_the_model() -> None:
     relabel = jobs["node/gpu01"]["metric_relabel_configs"]
     mine = {r["target_label"]: r["replacement"] for r in relabel if r["regex"] == "mlx5_0;1"}
     cable = index.cable_at[("gpu01", "mlx5_0", 1)]
+    rate = index.cat.slower(index.port_rate(*cable.a.key), index.port_rate(*cable.b.key))
+    assert rate == "HDR"  # the lab's ConnectX-6 ports on HDR leaves
     assert mine == {"rail": "0", "leaf": cable.b.device, "leaf_port": str(cable.b.port), "cable": cable.id,
-                    "a_end": str(cable.a), "b_end": str(cable.b)}
+                    "a_end": str(cable.a), "b_end": str(cable.b), "speed": rate}
     assert all(r["source_labels"] == ["device", "port"] for r in relabel)
 
 
@@ -139,6 +141,7 @@ def test_telegraf_config_is_toml_with_real_plugins_and_tags() -> None:
     assert [(o["tagpass"]["device"], o["tagpass"]["port"]) for o in overrides] == [(["mlx5_0"], ["1"]),
                                                                                   (["mlx5_1"], ["1"])]
     assert overrides[0]["tags"]["cable"] == index.cable_at[("gpu01", "mlx5_0", 1)].id
+    assert overrides[0]["tags"]["speed"] == "HDR"  # the fast error tier's key, on the telegraf path too
     assert "nvidia_smi" not in confs["lus01"].get("inputs", {})  # no GPUs there
     # the telegraf-path rules read inputs.infiniband's real fields (stored as infiniband_<field>)
     for metric in IB["telegraf"].values():

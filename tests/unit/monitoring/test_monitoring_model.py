@@ -80,7 +80,8 @@ def test_alert_names_levels_and_rules_agree() -> None:
     rendered: set[str] = set()
     per_port: set[str] = set()
     for collector in ("exporters", "telegraf"):
-        for group in rule_groups(Monitoring(servers=["m"], collector=collector), ["gpu-node"], {"gpu-node": 8}):
+        for group in rule_groups(Monitoring(servers=["m"], collector=collector), ["gpu-node"], {"gpu-node": 8},
+                                 ["HDR"]):
             for rule in group["rules"]:
                 if "alert" in rule:
                     rendered.add(rule["alert"])

@@ -26,7 +26,9 @@ pytestmark = pytest.mark.skipif(shutil.which("promtool") is None,
 HOST = {"host": "gpu01", "rack": "r01", "u": "2", "profile": "gpu-node"}
 GPU0 = {**HOST, "gpu": "0"}
 PORT = {**HOST, "device": "mlx5_0", "port": "1", "rail": "0", "cable": "C-0001", "leaf": "leaf01",
-        "leaf_port": "1", "a_end": "gpu01/mlx5_0/1", "b_end": "leaf01/1", "lanes": ""}
+        "leaf_port": "1", "a_end": "gpu01/mlx5_0/1", "b_end": "leaf01/1", "lanes": "", "speed": "HDR"}
+SPEEDS = ["HDR", "NDR"]
+"""The link rates the rules are rendered for (one fast tier rule per rate and counter)."""
 
 
 def _series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
@@ -35,7 +37,7 @@ def _series(name: str, labels: dict[str, str], values: str) -> dict[str, str]:
 
 
 def _rendered_rules(mon: Monitoring, tmp: Path, annotations: bool = False) -> Path:
-    groups = rule_groups(mon, ["gpu-node", "h100"], {"gpu-node": 8})
+    groups = rule_groups(mon, ["gpu-node", "h100"], {"gpu-node": 8}, SPEEDS)
     text = environment().get_template("monitoring/rules.yml.j2").render(
         groups=groups, banner=["test"], environment="test", collector=mon.collector)
     data = yaml.safe_load(text)
@@ -141,6 +143,103 @@ def test_symbol_errors_sustained_fire_spike_and_reset_do_not(tmp_path: Path) -> 
         ("70m", "IbSymbolErrors", [{**labels, "level": "2"}]),
         ("115m", "IbSymbolErrors", [{**labels, "level": "2"}]),
     ])])
+
+
+def _counter(per_h: float, start_s: int, end_s: int, base: int = 0, step_s: int = 5) -> str:
+    """An integer error counter sampled every `step_s` from 0 to `end_s`: `base` until `start_s`, then rising
+    `per_h` an hour (whole errors, as the HCA counts them), in promtool's explicit notation."""
+    return " ".join(str(base + int(max(0, t - start_s) * per_h / 3600)) for t in range(0, end_s + 1, step_s))
+
+
+FAULT_S = 600
+"""The fast tier cases: the fault starts 10 min in (a store with history of a quiet port before it)."""
+
+
+def test_fast_tier_fires_within_two_minutes_of_a_bad_link(tmp_path: Path) -> None:
+    """600 errors an hour (the lab's `lab fault errors`) on an HDR port: the fast tier (144 an hour at HDR)
+    fires once both windows hold the rise, two minutes after the fault started; the slow tier is still
+    quiet then (it wants 30 minutes of rise). Receive errors too, at level 2 (the slow tier's is 1)."""
+    bad = {**PORT, "cable": "C-0020"}
+    labels = {k: v for k, v in bad.items() if v}
+    series = [_series("node_infiniband_symbol_error_total", bad, _counter(600, FAULT_S, 1800)),
+              _series("node_infiniband_port_errors_received_total", bad, _counter(600, FAULT_S, 1800))]
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
+        ("10m30s", "IbSymbolErrorsFast", []),   # half a minute of errors: one window only
+        ("11m", "IbSymbolErrorsFast", []),      # the window before the fault is still clean
+        ("12m", "IbSymbolErrorsFast", [{**labels, "level": "2"}]),
+        ("12m", "IbReceiveErrorsFast", [{**labels, "level": "2"}]),
+        ("12m", "IbSymbolErrors", []),          # the slow tier has not seen 30 minutes of it
+        ("25m", "IbSymbolErrorsFast", [{**labels, "level": "2"}]),
+    ], interval="5s")])
+
+
+def test_fast_tier_quiet_for_a_burst_a_counter_reset_and_a_slow_rise(tmp_path: Path) -> None:
+    """A one-off burst of 500 errors lies in one window only; a reboot's counter reset (to 0, or to the few
+    errors of the link's training) is no rise; 20 an hour is the slow tier's, which fires after half an hour
+    while the fast tier stays quiet."""
+    burst = {**PORT, "cable": "C-0021"}
+    reset = {**PORT, "cable": "C-0022"}
+    trained = {**PORT, "cable": "C-0023"}
+    slow = {**PORT, "cable": "C-0024"}
+    n = 3600 // 5 + 1
+    series = [
+        _series("node_infiniband_symbol_error_total", burst, " ".join(["0"] * 120 + ["500"] * (n - 120))),
+        _series("node_infiniband_symbol_error_total", reset, " ".join(["1000000"] * 120 + ["0"] * (n - 120))),
+        _series("node_infiniband_symbol_error_total", trained,
+                " ".join(["1000000"] * 120 + ["0"] * 3 + ["7"] * (n - 123))),
+        _series("node_infiniband_symbol_error_total", slow, _counter(20, 0, 3600)),
+    ]
+    quiet = [(t, "IbSymbolErrorsFast", []) for t in ("10m5s", "10m30s", "11m", "11m30s", "12m", "15m", "55m")]
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
+        *quiet,
+        ("55m", "IbSymbolErrors", [{**{k: v for k, v in slow.items() if v}, "level": "2"}]),
+    ], interval="5s")])
+
+
+def test_fast_tier_threshold_per_link_rate(tmp_path: Path) -> None:
+    """200 an hour is over HDR's 144 but under NDR's 288 (twice the bits, twice the errors for one BER); 400
+    fires at NDR; a port without a speed (its link's rate unknown) has no fast tier (the slow one still
+    watches it)."""
+    hdr = {**PORT, "cable": "C-0030"}
+    ndr = {**PORT, "cable": "C-0031", "speed": "NDR"}
+    ndr_bad = {**PORT, "cable": "C-0032", "speed": "NDR"}
+    unknown = {**PORT, "cable": "C-0033", "speed": ""}
+    series = [_series("node_infiniband_symbol_error_total", hdr, _counter(200, FAULT_S, 1200)),
+              _series("node_infiniband_symbol_error_total", ndr, _counter(200, FAULT_S, 1200)),
+              _series("node_infiniband_symbol_error_total", ndr_bad, _counter(400, FAULT_S, 1200)),
+              _series("node_infiniband_symbol_error_total", unknown, _counter(3600, FAULT_S, 1200))]
+    fired = [{**{k: v for k, v in x.items() if v}, "level": "2"} for x in (hdr, ndr_bad)]
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
+        ("14m", "IbSymbolErrorsFast", fired), ("19m", "IbSymbolErrorsFast", fired)], interval="5s")])
+
+
+def test_fast_tier_never_below_a_profiles_slow_threshold(tmp_path: Path) -> None:
+    """A profile whose slow tier is set to 500 an hour gets a fast tier of 500 there (not HDR's 144): 300 an
+    hour fires on the default profile's port and stays quiet on that profile's."""
+    default = {**PORT, "cable": "C-0040"}
+    tolerant = {**PORT, "cable": "C-0041", "host": "gpu09", "profile": "h100"}
+    mon = _mon(profiles={"h100": {"symbol_errors_per_h": 500}})
+    series = [_series("node_infiniband_symbol_error_total", default, _counter(300, FAULT_S, 1200)),
+              _series("node_infiniband_symbol_error_total", tolerant, _counter(300, FAULT_S, 1200))]
+    _promtool(tmp_path, _rendered_rules(mon, tmp_path), [_case(series, [
+        ("15m", "IbSymbolErrorsFast", [{**{k: v for k, v in default.items() if v}, "level": "2",
+                                        "thresholds": "default"}])], interval="5s")])
+
+
+def test_fast_tier_annotations_name_the_cable_its_ends_and_lanes(tmp_path: Path) -> None:
+    labels = {k: v for k, v in PORT.items() if v}
+    labels["lanes"] = "trunk T-01 lane group 3, patch panels PP-A (rack r01 U42) / PP-B (rack core U42)"
+    test = _case([_series("node_infiniband_symbol_error_total", labels, _counter(600, FAULT_S, 1200))], [],
+                 interval="5s")
+    test["alert_rule_test"] = [{"eval_time": "15m", "alertname": "IbSymbolErrorsFast", "exp_alerts": [{
+        "exp_labels": {**labels, "level": "2"},
+        "exp_annotations": {
+            "summary": "symbol errors at 600 an hour at gpu01 mlx5_0 port 1 (rack r01 U2), cable C-0001 to leaf01 "
+                       "port 1: above 144 an hour (a BER of 2e-13 at HDR) in each of two consecutive 60 s windows",
+            "repair": "clean or reseat the optic at leaf01 port 1: cable C-0001 (gpu01/mlx5_0/1 to leaf01/1), "
+                      "trunk T-01 lane group 3, patch panels PP-A (rack r01 U42) / PP-B (rack core U42); "
+                      "replace the cable if errors continue"}}]}]
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path, annotations=True), [test])
 
 
 def test_port_down_flapping_and_receive_errors(tmp_path: Path) -> None:
@@ -296,7 +395,8 @@ def test_annotations_name_the_place_and_the_repair(tmp_path: Path) -> None:
 def test_no_alert_holds_state_in_memory() -> None:
     """Long holds are queries over stored samples: no rule carries `for:` (lost when the engine restarts)."""
     for collector in ("exporters", "telegraf"):
-        for g in rule_groups(Monitoring(servers=["m"], collector=collector), ["gpu-node"], {"gpu-node": 8}):
+        for g in rule_groups(Monitoring(servers=["m"], collector=collector), ["gpu-node"], {"gpu-node": 8},
+                             SPEEDS):
             for rule in g["rules"]:
                 assert "for" not in rule, rule
 

@@ -89,8 +89,9 @@ def test_series_carry_the_models_labels(tmp_path: Path, procs: list[subprocess.P
     cable = index.cable_at[("gpu06", "mlx5_0", 1)]
     got = by_device["mlx5_0"]["metric"]
     assert by_device["mlx5_0"]["value"][1] == "17"
-    assert {k: got[k] for k in ("host", "rack", "u", "exporter", "rail", "leaf", "leaf_port", "cable", "a_end",
-                                "b_end")} == {
+    assert {k: got.get(k) for k in ("host", "rack", "u", "exporter", "rail", "leaf", "leaf_port", "cable", "a_end",
+                                    "b_end", "speed")} == {
         "host": "gpu06", "rack": "lab-su02-r01", "u": "6", "exporter": "node", "rail": "0", "leaf": cable.b.device,
-        "leaf_port": str(cable.b.port), "cable": cable.id, "a_end": str(cable.a), "b_end": str(cable.b)}
+        "leaf_port": str(cable.b.port), "cable": cable.id, "a_end": str(cable.a), "b_end": str(cable.b),
+        "speed": "HDR"}
     assert by_device["mlx5_1"]["metric"]["cable"] == index.cable_at[("gpu06", "mlx5_1", 1)].id
