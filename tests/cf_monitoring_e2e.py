@@ -6,7 +6,7 @@ On a systemd lab of inventories/lab, deployed with pyinfra (the `monitoring` com
 the stand-in sysfs tree, the dcgm-exporter stand-in, and on sm01 VictoriaMetrics, vmagent, vmalert,
 Alertmanager and the drain hook, all the real Debian programs):
 
-* `lab fault errors C-00010 --rate 3600` (gpu05 mlx5_1 port 1 <-> leaf-su02-r1/1): the live series, as
+* `lab fault errors C-00010 --rate 100` (gpu05 mlx5_1 port 1 <-> leaf-su02-r1/1): the live series, as
   vmagent scrapes node_exporter, carries the cable's labels and rises; the half hour before it (the rule
   wants errors rising in every 10 minutes of the last 30) is backfilled through VictoriaMetrics' import
   API with exactly the live series' labels, continuing the same rise backwards; the level 2 alert
@@ -46,7 +46,10 @@ CABLE = "C-00010"
 CABLE_HOST, CABLE_HCA, CABLE_PORT = "gpu05", "mlx5_1", 1
 CABLE_ENDS = ("gpu05/mlx5_1/1", "leaf-su02-r1/1")
 HOT_HOST, HOT_GPU = "gpu03", 0
-RATE_PER_H = 3600.0
+RATE_PER_H = 100.0
+"""The slow tier's scenario: over its 10 an hour, under the fast tier's 144 an hour at the lab's HDR (at most 2
+errors, one every 36 s, in any minute), so the e-mail is the backfilled slow rule's (IbSymbolErrorsFast, which
+needs no history, has its own lab test: tests/lab/test_fast_error_tier_lab.py)."""
 BASE_ERRORS = 20000
 SMTP_PORT = 2525
 """inventories/lab/monitoring.yaml: smarthost 198.18.10.1:2525, the lab network's gateway."""
