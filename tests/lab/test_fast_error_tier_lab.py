@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from cf_lab_monitoring import alerts
 from cf_lab_net import cf
 from clusterforge.api import load_checked
 from clusterforge.model.index import Index
@@ -37,14 +38,6 @@ DEADLINE_S = 300.0
 POLL_S = 10.0
 FAST = {"IbSymbolErrorsFast", "IbReceiveErrorsFast"}
 pytestmark = [pytest.mark.lab, pytest.mark.long]
-
-
-def _alerts() -> list[dict[str, Any]]:
-    """`clusterforge alerts inventories/lab --format json`, no --url: exit 0 (none) or 4 (listed)."""
-    code, out = cf("alerts", str(ENV), "--format", "json")
-    assert code in (0, 4), f"clusterforge alerts: exit {code}: {out[-2000:]}"
-    alerts: list[dict[str, Any]] = json.loads(out[out.index("{"):])["alerts"]
-    return alerts
 
 
 def _stored(vm: str, match: str) -> list[dict[str, Any]]:
@@ -83,7 +76,7 @@ def test_a_bad_link_alerts_within_five_minutes_without_backfill(tmp_path: Path,
         assert series and len(series[0]["values"]) >= 2, f"no live series {match} in VictoriaMetrics: {series}"
         labels = series[0]["metric"]
         assert (labels.get("cable"), labels.get("speed")) == (CABLE, "HDR"), labels
-        assert not [a for a in _alerts() if a["cable"] == CABLE], "an alert on the cable before the fault"
+        assert not [a for a in alerts(ENV) if a["cable"] == CABLE], "an alert on the cable before the fault"
 
         t_fault = time.monotonic()
         code, out = cf("lab", "fault", str(ENV), "errors", CABLE, "--rate", str(RATE_PER_H))
@@ -91,7 +84,7 @@ def test_a_bad_link_alerts_within_five_minutes_without_backfill(tmp_path: Path,
         found: list[dict[str, Any]] = []
         listed: list[dict[str, Any]] = []
         while time.monotonic() - t_fault < DEADLINE_S:
-            listed = _alerts()
+            listed = alerts(ENV)
             found = [a for a in listed if a["cable"] == CABLE and a["alertname"] in FAST]
             if found:
                 break

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from cf_lab_monitoring import deploy_nodes, query
 from cf_lab_net import cf, free_block, lab_copy
 from clusterforge.deploy.ansible_api import deploy_ansible
 from clusterforge.deploy.api import DeployRequest
@@ -49,25 +47,11 @@ def labmon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield env
 
 
-def _deploy(env: Path, plan: Path, *extra: str) -> dict[str, Any]:
-    code, out = cf("deploy", str(env), "--limit", ",".join(NODES), "--no-diffs", "--plan-file", str(plan), *extra)
-    assert code == 0, out
-    hosts: dict[str, Any] = json.loads(plan.read_text())["hosts"]
-    return hosts
-
-
-def _query(address: str, promql: str) -> list[dict[str, Any]]:
-    url = f"http://{address}:8428/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-    with urllib.request.urlopen(url, timeout=10) as r:
-        result: list[dict[str, Any]] = json.loads(r.read())["data"]["result"]
-    return result
-
-
 def test_monitoring_deploys_scrapes_and_converges(labmon: Path, tmp_path: Path) -> None:
     state = labenv.running(labmon)
     assert state is not None and sorted(state.hosts) == sorted(NODES)
     plan = tmp_path / "result.json"
-    hosts = _deploy(labmon, plan)
+    hosts = deploy_nodes(labmon, NODES, plan)
     started = {(h, c["target"]) for h, r in hosts.items() for c in r["changes"]
                if c["component"] == "monitoring" and c["kind"] == "service"}
     assert {("gpu01", "prometheus-node-exporter"), ("gpu01", "dcgm-exporter"), ("sm01", "victoria-metrics"),
@@ -86,22 +70,22 @@ def test_monitoring_deploys_scrapes_and_converges(labmon: Path, tmp_path: Path) 
     deadline = time.monotonic() + 90
     while True:
         up = {(r["metric"].get("job"), r["metric"].get("instance")): r["value"][1]
-              for r in _query(sm01, "up") if r["metric"].get("host") in NODES}
+              for r in query(sm01, "up") if r["metric"].get("host") in NODES}
         if all(up.get(t) == "1" for t in want) or time.monotonic() > deadline:
             break
         time.sleep(2)
     assert {t: up.get(t) for t in want} == {t: "1" for t in want}, up
     # node_exporter read the stand-in sysfs tree (the OFED stand-in's --path.sysfs drop-in), labelled from the model
-    ports = _query(sm01, 'node_infiniband_symbol_error_total{host="gpu01"}')
+    ports = query(sm01, 'node_infiniband_symbol_error_total{host="gpu01"}')
     assert {r["metric"]["device"] for r in ports} == {"mlx5_0", "mlx5_1"}
     labels = ports[0]["metric"]
     assert {"rack", "u", "cable", "leaf", "leaf_port", "a_end", "b_end"} <= set(labels)
     assert labels["rack"] == "lab-su01-r01" and labels["cable"].startswith("C-")
-    gpus = _query(sm01, 'DCGM_FI_DEV_MEMORY_TEMP{host="gpu01"}')
+    gpus = query(sm01, 'DCGM_FI_DEV_MEMORY_TEMP{host="gpu01"}')
     assert len(gpus) == 8 and {g["metric"]["rack"] for g in gpus} == {"lab-su01-r01"}
 
     # converged: a second pyinfra run changes nothing, nor does Ansible after it (the same bytes and units)
-    again = _deploy(labmon, plan)
+    again = deploy_nodes(labmon, NODES, plan)
     assert sum(len(r["changes"]) for r in again.values()) == 0, again
     result = deploy_ansible(labmon, DeployRequest(stage=LabStage(labenv.paths(labmon).state_dir),
                                                   limit=tuple(NODES)))
@@ -116,7 +100,7 @@ def test_monitoring_deploys_scrapes_and_converges(labmon: Path, tmp_path: Path) 
     pid = vmalert_pid()
     run(ssh_command(state, "sm01", ["sh", "-c", "echo '# local edit' >> /etc/clusterforge/monitoring/rules.yml"]),
         timeout=60)
-    fixed = _deploy(labmon, plan)
+    fixed = deploy_nodes(labmon, NODES, plan)
     changes = [(c["kind"], c["target"], c["detail"]) for c in fixed["sm01"]["changes"]]
     assert changes == [("file", "/etc/clusterforge/monitoring/rules.yml", "update content"),
                        ("handler", "clusterforge-vmalert", "reload clusterforge-vmalert")], changes

@@ -10,17 +10,14 @@ A copy of inventories/lab on its own free /24 and lab root.
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from cf_lab_net import cf, free_block, lab_copy
+from cf_lab_monitoring import deploy_nodes, query
+from cf_lab_net import free_block, lab_copy
 from cf_os_families import declare_os
 from clusterforge.deploy.ansible_api import deploy_ansible
 from clusterforge.deploy.api import DeployRequest
@@ -48,20 +45,6 @@ def label(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield env
 
 
-def _deploy(env: Path, plan: Path) -> dict[str, Any]:
-    code, out = cf("deploy", str(env), "--limit", ",".join(NODES), "--no-diffs", "--plan-file", str(plan))
-    assert code == 0, out
-    hosts: dict[str, Any] = json.loads(plan.read_text())["hosts"]
-    return hosts
-
-
-def _query(address: str, promql: str) -> list[dict[str, Any]]:
-    url = f"http://{address}:8428/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-    with urllib.request.urlopen(url, timeout=10) as r:
-        result: list[dict[str, Any]] = json.loads(r.read())["data"]["result"]
-    return result
-
-
 def test_node_exporter_on_el9_is_epels_and_is_scraped(label: Path, tmp_path: Path) -> None:
     state = labenv.running(label)
     assert state is not None and sorted(state.hosts) == sorted(NODES)
@@ -71,7 +54,7 @@ def test_node_exporter_on_el9_is_epels_and_is_scraped(label: Path, tmp_path: Pat
 
     assert "ID=\"almalinux\"" in sh("gpu08", "cat /etc/os-release")
     plan = tmp_path / "result.json"
-    hosts = _deploy(label, plan)
+    hosts = deploy_nodes(label, NODES, plan)
     started = {(h, c["target"]) for h, r in hosts.items() for c in r["changes"]
                if c["component"] == "monitoring" and c["kind"] == "service"}
     assert {("gpu08", "node_exporter"), ("gpu01", "prometheus-node-exporter")} <= started, started
@@ -91,20 +74,20 @@ def test_node_exporter_on_el9_is_epels_and_is_scraped(label: Path, tmp_path: Pat
     deadline = time.monotonic() + 90
     while True:
         up = {(r["metric"].get("job"), r["metric"].get("instance")): r["value"][1]
-              for r in _query(sm01, "up") if r["metric"].get("host") in NODES}
+              for r in query(sm01, "up") if r["metric"].get("host") in NODES}
         if all(up.get(t) == "1" for t in want) or time.monotonic() > deadline:
             break
         time.sleep(2)
     assert {t: up.get(t) for t in want} == {t: "1" for t in want}, up
-    ports = _query(sm01, 'node_infiniband_symbol_error_total{host="gpu08"}')
+    ports = query(sm01, 'node_infiniband_symbol_error_total{host="gpu08"}')
     assert ports and {"rack", "cable", "leaf", "a_end", "b_end"} <= set(ports[0]["metric"]), ports
     # ib-health made the textfile directory EPEL's package does not and writes its metrics there
     deadline = time.monotonic() + 120
-    while not _query(sm01, 'cf_ib_sm_master{host="gpu08"}') and time.monotonic() < deadline:
+    while not query(sm01, 'cf_ib_sm_master{host="gpu08"}') and time.monotonic() < deadline:
         time.sleep(5)
-    assert _query(sm01, 'cf_ib_sm_master{host="gpu08"}')
+    assert query(sm01, 'cf_ib_sm_master{host="gpu08"}')
 
-    again = _deploy(label, plan)
+    again = deploy_nodes(label, NODES, plan)
     assert sum(len(r["changes"]) for r in again.values()) == 0, again
     result = deploy_ansible(label, DeployRequest(stage=LabStage(labenv.paths(label).state_dir), limit=tuple(NODES)))
     assert result.exit_code == 0, [(r.name, r.error) for r in result.results]

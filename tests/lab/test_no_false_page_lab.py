@@ -15,7 +15,6 @@ root (CLUSTERFORGE_LAB_ROOT). Run under `flock /tmp/cf-lab.lock`; about 20 minut
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from cf_lab_monitoring import alerts
 from cf_lab_net import cf
 from clusterforge.lab import ssh_command
 from clusterforge.lab.proc import run
@@ -38,13 +38,6 @@ SM_NODE = "sm01"
 pytestmark = [pytest.mark.lab, pytest.mark.long]
 
 
-def _alerts() -> list[dict[str, Any]]:
-    code, out = cf("alerts", str(ENV), "--format", "json")
-    assert code in (0, 4), f"clusterforge alerts: exit {code}: {out[-2000:]}"
-    alerts: list[dict[str, Any]] = json.loads(out[out.index("{"):])["alerts"]
-    return alerts
-
-
 def _seen(alerts: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return [(a["alertname"], a["level"], a["host"], a["cable"]) for a in alerts]
 
@@ -54,7 +47,7 @@ def _until(check: Any, limit_s: float) -> tuple[float, list[dict[str, Any]]]:
     start = time.monotonic()
     listed: list[dict[str, Any]] = []
     while time.monotonic() - start < limit_s:
-        listed = _alerts()
+        listed = alerts(ENV)
         if check(listed):
             return time.monotonic() - start, listed
         time.sleep(POLL_S)
@@ -79,9 +72,10 @@ def test_a_fresh_deploy_pages_nobody_and_a_lost_sm_pages(tmp_path: Path, monkeyp
         assert state is not None, "no lab state after lab up"
 
         # 1. ten quiet minutes: nothing at level 2 or 3 (level 1 is information, e.g. an application XID)
-        start, loud = time.monotonic(), []
+        start = time.monotonic()
+        loud: list[dict[str, Any]] = []
         while time.monotonic() - start < QUIET_S and not loud:
-            loud = [a for a in _alerts() if (a["level"] or 0) >= 2]
+            loud = [a for a in alerts(ENV) if (a["level"] or 0) >= 2]
             if not loud:
                 time.sleep(POLL_S)
         assert not loud, f"a fresh deploy raised {_seen(loud)} after {time.monotonic() - start:.0f} s"
