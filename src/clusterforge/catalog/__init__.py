@@ -106,7 +106,7 @@ class FastErrorRate(_Entry):
 
 class FastErrors(_Entry):
     """The fast tier of monitoring's symbol and receive error alerts: per link rate, the errors an hour that
-    alert when held in each of two consecutive short windows (link_health.yaml `fast_errors`)."""
+    alert when held in each of three consecutive short windows (link_health.yaml `fast_errors`)."""
 
     ber: float
     ber_source: str

@@ -6,7 +6,7 @@ growth is `increase` (which counts through a counter reset after a reboot), and 
 (the day's ECC increase, the BER median over days) are recording rules whose results are stored.
 A one-off spike does not alert: rates must hold in every window of the last half hour. A link that suddenly
 throws errors far faster than that has a fast tier (IbSymbolErrorsFast, IbReceiveErrorsFast): its link rate's
-figure from the catalog (link_health.yaml `fast_errors`), exceeded in each of two consecutive short windows.
+figure from the catalog (link_health.yaml `fast_errors`), exceeded in each of three consecutive short windows.
 
 Metric names are the collectors' own: dcgm-exporter's `DCGM_FI_*` on both paths (Telegraf scrapes
 dcgm-exporter with inputs.prometheus; VictoriaMetrics stores single-field lines under the
@@ -78,8 +78,11 @@ PORT = ("{{ $labels.host }} {{ $labels.device }} port {{ $labels.port }} (rack {
         "{{ end }}")
 FAST_WINDOW_MIN_S = 60
 FAST_WINDOW_SAMPLES = 6
+FAST_WINDOWS = 3
 """The fast error tier's window: a minute, or six collection intervals where those are longer (a rate over
-fewer samples is noise); the rate must exceed its figure in this window and in the one before it."""
+fewer samples is noise); the rate must exceed its figure in FAST_WINDOWS consecutive such windows. With three, a
+burst must last longer than a whole window to fire: with two, one spread over a few scrapes that straddled the
+windows' boundary lay in both."""
 FAST_GROUP_INTERVAL = "30s"
 """clusterforge-fabric-fast is evaluated twice a minute (vmalert's default is once): half a minute less to
 the first alert, at the cost of the few fast rules run twice as often."""
@@ -118,6 +121,11 @@ def sel(metric: str, *matchers: str) -> str:
         ms.insert(0, f'__name__=~"{metric}"')
         return "{" + ",".join(ms) + "}"
     return f"{metric}{{{','.join(ms)}}}" if ms else metric
+
+
+def _duration(seconds: int) -> str:
+    """PromQL's spelling of a duration: `1m`, `2m`, `90s`."""
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 
 
 def fast_window_s(mon: Monitoring) -> int:
@@ -160,7 +168,7 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
     baseline: list[dict[str, Any]] = []
     optics: list[dict[str, Any]] = []
     window_s = fast_window_s(mon)
-    window = f"{window_s // 60}m" if window_s % 60 == 0 else f"{window_s}s"
+    window = _duration(window_s)
     fast_ber = num_text(catalog().link_health.fast_errors.ber)
     for v in vs:
         t, m = v.t, v.matcher
@@ -222,18 +230,19 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
             fabric.append(_alert(
                 name, f"increase({s}[1h]) > {per_h} and min_over_time(increase({s}[10m])[30m:5m]) > 0",
                 lv(name), f"{what} errors rising at {PORT} ({{{{ $value }}}} in 1 h)", OPTIC_REPAIR))
-            # the fast tier: the rate over the last window and over the one before it both above the link rate's
-            # figure (never below the slow tier's own): a one-off burst lies in one window only, and a counter
-            # reset is no rise (rate counts through it)
+            # the fast tier: the rate over each of the last FAST_WINDOWS windows above the link rate's figure (never
+            # below the slow tier's own): a one-off burst, shorter than a window, cannot cover the middle one and
+            # touch both around it; a counter reset is no rise (rate counts through it)
             for speed in speeds:
                 limit = num_text(max(fast_errors_per_h(speed), per_h))
                 s = sel(metric, f'speed="{speed}"', m)
                 fast.append(_alert(
                     fast_name,
-                    f"rate({s}[{window}]) * 3600 > {limit} and rate({s}[{window}] offset {window}) * 3600 > {limit}",
+                    " and ".join(f"rate({s}[{window}]{f' offset {_duration(k * window_s)}' if k else ''}) * 3600 > "
+                                 f"{limit}" for k in range(FAST_WINDOWS)),
                     lv(fast_name),
                     f"{what} errors at {{{{ printf \"%.0f\" $value }}}} an hour at {PORT}: above {limit} an hour "
-                    f"(a BER of {fast_ber} at {speed}) in each of two consecutive {window_s} s windows",
+                    f"(a BER of {fast_ber} at {speed}) in each of {FAST_WINDOWS} consecutive {window_s} s windows",
                     OPTIC_REPAIR))
         downed = ib["downed"]
         assert downed is not None

@@ -51,7 +51,7 @@ def test_every_link_rate_has_a_fast_figure_with_its_reason_and_source() -> None:
 def test_fast_figures_sit_between_a_healthy_link_and_the_specification() -> None:
     """Far above the slow tier and a healthy cable, below the specification's limit (the operator hears of the
     link before it is out of spec), and more than one error in every window (a healthy link's rare single
-    error cannot meet both windows)."""
+    error cannot meet every window)."""
     fast = catalog().link_health.fast_errors
     assert 1e-15 * 100 <= fast.ber < catalog().link_health.ber.effective_max
     window_s = fast_window_s(Monitoring(servers=["m"]))

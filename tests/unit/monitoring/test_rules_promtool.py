@@ -155,9 +155,9 @@ FAULT_S = 600
 """The fast tier cases: the fault starts 10 min in (a store with history of a quiet port before it)."""
 
 
-def test_fast_tier_fires_within_two_minutes_of_a_bad_link(tmp_path: Path) -> None:
+def test_fast_tier_fires_within_three_minutes_of_a_bad_link(tmp_path: Path) -> None:
     """600 errors an hour (the lab's `lab fault errors`) on an HDR port: the fast tier (144 an hour at HDR)
-    fires once both windows hold the rise, two minutes after the fault started; the slow tier is still
+    fires once all three windows hold the rise, three minutes after the fault started; the slow tier is still
     quiet then (it wants 30 minutes of rise). Receive errors too, at level 2 (the slow tier's is 1)."""
     bad = {**PORT, "cable": "C-0020"}
     labels = {k: v for k, v in bad.items() if v}
@@ -165,21 +165,24 @@ def test_fast_tier_fires_within_two_minutes_of_a_bad_link(tmp_path: Path) -> Non
               _series("node_infiniband_port_errors_received_total", bad, _counter(600, FAULT_S, 1800))]
     _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
         ("10m30s", "IbSymbolErrorsFast", []),   # half a minute of errors: one window only
-        ("11m", "IbSymbolErrorsFast", []),      # the window before the fault is still clean
-        ("12m", "IbSymbolErrorsFast", [{**labels, "level": "2"}]),
-        ("12m", "IbReceiveErrorsFast", [{**labels, "level": "2"}]),
-        ("12m", "IbSymbolErrors", []),          # the slow tier has not seen 30 minutes of it
+        ("11m", "IbSymbolErrorsFast", []),      # the windows before the fault are still clean
+        ("12m", "IbSymbolErrorsFast", []),
+        ("13m", "IbSymbolErrorsFast", [{**labels, "level": "2"}]),
+        ("13m", "IbReceiveErrorsFast", [{**labels, "level": "2"}]),
+        ("13m", "IbSymbolErrors", []),          # the slow tier has not seen 30 minutes of it
         ("25m", "IbSymbolErrorsFast", [{**labels, "level": "2"}]),
     ], interval="5s")])
 
 
 def test_fast_tier_quiet_for_a_burst_a_counter_reset_and_a_slow_rise(tmp_path: Path) -> None:
-    """A one-off burst of 500 errors lies in one window only; a reboot's counter reset (to 0, or to the few
+    """A one-off burst of 500 errors lies in one window only, and one spread over 25 s (five scrapes) never
+    covers a whole window, wherever the windows' boundaries fall; a reboot's counter reset (to 0, or to the few
     errors of the link's training) is no rise; 20 an hour is the slow tier's, which fires after half an hour
     while the fast tier stays quiet."""
     burst = {**PORT, "cable": "C-0021"}
     reset = {**PORT, "cable": "C-0022"}
     trained = {**PORT, "cable": "C-0023"}
+    spread = {**PORT, "cable": "C-0025"}
     slow = {**PORT, "cable": "C-0024"}
     n = 3600 // 5 + 1
     series = [
@@ -188,8 +191,11 @@ def test_fast_tier_quiet_for_a_burst_a_counter_reset_and_a_slow_rise(tmp_path: P
         _series("node_infiniband_symbol_error_total", trained,
                 " ".join(["1000000"] * 120 + ["0"] * 3 + ["7"] * (n - 123))),
         _series("node_infiniband_symbol_error_total", slow, _counter(20, 0, 3600)),
+        _series("node_infiniband_symbol_error_total", spread,
+                " ".join(["0"] * 120 + ["100", "200", "300", "400"] + ["500"] * (n - 124))),
     ]
-    quiet = [(t, "IbSymbolErrorsFast", []) for t in ("10m5s", "10m30s", "11m", "11m30s", "12m", "15m", "55m")]
+    quiet = [(t, "IbSymbolErrorsFast", []) for t in ("10m5s", "10m30s", "11m", "11m10s", "11m15s", "11m30s", "12m",
+                                                      "12m10s", "12m15s", "13m", "15m", "55m")]
     _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
         *quiet,
         ("55m", "IbSymbolErrors", [{**{k: v for k, v in slow.items() if v}, "level": "2"}]),
@@ -235,7 +241,7 @@ def test_fast_tier_annotations_name_the_cable_its_ends_and_lanes(tmp_path: Path)
         "exp_labels": {**labels, "level": "2"},
         "exp_annotations": {
             "summary": "symbol errors at 600 an hour at gpu01 mlx5_0 port 1 (rack r01 U2), cable C-0001 to leaf01 "
-                       "port 1: above 144 an hour (a BER of 2e-13 at HDR) in each of two consecutive 60 s windows",
+                       "port 1: above 144 an hour (a BER of 2e-13 at HDR) in each of 3 consecutive 60 s windows",
             "repair": "clean or reseat the optic at leaf01 port 1: cable C-0001 (gpu01/mlx5_0/1 to leaf01/1), "
                       "trunk T-01 lane group 3, patch panels PP-A (rack r01 U42) / PP-B (rack core U42); "
                       "replace the cable if errors continue"}}]}]
