@@ -4,6 +4,7 @@ VictoriaMetrics, and `clusterforge alerts ENV --format json` (no `--url`: it fin
 from __future__ import annotations
 
 import json
+import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -34,3 +35,17 @@ def alerts(env: Path) -> list[dict[str, Any]]:
     assert code in (0, 4), f"clusterforge alerts: exit {code}: {out[-2000:]}"
     listed: list[dict[str, Any]] = json.loads(out[out.index("{"):])["alerts"]
     return listed
+
+
+def wait_alertmanager(env: Path, limit_s: float = 180.0) -> float:
+    """Seconds until `clusterforge alerts ENV` reaches an Alertmanager (exit 5 while none answers yet: a fresh
+    deploy has just started it)."""
+    start = time.monotonic()
+    while True:
+        code, out = cf("alerts", str(env), "--format", "json")
+        if code in (0, 4):
+            return time.monotonic() - start
+        assert code == 5 and time.monotonic() - start < limit_s, f"clusterforge alerts: exit {code}: {out[-2000:]}"
+        time.sleep(5)
+
+

@@ -289,7 +289,12 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
             f"cabled port down at {PORT}",
             "check both ends are seated and lit; " + OPTIC_REPAIR))
     down_m = mon.thresholds.host_down_m
-    host_down = (f'max_over_time(up{{exporter="node"}}[{down_m}m]) == 0' if mon.collector == "exporters" else
+    # every scrape of the last minutes failed, and the target was scraped 10 min ago already: a store that has
+    # just started (a fresh deploy: vmagent scrapes a node before its node_exporter is installed) holds no sample
+    # that old, so the first failed scrapes page nobody (all eight GPU nodes did once); a node that never comes
+    # up is down once it has been scraped 10 min, one that stops host_down_m after
+    host_down = (f'max_over_time(up{{exporter="node"}}[{down_m}m]) == 0 and up{{exporter="node"}} offset 10m'
+                 if mon.collector == "exporters" else
                  f"last_over_time(system_n_cpus[1d]) unless last_over_time(system_n_cpus[{down_m}m])")
     # a node's collector that reported 10 min ago (the store has been up and scraping that long)
     collector_10m_ago = ('up{exporter="node"} offset 10m == 1' if mon.collector == "exporters" else
