@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..collect.plan import family_of
 from ..render import (
     ALERTMANAGER_CLUSTER_PORT,
     ALERTMANAGER_PORT,
@@ -88,7 +89,6 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
     root = options.root.rstrip("/")
 
     cat = index.cat.os
-    family_of = {n.name: cat.releases[index.hardware[n.name].os].family for n in index.inv.nodes}
     ne_unit: dict[str, str] = {}  # node_exporter's files of every family -> that family's unit
     for ne in (fam.node_exporter for fam in cat.families.values()):
         ne_unit[ne.settings] = ne_unit[node_exporter_dropin(ne.unit)] = ne.unit
@@ -122,7 +122,7 @@ def monitoring_components(index: Index, options: DeployOptions, *, render: bool 
     for node in index.inv.nodes:
         hw = index.hardware[node.name]
         gpus = hw.gpus is not None and hw.gpus.count > 0
-        family = family_of[node.name]
+        family = family_of(index, node.name)
         files = [f for f, fams in on_nodes if (gpus or not f.dest.endswith(GPU_ONLY)) and (not fams or family in fams)]
         pins: list[Pin] = []
         packages: list[str] = []

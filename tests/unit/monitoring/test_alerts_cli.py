@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cf_http import wait_http
 from cf_lab_inventory import LAB, lab_index
 from clusterforge.alerts.view import located_alerts
 from clusterforge.api import load_checked
@@ -88,15 +89,7 @@ def _run_alertmanager(tmp_path: Path, host: str, port: int) -> Iterator[str]:
          f"--web.listen-address={host}:{port}", "--cluster.listen-address="],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/-/ready", timeout=2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.2)
+        wait_http(f"{url}/-/ready", proc)
         yield url
     finally:
         proc.terminate()

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
+from cf_http import wait_http
 from cf_lab_inventory import lab_index
 from clusterforge.render import render_environment
 from clusterforge.render.monitoring_rules import FAST_WINDOWS
@@ -52,15 +53,7 @@ def vm(tmp_path: Path) -> Iterator[str]:
                                  "-retentionPeriod=7d"], stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/health", timeout=2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.2)
+        wait_http(f"{url}/health", proc)
         yield url
     finally:
         proc.terminate()

@@ -1,0 +1,20 @@
+"""Waiting for a program the test started to answer over HTTP."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import urllib.request
+
+
+def wait_http(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+    """Until `url` answers; raises when `proc` exits first or `timeout_s` passes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise
+            time.sleep(0.2)
