@@ -9,7 +9,7 @@ INV := inventories/$(ENV)
 
 # Debian packages of the lab and the deploy tests (podman, ibsim, OpenSM, ...): installed when
 # missing and we are root; otherwise say what to run. Idempotent and quick when all are there.
-# `make deploy` needs them only for a lab (ENV=lab or LAB=1): a machine that drives a real cluster
+# `make deploy` needs them only for a lab (ENV=lab, ENV=lab-* or LAB=1): a machine that drives a real cluster
 # gets no lab package.
 deps:
 	@if [ "$$(id -u)" = 0 ]; then sh scripts/lab-deps.sh; \
@@ -81,6 +81,8 @@ bench: venv
 #                                     then where to look: the Alertmanager and store URLs (`alerts --where`).
 #                                     A machine without room for systemd in that many containers (inotify) stops
 #                                     before anything starts, naming the sysctl to raise
+#   make deploy ENV=lab-os            the same for inventories/lab-os: the lab with an Ubuntu-22.04-shaped gpu07
+#                                     and a Rocky-9-shaped gpu08 (docs/os.md), on its own network (ENV=lab-*: a lab)
 #   make deploy ENV=prod LAB=1        a rehearsal: prod's own files and pins deployed to a prod-shaped lab
 #                                     (one container per selected node with systemd as PID 1, the whole prod
 #                                     fabric simulated, hardware packages from the lab's stand-in repository),
@@ -96,7 +98,7 @@ bench: venv
 DEPLOY_VARS := ENV ENGINE LAB LIMIT DRY CONFIRM
 CMDLINE_VARS := $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v)))
 UNKNOWN_VARS := $(filter-out $(DEPLOY_VARS) MAKEFLAGS MAKEOVERRIDES,$(CMDLINE_VARS))
-IS_LAB := $(if $(filter lab,$(ENV))$(filter 1,$(LAB)),1)
+IS_LAB := $(if $(filter lab lab-%,$(ENV))$(filter 1,$(LAB)),1)
 # LIMIT given but empty (`LIMIT=$$RACK` with RACK unset) selects no host: refused, never read as every host
 LIMIT_CHECK = $(if $(filter undefined,$(origin LIMIT)),,$(if $(strip $(LIMIT)),,$(error make: LIMIT= is empty: \
   it selects no host (leave LIMIT out for every host); nothing was run)))

@@ -268,24 +268,21 @@ def lab_rows(nodes: tuple[str, ...] = ("gpu01", "gpu02", "sm01", "lus01"),
     return rows + _ratios("deploy-lab", rows)
 
 
-#: The deploy per OS family: a node of each, the components every family gets (monitoring is not on EL yet).
+#: The deploy per OS family: a node of each (inventories/lab-os), the GPU node's components without monitoring.
 FAMILY_NODES = {"gpu01": "debian12", "gpu07": "ubuntu2204", "gpu08": "rocky9"}
 FAMILY_COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre")
 
 
 def shaped_env(work: Path) -> Path:
-    """A copy of the lab inventory with the FAMILY_NODES' releases declared (docs/os.md)."""
+    """A copy of inventories/lab-os, the lab with the FAMILY_NODES' releases declared (docs/os.md)."""
+    from clusterforge.api import load_checked
+
     env = work / "lab-families"
     shutil.rmtree(env, ignore_errors=True)
-    shutil.copytree(ENV, env)
-    nodes = env / "nodes.yaml"
-    text = nodes.read_text()
-    for name, release in FAMILY_NODES.items():
-        if release == "debian12":
-            continue
-        line = next(x for x in text.splitlines() if x.strip().startswith(f"- {{name: {name},"))
-        text = text.replace(line, line.rstrip()[:-1] + f", os: {release}}}")
-    nodes.write_text(text)
+    shutil.copytree(ENV.parent / "lab-os", env)  # its links followed: a copy of the files
+    hardware = load_checked(env).index.hardware
+    if {n: hardware[n].os for n in FAMILY_NODES} != FAMILY_NODES:
+        raise SystemExit(f"{ENV.parent / 'lab-os'}: not the releases the bench measures ({FAMILY_NODES})")
     return env
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
+import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
@@ -33,13 +35,15 @@ def used_networks() -> list[ipaddress.IPv4Network]:
 
 
 def own_network(env: Path) -> None:
-    """A copy of the lab inventory on a free management /24 clear of the lab's IPoIB subnets (198.18.128.0/21,
-    198.18.136.0/21), its drain and resume hooks pointed at the copy (a developer's lab is left alone)."""
-    import os
-
+    """A copy of a lab inventory (lab, lab-os) on a free management /24 clear of the lab's IPoIB subnets
+    (198.18.128.0/21, 198.18.136.0/21), its drain and resume hooks pointed at the copy (a developer's lab is left
+    alone)."""
     prefix = free_subnet("198.18", 40 + os.getpid() % 60).rsplit(".", 1)[0] + "."
+    found = re.search(r"management: \{cidr: (198\.18\.\d+\.)0/24", (env / "services.yaml").read_text())
+    assert found, f"{env}/services.yaml: no management /24 in 198.18.0.0/16 to move"
     for f in env.glob("*.yaml"):
-        f.write_text(f.read_text().replace("198.18.10.", prefix).replace("inventories/lab", str(env)))
+        text = f.read_text().replace(found.group(1), prefix)
+        f.write_text(re.sub(r"inventories/lab(?:-[a-z0-9-]+)?\b", str(env), text))
 
 
 def free_subnet(prefix: str, start: int) -> str:

@@ -2,11 +2,11 @@
 (LAB-ONLY Debian roots whose os-release says so; the EL one with the real rpm, dnf and versionlock plugin, its
 packages the stand-in RPMs from the lab's dnf repository, the driver in a real module stream).
 
-The whole lab is up (the driver pin is every GPU node's); the three are looked at. Both engines, the same bytes
-and the same package state; each pin at its pin (dpkg-query, rpm -q), held (apt-mark) or locked (dnf
-versionlock); a second run changes nothing; a driver bump is planned by `diff`, applied by `apply`, and the EL
-node's versionlock moves with it. Monitoring is not deployed on EL yet (docs/os.md): the runs name the
-components they deploy.
+It is inventories/lab-os (what `make deploy ENV=lab-os` brings up) on its own network. The whole lab is up (the
+driver pin is every GPU node's); the three are looked at. Both engines, the same bytes and the same package state;
+each pin at its pin (dpkg-query, rpm -q), held (apt-mark) or locked (dnf versionlock); a second run changes nothing;
+a driver bump is planned by `diff`, applied by `apply`, and the EL node's versionlock moves with it. The runs name
+the components they deploy.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from cf_lab_net import cf, lab_copy, own_network
-from cf_os_families import declare_os
 from clusterforge.api import load_checked
 from clusterforge.deploy.ansible_api import deploy_ansible
 from clusterforge.deploy.api import DeployOutcome, DeployRequest, deploy, plans_for
@@ -31,19 +30,20 @@ from clusterforge.rehearsal.stage import LabStage
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.lab, pytest.mark.long]
 NODES = ("gpu01", "gpu07", "gpu08")
-SHAPES = {"gpu07": "ubuntu2204", "gpu08": "rocky9"}
+SHAPES = {"gpu07": "ubuntu2204", "gpu08": "rocky9"}  # as inventories/lab-os declares them
 COMPONENTS = ("repo", "base", "ofed", "nvidia", "nccl", "lustre")
 BUMP = "550.127.05"
 
 
 def _shape(env: Path) -> None:
     own_network(env)
-    declare_os(env, SHAPES)
+    hardware = load_checked(env).index.hardware
+    assert {n: hardware[n].os for n in SHAPES} == SHAPES
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    with lab_copy(tmp_path_factory, ROOT / "inventories" / "lab", "oslab", edit=_shape) as env:
+    with lab_copy(tmp_path_factory, ROOT / "inventories" / "lab-os", "oslab", edit=_shape) as env:
         mp = pytest.MonkeyPatch()
         mp.chdir(env.parent)  # apply's deploy steps write out/oslab/ here
         try:
