@@ -22,7 +22,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("clusterforge", "util"),
     ("catalog",),
     ("model",),
-    ("parse", "collect", "inventory", "plan"),
+    ("parse", "collect", "inventory", "plan", "respond"),
     ("check",),
     ("render", "interchange"),
     ("sim",),

@@ -11,12 +11,13 @@ end of the port's cable, or the host label when that is a switch) and `cable` (t
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..model.index import Index
 from ..model.monitoring import PORT_ALERTS
 from ..model.place_text import link_floor, route_text
+from ..respond.level3 import JOB_ID, REPORT_ALERT
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,10 @@ class LocatedAlert:
     summary: str
     repair: str
     labels: dict[str, str]
+    cause: str | None = None  # JobsMoved: the level 3 alert whose response moved the jobs
+    jobs_moved: list[str] = field(default_factory=list)  # level 3: the jobs its response moved off the host
+    jobs_refused: list[str] = field(default_factory=list)  # ... the scheduler would not requeue (left running)
+    jobs_now: dict[str, str] = field(default_factory=dict)  # moved job -> where it is now ("RUNNING on gpu04")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -93,15 +98,38 @@ def locate(index: Index, alert: dict[str, Any]) -> LocatedAlert:
             where = f"{host} {device}/{port} (no cable declared in the inventory)"
     elif host is not None and rack is not None:
         where = f"rack {rack} U{u}"
-    return LocatedAlert(
+    located = LocatedAlert(
         alertname=name, level=_int(labels.get("level")), state=str(status.get("state", "active")),
         since=str(alert.get("startsAt", "")), host=host, switch=switch, rack=rack, u=u, device=device, port=port,
         cable=cable_id, a_end=a_end, b_end=b_end, lanes=lanes, where=where,
         summary=str(notes.get("summary", "")), repair=repair, labels=labels,
     )
+    if name == REPORT_ALERT:
+        located = replace(located, cause=labels.get("cause"), jobs_moved=_ids(notes.get("moved")),
+                          jobs_refused=_ids(notes.get("refused")), jobs_now=_now(notes.get("now")))
+    return located
+
+
+def _ids(text: object) -> list[str]:
+    return [j for j in str(text or "").split(",") if JOB_ID.match(j)]
+
+
+def _now(text: object) -> dict[str, str]:
+    """`4101 RUNNING on gpu04; 4102 PENDING` (the report's `now`) as job -> where."""
+    out: dict[str, str] = {}
+    for item in str(text or "").split(";"):
+        job, _, where = item.strip().partition(" ")
+        if JOB_ID.match(job) and where:
+            out[job] = where
+    return out
 
 
 def located_alerts(index: Index, text: str) -> list[LocatedAlert]:
     """Every alert of the list, highest level first, then by host and name."""
     out = [locate(index, a) for a in parse_alerts(text)]
+    # a level 3 alert carries what its response did: the JobsMoved report about it (cause, host)
+    reports = {(a.cause, a.host): a for a in out if a.alertname == REPORT_ALERT}
+    out = [replace(a, jobs_moved=r.jobs_moved, jobs_refused=r.jobs_refused, jobs_now=r.jobs_now)
+           if a.alertname != REPORT_ALERT and (r := reports.get((a.alertname, a.host))) is not None else a
+           for a in out]
     return sorted(out, key=lambda a: (-(a.level or 0), a.host or "", a.alertname, a.device or "", a.port or 0))

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+import re
+
 from ..model.index import Index
-from ..model.monitoring import DEFAULT_LEVELS
+from ..model.monitoring import DEFAULT_LEVELS, Migration, Monitoring
 from ..util.errors import InventoryIssue
+
+_PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
+
+# each scheduler command of a migration: the placeholders it must name, and those it may
+MIGRATION_ARGV: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "jobs": (frozenset({"{host}"}), frozenset({"{host}"})),
+    "signal_job": (frozenset({"{job}"}), frozenset({"{job}", "{signal}"})),
+    "requeue": (frozenset({"{job}"}), frozenset({"{job}"})),
+    "requeuehold": (frozenset({"{job}"}), frozenset({"{job}"})),
+    "reboot": (frozenset({"{host}"}), frozenset({"{host}", "{reason}"})),
+    "where": (frozenset({"{jobs}"}), frozenset({"{jobs}"})),
+}
 
 
 def check(index: Index) -> list[InventoryIssue]:
@@ -60,4 +74,50 @@ def check(index: Index) -> list[InventoryIssue]:
                                       "level 3 drains through deploy.reboot.drain, which is empty: give the drain "
                                       "argv (e.g. [scontrol, update, nodename={hosts}, state=drain, "
                                       "'reason={reason}']) or set drain: false", rule="INV-MONITORING"))
+        if routes.page is not None and routes.page.migrate is not None:
+            out += migration_issues(index, mon, routes.page.migrate, routes.page.drain)
+    return out
+
+
+def _used_argv(m: Migration) -> list[str]:
+    """The commands a migration runs: the job list, the requeue its `how` names, the signal with a grace, the
+    reboot after, and where the moved jobs are."""
+    if m.how == "none":
+        return []
+    return (["jobs", m.how] + (["signal_job"] if m.grace_s else []) + (["reboot"] if m.after == "reboot" else [])
+            + ["where"])
+
+
+def migration_issues(index: Index, mon: Monitoring, m: Migration, drain: bool) -> list[InventoryIssue]:
+    """Level 3's job migration against the rest: a drain first, each command's placeholders, a reboot's way back."""
+    at = ("monitoring", "alerts", "page", "migrate")
+    out: list[InventoryIssue] = []
+    if not drain and m.how != "none":
+        out.append(InventoryIssue(at, "migrate without drain: a requeued job would land on the same node again; "
+                                      "set alerts.page.drain: true", rule="INV-MONITORING"))
+    for field in _used_argv(m):
+        argv: list[str] = getattr(m, field)
+        need, may = MIGRATION_ARGV[field]
+        named = {p for part in argv for p in _PLACEHOLDER.findall(part)}
+        if not argv:
+            out.append(InventoryIssue((*at, field), f"{field} is empty: the migration runs it", rule="INV-MONITORING"))
+        elif missing := sorted(need - named):
+            out.append(InventoryIssue((*at, field), f"{field} names no {', '.join(missing)}: the argv would not say "
+                                                    "which " + ("node" if "{host}" in missing else "job(s)"),
+                                      rule="INV-MONITORING"))
+        elif extra := sorted(named - may):
+            out.append(InventoryIssue((*at, field), f"{field} names {', '.join(extra)}, which it is not given "
+                                                    f"(it takes {', '.join(sorted(may))})", rule="INV-MONITORING"))
+    if m.how != "none" and m.after == "reboot":
+        if not index.inv.deploy.reboot.resume:
+            out.append(InventoryIssue((*at, "after"), "after: reboot needs deploy.reboot.resume: the health check "
+                                                      "puts the rebooted node back through it", rule="INV-MONITORING"))
+        if not index.inv.health_check.enabled:
+            out.append(InventoryIssue((*at, "after"), "after: reboot needs health_check.enabled: only a passing "
+                                                      "health check puts the rebooted node back",
+                                      rule="INV-MONITORING"))
+    for i, name in enumerate(m.alerts):
+        if mon.level(name) != 3:
+            out.append(InventoryIssue((*at, "alerts", i), f"{name} is level {mon.level(name)} here: only level 3 "
+                                                          "alerts move jobs", rule="INV-MONITORING"))
     return out

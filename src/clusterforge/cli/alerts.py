@@ -12,7 +12,7 @@ from typing import NoReturn
 import typer
 from rich.markup import escape
 
-from ..alerts.drain import DrainHook, serve
+from ..alerts.drain import responder, serve
 from ..alerts.view import LocatedAlert, located_alerts
 from ..check.checked import Checked
 from ..model.index import Index
@@ -133,6 +133,12 @@ def _print(alerts: list[LocatedAlert], url: str) -> None:
         if a.cable:
             out.print(f"    cable {a.cable}: {a.a_end} to {a.b_end}" + (f", {a.lanes}" if a.lanes else ""),
                       markup=False)
+        if a.jobs_moved:
+            out.print("    jobs moved: " + ", ".join(f"{j} (now {a.jobs_now[j]})" if j in a.jobs_now else j
+                                                 for j in a.jobs_moved), markup=False)
+        if a.jobs_refused:
+            out.print("    jobs the scheduler would not requeue, left running: " + ", ".join(a.jobs_refused),
+                      markup=False)
         if a.since:
             out.print(f"    since {a.since}", markup=False)
 
@@ -157,7 +163,7 @@ def _serve_drain_hook(env: Path, listen: str) -> None:
     template = checked.inv.deploy.reboot.drain
     if not template:
         _usage(f"{env}: deploy.reboot.drain is empty: nothing to run for a level 3 alert")
-    hook = DrainHook(checked.index, template, report=lambda line: out.print(line, markup=False))
+    hook = responder(checked.index, template, emit=lambda line: out.print(line, markup=False))
     server = serve(hook, host.strip("[]"), int(port))
     out.print(f"drain hook for {env} on http://{listen}/drain: {' '.join(template)}", markup=False)
     try:

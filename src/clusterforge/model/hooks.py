@@ -30,7 +30,8 @@ REASON = "{reason}"
 
 REBOOT_REASON = "cf-deploy: reboot after the deploy"
 DAY2_REASON = "cf-day2: change plan"
-ALERT_REASON = "cf-alert: level 3 alert"
+ALERT_PREFIX = "cf-alert:"
+"""The monitoring drain hook's reasons start so: `cf-alert: level 3 <alert>` (respond/level3.py)."""
 
 
 def takes_many(template: Sequence[str]) -> bool:

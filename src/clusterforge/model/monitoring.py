@@ -12,7 +12,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, model_validator
 
-from .base import Email, FiniteFloat, HostPort, Model, Name, Url
+from .base import Email, FiniteFloat, HostPort, Model, Name, Text, Url
 from .nodes import NodeRole
 
 Level = Literal[1, 2, 3]
@@ -127,13 +127,54 @@ class EmailRoute(Model):
     require_tls: bool = Field(default=True, description="STARTTLS required by the smarthost")
 
 
+class Migration(Model):
+    """Level 3 moves the jobs off the alert's node, after its drain (docs/monitoring.md, "Level 3"): each job of
+    the node is signalled (with a grace), then requeued, one call a job; a job the scheduler refuses to requeue is
+    reported by id and left running. The scheduler commands are argv templates, never a shell: `{host}`, `{job}`,
+    `{jobs}` (job ids joined by commas), `{signal}`, `{reason}`."""
+
+    how: Literal["requeue", "requeuehold", "none"] = Field(
+        default="requeue", description="requeue the node's jobs (they start again elsewhere), requeue them held "
+                                       "(a person releases them), or none (drain only)")
+    alerts: list[AlertName] = Field(
+        default_factory=list, description="the level 3 alerts that move jobs (empty: every level 3 alert whose host "
+                                          "is a compute node)")
+    grace_s: int = Field(default=0, ge=0, le=3600,
+                         description="seconds between signalling a job (`signal`, to its batch step: the "
+                                     "`--signal=B:USR1@N` convention, for its checkpoint) and requeueing it; 0: no "
+                                     "signal")
+    signal: Literal["USR1", "USR2", "TERM", "INT", "HUP", "URG"] = Field(
+        default="USR1", description="the signal a job is sent before the grace")
+    after: Literal["drain", "reboot"] = Field(
+        default="drain", description="the node afterwards: stays drained (a person resumes it), or is rebooted "
+                                     "and put back only by a passing health check (needs deploy.reboot.resume "
+                                     "and health_check.enabled)")
+    jobs: list[Text] = Field(default_factory=lambda: ["squeue", "-h", "-w", "{host}", "-o", "%i"],
+                             description="argv that prints the node's job ids, one a line (`{host}`)")
+    signal_job: list[Text] = Field(default_factory=lambda: ["scancel", "--batch", "--signal={signal}", "{job}"],
+                                   description="argv that signals one job's batch step (`{job}`, `{signal}`)")
+    requeue: list[Text] = Field(default_factory=lambda: ["scontrol", "requeue", "{job}"],
+                                description="argv that requeues one job (`{job}`)")
+    requeuehold: list[Text] = Field(default_factory=lambda: ["scontrol", "requeuehold", "{job}"],
+                                    description="argv that requeues one job held (`{job}`)")
+    reboot: list[Text] = Field(default_factory=lambda: ["scontrol", "reboot", "ASAP", "reason={reason}", "{host}"],
+                               description="argv that reboots the node once its jobs are gone (`{host}`, "
+                                           "`{reason}`: the health check's prefix, so only its pass resumes the "
+                                           "node)")
+    where: list[Text] = Field(default_factory=lambda: ["squeue", "-h", "-j", "{jobs}", "-o", "%i|%T|%N"],
+                              description="argv that prints `id|state|nodes` for the moved jobs (`{jobs}`): where "
+                                          "they run now, in the JobsMoved report")
+
+
 class PageRoute(Model):
-    """Level 3: a pager webhook (Alertmanager's webhook JSON), and the drain of the node."""
+    """Level 3: a pager webhook (Alertmanager's webhook JSON), the drain of the node and the move of its jobs."""
 
     webhook: Url | None = Field(default=None, description="the paging service's webhook endpoint")
     drain: bool = Field(default=True, description="run deploy.reboot.drain for the alert's host")
     drain_hook_port: int = Field(default=9095, ge=1, le=65535,
                                  description="loopback port of the drain hook on the monitoring node")
+    migrate: Migration | None = Field(
+        default=None, description="move the jobs off the alert's node after its drain (absent: the drain only)")
 
 
 class AlertRoutes(Model):

@@ -22,6 +22,7 @@ from .context_monitoring import (
     IB_HEALTH,
     STORE_PORT,
     TELEGRAF_TEMPLATE,
+    drain_hook_config,
     monitoring_files,
 )
 from .context_monitoring import servers as monitoring_servers
@@ -51,8 +52,8 @@ __all__ = [
     "ALERTMANAGER_CLUSTER_PORT", "ALERTMANAGER_PORT", "DCGM_EXPORTER_PORT", "DRAIN_HOOK", "DRAIN_TARGETS", "GPU_ONLY",
     "IB_HEALTH", "NODECHECK_PATH", "NODE_EXPORTER_PORT",
     "PLACEHOLDER_PREFIX", "STORE_PORT", "TELEGRAF_TEMPLATE", "FabricView", "FileSpec", "GuidBook", "Rendered",
-    "WriteReport", "banner", "file_context", "file_mode", "file_specs", "guid_text", "healthcheck_lines",
-    "host_file_specs", "hostlist", "install_path", "is_placeholder", "monitoring_files", "monitoring_servers",
-    "node_exporter_dropin", "nodecheck_files", "plane_services", "render", "render_environment", "render_spec",
-    "render_text", "write_tree",
+    "WriteReport", "banner", "drain_hook_config", "file_context", "file_mode", "file_specs", "guid_text",
+    "healthcheck_lines", "host_file_specs", "hostlist", "install_path", "is_placeholder", "monitoring_files",
+    "monitoring_servers", "node_exporter_dropin", "nodecheck_files", "plane_services", "render", "render_environment",
+    "render_spec", "render_text", "write_tree",
 ]

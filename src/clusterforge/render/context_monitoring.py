@@ -27,13 +27,16 @@ Files (under out/<env>/):
 from __future__ import annotations
 
 import json
+from functools import cache
+from pathlib import Path
 from typing import Any
 
-from ..model.hooks import ALERT_REASON, hook_argv
+from ..model.hooks import ALERT_PREFIX, hook_argv
 from ..model.index import Index
 from ..model.monitoring import Monitoring
 from ..model.nodes import Node
 from ..model.place_text import route_text
+from ..respond import level3
 from . import ib_health
 from .fabric import FabricView
 from .monitoring_rules import rule_groups
@@ -171,6 +174,32 @@ def alertmanager_context(mon: Monitoring) -> dict[str, Any]:
     }
 
 
+@cache
+def level3_source() -> str:
+    """respond/level3.py as a Python literal, embedded verbatim in the drain hook (nothing of clusterforge is
+    installed on the monitoring node)."""
+    return repr(Path(str(level3.__file__)).read_text(encoding="utf-8"))
+
+
+def drain_hook_config(index: Index, alertmanagers: list[str]) -> dict[str, Any] | None:
+    """What the drain hook runs (respond/level3.py's config): each node's drain argv (`{reason}` left for the alert),
+    whether its jobs move (compute nodes), the migration policy, the Alertmanagers its JobsMoved report goes to.
+    None without a drain (alerts.page.drain false or no page)."""
+    mon = index.inv.monitoring
+    page = mon.alerts.page if mon is not None else None
+    if page is None or not page.drain:
+        return None
+    argv = list(index.inv.deploy.reboot.drain)
+    m = page.migrate
+    return {
+        "hosts": {n.name: {"drain": hook_argv(argv, n.name, None), "migrate": n.role == "compute"}
+                  for n in index.inv.nodes},
+        "reason": ALERT_PREFIX, "health_reason": f"{index.inv.health_check.reason_prefix}:",
+        "migrate": None if m is None or m.how == "none" else m.model_dump(mode="json"),
+        "alertmanagers": alertmanagers,
+    }
+
+
 def scrape_context(fab: FabricView, mon: Monitoring) -> dict[str, Any]:
     hosts = []
     for node in fab.index.inv.nodes:
@@ -218,16 +247,16 @@ def monitoring_files(fab: FabricView) -> list[FileSpec]:
     page = mon.alerts.page
     drain = None
     if page is not None and page.drain:
-        argv = list(index.inv.deploy.reboot.drain)
         drain = {"port": page.drain_hook_port, "script": DRAIN_HOOK, "targets": DRAIN_TARGETS,
-                 "hosts": {n.name: hook_argv(argv, n.name, ALERT_REASON) for n in index.inv.nodes}}
+                 "config": drain_hook_config(index, notifiers)}
     for srv in stores:  # each monitoring server's own files: rendered under monitoring/<server>/
         def server(dest: str, template: str, context: dict[str, Any], srv: str = srv) -> FileSpec:
             return on_host("monitoring", srv, dest, template, context)
         if drain is not None:
-            specs.append(server(DRAIN_HOOK, "monitoring/drain-hook.py.j2", {"port": drain["port"]}))
+            specs.append(server(DRAIN_HOOK, "monitoring/drain-hook.py.j2",
+                                {"port": drain["port"], "source": level3_source()}))
             specs.append(server(DRAIN_TARGETS, "monitoring/drain-targets.json.j2",
-                                {"json": json.dumps(drain["hosts"], indent=1, sort_keys=True)}))
+                                {"json": json.dumps(drain["config"], indent=1, sort_keys=True)}))
             specs.append(server("/etc/systemd/system/clusterforge-drain-hook.service",
                                 "monitoring/drain-hook.service.j2",
                                 {k: drain[k] for k in ("port", "script", "targets")}))

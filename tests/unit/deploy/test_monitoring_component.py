@@ -24,7 +24,6 @@ from clusterforge.deploy.desired import host_plans
 from clusterforge.deploy.facts import FileFact, HostFacts, PackageFact
 from clusterforge.deploy.options import DeployOptions
 from clusterforge.deploy.runner import SshSettings
-from clusterforge.model.hooks import ALERT_REASON
 from clusterforge.model.index import Index
 from clusterforge.render import render
 from clusterforge.render.env import environment
@@ -117,9 +116,11 @@ def test_rendered_files_deployed_byte_for_byte(checked: Checked, plans: dict[str
     assert gpu["/etc/default/prometheus-node-exporter"].content == files["monitoring/nodes/prometheus-node-exporter"]
     assert sm["/usr/local/lib/clusterforge/drain-hook"].mode == 0o755
     targets = json.loads(sm["/etc/clusterforge/monitoring/drain-targets.json"].content)
-    assert targets["gpu01"] == ["clusterforge", "lab", "drain", "gpu01", "--reason", ALERT_REASON, "--env",
-                                "inventories/lab"]
-    assert set(targets) == {n.name for n in checked.index.inv.nodes}
+    assert targets["hosts"]["gpu01"] == {"drain": ["clusterforge", "lab", "drain", "gpu01", "--reason", "{reason}",
+                                                   "--env", "inventories/lab"], "migrate": True}
+    assert targets["hosts"]["sm01"]["migrate"] is False  # jobs move off compute nodes only
+    assert set(targets["hosts"]) == {n.name for n in checked.index.inv.nodes}
+    assert (targets["reason"], targets["health_reason"]) == ("cf-alert:", "cf-health:")
     args = gpu["/etc/default/prometheus-node-exporter"].content
     assert "--collector.infiniband" in args and "--collector.textfile.directory=" in args
     assert "--path.sysfs" not in args  # the lab's stand-in tree comes from a LAB-ONLY drop-in, not prod's file
@@ -188,13 +189,16 @@ def _post(url: str, payload: object) -> int:
 
 def test_standalone_drain_hook_runs_the_argv_of_a_level3_host(tmp_path: Path) -> None:
     """The rendered script, run for real by python3 as its unit does: no clusterforge import, argv not shell."""
+    from clusterforge.render.context_monitoring import level3_source
+
     script = tmp_path / "drain-hook"
     script.write_text(environment().get_template("monitoring/drain-hook.py.j2").render(
-        {"port": 9095, "banner": ["test"], "environment": "lab"}))
+        {"port": 9095, "banner": ["test"], "environment": "lab", "source": level3_source()}))
     ran = tmp_path / "ran"
     targets = tmp_path / "targets.json"
-    targets.write_text(json.dumps({"gpu01": ["touch", str(ran / "gpu01; echo not-a-shell")],
-                                   "gpu02": ["false"]}))
+    targets.write_text(json.dumps({"hosts": {
+        "gpu01": {"drain": ["touch", str(ran / "gpu01; echo not-a-shell {reason}")], "migrate": True},
+        "gpu02": {"drain": ["false"], "migrate": True}}, "migrate": None, "alertmanagers": []}))
     ran.mkdir()
     log = tmp_path / "drained.jsonl"
     port = _free_port()
@@ -213,17 +217,22 @@ def test_standalone_drain_hook_runs_the_argv_of_a_level3_host(tmp_path: Path) ->
                 assert proc.poll() is None and time.monotonic() < deadline
                 time.sleep(0.1)
         alerts = {"alerts": [
-            {"status": "firing", "labels": {"level": "3", "host": "gpu01", "alertname": "HbmTemperatureHigh"}},
+            {"status": "firing", "labels": {"level": "3", "host": "gpu01", "alertname": "HbmTemperatureHigh"},
+             "startsAt": "2026-12-07T10:00:00Z"},
             {"status": "firing", "labels": {"level": "2", "host": "gpu02"}},       # level 2: no drain
             {"status": "resolved", "labels": {"level": "3", "host": "gpu02"}},     # resolved: no drain
             {"status": "firing", "labels": {"level": "3", "host": "sw-leaf-1"}},  # not a node: ignored
         ]}
         assert _post(url, alerts) == 200
-        assert _post(url, alerts) == 200  # a repeat does not drain again
-        assert [p.name for p in ran.iterdir()] == ["gpu01; echo not-a-shell"]
-        records = [json.loads(line) for line in log.read_text().splitlines()]
-        assert [(r["host"], r.get("exit"), r.get("ignored", "")[:3]) for r in records] == [
-            ("gpu01", 0, ""), ("sw-leaf-1", None, "not"), ("sw-leaf-1", None, "not")]
+        assert _post(url, alerts) == 200  # a repeat of the same firings does nothing more
+        deadline = time.monotonic() + 20
+        while len(log.read_text().splitlines() if log.exists() else []) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # a second response (there must be none) would be journalled by now
+        assert [p.name for p in ran.iterdir()] == ["gpu01; echo not-a-shell cf-alert: level 3 HbmTemperatureHigh"]
+        records = sorted((json.loads(line) for line in log.read_text().splitlines()), key=lambda r: r["host"])
+        assert [(r["host"], r["event"], r.get("exit"), r.get("why", "")[:3]) for r in records] == [
+            ("gpu01", "drain", 0, ""), ("sw-leaf-1", "ignored", None, "not")]
         with pytest.raises(urllib.error.HTTPError) as bad:
             _post(url, ["not", "a", "payload"])
         assert bad.value.code == 400

@@ -11,7 +11,9 @@ from pathlib import Path
 from clusterforge.api import load_checked
 from clusterforge.lab import drain_outbox
 from clusterforge.lab.technician import drained
-from clusterforge.model.hooks import ALERT_REASON, hook_argv
+from clusterforge.model.hooks import ALERT_PREFIX, hook_argv
+
+ALERT_REASON = f"{ALERT_PREFIX} level 3 HbmTemperatureHigh"
 
 
 def _standin(tmp_path: Path) -> tuple[Path, Path]:

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from cf_lab_inventory import LAB, index_of, lab_data
 from cf_monitoring_e2e import SmtpSink
-from clusterforge.alerts.drain import DrainHook, serve
+from clusterforge.alerts.drain import responder, serve
 from clusterforge.cli.main import app
 from clusterforge.render import render_environment
 
@@ -60,14 +60,26 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
     alerts["email"]["smarthost"] = f"127.0.0.1:{ports['smtp']}"
     alerts["page"]["drain_hook_port"] = ports["hook"]
     alerts["group_wait_s"] = 1
+    # CONSTRUCTED stand-in scheduler (the real Slurm runs in the lab test, tests/lab/test_job_migration_lab.py):
+    # gpu03 runs jobs 4101 and 4102; 4102 was submitted --no-requeue; 4101 runs on gpu04 once requeued
+    sched = tmp_path / "sched.py"
+    sched.write_text("import sys\nverb, arg = sys.argv[1:3]\n"
+                     "if verb == 'jobs':\n    print('4101\\n4102' if arg == 'gpu03' else '')\n"
+                     "elif verb == 'requeue' and arg == '4102':\n"
+                     "    sys.exit('scontrol: error: Requested operation is presently disabled for job 4102')\n"
+                     "elif verb == 'where':\n    print('4101|RUNNING|gpu04')\n")
+    alerts["page"]["migrate"] = {verb: [sys.executable, str(sched), verb, arg] for verb, arg in
+                                 (("jobs", "{host}"), ("requeue", "{job}"), ("where", "{jobs}"))}
     files = render_environment(index_of(data), "lab")
     (tmp_path / "rules.yml").write_text(files[f"{SRV}/clusterforge/monitoring/rules.yml"])
     (tmp_path / "am.yml").write_text(files[f"{SRV}/prometheus/alertmanager.yml"])
     smtp = SmtpSink("127.0.0.1", ports["smtp"])  # serves from its own thread
     record = tmp_path / "drained.txt"
-    drain = DrainHook(index_of(data), [sys.executable, "-c",
+    journal = tmp_path / "journal.jsonl"
+    drain = responder(index_of(data), [sys.executable, "-c",
                                        "import sys; open(sys.argv[1], 'a').write(sys.argv[2] + '\\n')",
-                                       str(record), "{host}"])
+                                       str(record), "{host}"], journal=str(journal), emit=lambda line: None)
+    drain.alertmanagers = [f"http://127.0.0.1:{ports['am']}"]
     hook = serve(drain, "127.0.0.1", ports["hook"])
     threading.Thread(target=hook.serve_forever, daemon=True).start()
     procs: list[subprocess.Popen[bytes]] = []
@@ -85,7 +97,7 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
                     f"--storage.path={tmp_path / 'am'}", f"--web.listen-address=127.0.0.1:{ports['am']}",
                     "--cluster.listen-address="])
         _wait_http(f"http://127.0.0.1:{ports['am']}/-/ready", am)
-        yield {"ports": ports, "files": files, "smtp": smtp, "drain": drain, "record": record, "start": start,
+        yield {"ports": ports, "files": files, "smtp": smtp, "journal": journal, "record": record, "start": start,
                "tmp": tmp_path}
     finally:
         for proc in reversed(procs):
@@ -136,15 +148,28 @@ def test_heat_pages_and_drains_symbol_errors_mail_naming_the_cable(stack: dict[s
                     f"-remoteWrite.url=http://127.0.0.1:{ports['vm']}",
                     f"-notifier.url=http://127.0.0.1:{ports['am']}", "-evaluationInterval=2s",
                     f"-httpListenAddr=127.0.0.1:{ports['vmalert']}"])
-    drain, smtp = stack["drain"], stack["smtp"]
+    journal, smtp = stack["journal"], stack["smtp"]
+
+    def entries() -> list[dict[str, Any]]:
+        return [json.loads(line) for line in journal.read_text().splitlines()] if journal.exists() else []
+
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        if drain.drained and smtp.mails("IbSymbolErrors"):
+        if any(e["event"] == "migration" for e in entries()) and smtp.mails("IbSymbolErrors") \
+                and smtp.mails("JobsMoved"):
             break
         time.sleep(1)
     logs = {p.name: p.read_text(errors="replace")[-3000:] for p in stack["tmp"].glob("*.log")}
-    assert drain.drained == {"gpu03": 0}, f"drain hook: {drain.log}; logs: {logs}"
+    steps = [(e["event"], e["host"], e.get("job"), e.get("exit")) for e in entries() if e["event"] != "report"]
+    assert steps == [("drain", "gpu03", None, 0), ("jobs", "gpu03", None, 0), ("requeue", "gpu03", "4101", 0),
+                     ("requeue", "gpu03", "4102", 1), ("migration", "gpu03", None, None)], f"{entries()}; {logs}"
     assert stack["record"].read_text() == "gpu03\n"  # the inventory's drain argv ran, for that host only
+    moved = entries()[-1]
+    assert (moved["moved"], [r["job"] for r in moved["refused"]]) == (["4101"], ["4102"])
+    assert "presently disabled" in moved["refused"][0]["said"]
+    # the report went through the real Alertmanager as a level 3: e-mailed naming the jobs, listed below
+    report = next(m for _, m in smtp.mails("JobsMoved"))
+    assert "4101" in report and "4102" in report and "gpu03" in report
     mails = [m for _, m in smtp.mails("IbSymbolErrors")]
     assert mails, f"no e-mail; got {len(smtp.messages)} message(s)"
     assert port["cable"] in mails[0] and "oncall@lab.invalid" in mails[0]
@@ -152,7 +177,16 @@ def test_heat_pages_and_drains_symbol_errors_mail_naming_the_cable(stack: dict[s
                                       "--format", "json"])
     assert result.exit_code == 4, result.output
     listed = {(a["alertname"], a["host"]): a for a in json.loads(result.stdout)["alerts"]}
-    assert set(listed) == {("HbmTemperatureHigh", "gpu03"), ("IbSymbolErrors", "gpu05")}
+    assert set(listed) == {("HbmTemperatureHigh", "gpu03"), ("IbSymbolErrors", "gpu05"), ("JobsMoved", "gpu03")}
+    jobs = listed[("JobsMoved", "gpu03")]
+    assert (jobs["level"], jobs["jobs_moved"], jobs["jobs_refused"]) == (3, ["4101"], ["4102"])
+    assert jobs["jobs_now"] == {"4101": "RUNNING on gpu04"} and jobs["cause"] == "HbmTemperatureHigh"
+    heat = listed[("HbmTemperatureHigh", "gpu03")]  # the alert itself says what its response did
+    assert (heat["jobs_moved"], heat["jobs_refused"], heat["jobs_now"]) == (["4101"], ["4102"],
+                                                                           {"4101": "RUNNING on gpu04"})
+    text = CliRunner().invoke(app, ["alerts", str(LAB), "--url", f"http://127.0.0.1:{ports['am']}"]).output
+    assert "jobs moved: 4101 (now RUNNING on gpu04)" in text
+    assert "jobs the scheduler would not requeue, left running: 4102" in text
     sym = listed[("IbSymbolErrors", "gpu05")]
     assert (sym["cable"], sym["rack"], sym["level"]) == (port["cable"], port["rack"], 2)
     assert sym["repair"].startswith(f"clean or reseat the optic at {port['leaf']} port {port['leaf_port']}: "

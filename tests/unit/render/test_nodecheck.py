@@ -117,6 +117,32 @@ def test_its_own_drain_is_resumed_after_a_clean_run(rendered: Path, tmp_path: Pa
     assert (code, calls) == (0, ["update nodename=gpu07 state=resume"])
 
 
+def test_a_level_3_drain_is_never_resumed_by_a_healthy_check(rendered: Path, tmp_path: Path) -> None:
+    """The monitoring drain hook's reason (cf-alert: ...): a node an alert drained stays drained, however healthy
+    the check finds it (a hot HBM is not among its checks)."""
+    code, out, calls = _run(rendered, tmp_path, show=_show("IDLE+DRAIN", "cf-alert: level 3 HbmTemperatureHigh"))
+    assert (code, calls) == (0, []) and "left drained: cf-alert: level 3 HbmTemperatureHigh" in out
+
+
+@pytest.mark.parametrize("flags", ["IDLE+DRAIN+REBOOT_REQUESTED", "DOWN+DRAIN+REBOOT_ISSUED"])
+def test_a_rebooting_node_is_not_put_back_before_its_reboot(rendered: Path, tmp_path: Path, flags: str) -> None:
+    """The reboot-ASAP pitfall of NHC setups: level 3's `after: reboot` gives the health check's own prefix, so a
+    check that passes before the reboot has happened must not resume the node (that would open it to jobs on the
+    failing part and cancel the reboot); after the reboot, the first clean check resumes it."""
+    reason = "cf-health: reboot after level 3 GpuFallenOffBus: back when the health check passes"
+    code, out, calls = _run(rendered, tmp_path, show=_show(flags, reason))
+    assert (code, calls) == (0, []) and "a reboot is pending" in out
+    (tmp_path / "after").mkdir()
+    code, _, calls = _run(rendered, tmp_path / "after", show=_show("IDLE+DRAIN", reason))
+    assert (code, calls) == (0, ["update nodename=gpu07 state=resume"])
+
+
+def test_a_rebooted_node_that_fails_stays_drained(rendered: Path, tmp_path: Path) -> None:
+    reason = "cf-health: reboot after level 3 GpuFallenOffBus: back when the health check passes"
+    code, out, calls = _run(rendered, tmp_path, show=_show("IDLE+DRAIN", reason), gpus=8)
+    assert code == 1 and calls == [] and "1 of 8 GPUs visible" in out
+
+
 def test_a_missing_gpu_drains_with_the_part_named(rendered: Path, tmp_path: Path) -> None:
     code, _, calls = _run(rendered, tmp_path, show=_show("IDLE", None), gpus=8)
     assert code == 1
