@@ -45,7 +45,7 @@ test-fast: venv
 	$(PY) -m pytest -q -m "not lab"
 
 lint: venv
-	.venv/bin/ruff check src tests bench
+	.venv/bin/ruff check src tests bench docs/examples
 	.venv/bin/mypy
 	.venv/bin/ansible-lint -q roles deploy/site.yml
 
