@@ -229,6 +229,45 @@ def lab(env: Path = ROOT / "inventories" / "lab") -> list[dict[str, object]]:
             for step, sec in result.seconds.items()]
 
 
+def migration_lab(env: Path = ROOT / "inventories" / "lab") -> list[dict[str, object]]:
+    """Level 3 moving a job on the lab's real Slurm (tests/cf_job_migration.py) once, under the lab lock, on a copy
+    of `env` on its own lab root and network: the seconds from the fault (its 3 h of heat stored) to the requeued
+    job running on another node, beside the lab's set-up. A failed check is BenchFailed."""
+    import fcntl
+
+    if shutil.which("podman") is None or os.geteuid() != 0:
+        return [{"figure": "job migration lab", "skipped": "needs root and podman (scripts/lab-deps.sh)"}]
+    sys.path.insert(0, str(ROOT / "tests"))
+    from cf_job_migration import UP_ARGS, run_scenario, shape  # type: ignore[import-not-found]
+    from cf_monitoring_e2e import cf  # type: ignore[import-not-found]
+
+    with open("/tmp/cf-lab.lock", "w") as lock, tempfile.TemporaryDirectory(prefix="cf-miglab-") as tmp:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        copy = Path(tmp) / "cfmig"
+        shutil.copytree(env, copy)
+        shape(copy)
+        old = os.environ.get("CLUSTERFORGE_LAB_ROOT")
+        os.environ["CLUSTERFORGE_LAB_ROOT"] = str(Path(tmp) / "state")
+        try:
+            t = time.monotonic()
+            code, out = cf("lab", "up", str(copy), *UP_ARGS)
+            if code != 0:
+                raise BenchFailed(f"job migration lab: lab up: {out[-2000:]}")
+            seconds = {"lab up (3 systemd containers, Slurm)": time.monotonic() - t}
+            work = Path(tmp) / "work"
+            work.mkdir()
+            seconds |= run_scenario(copy, work)
+        except AssertionError as exc:
+            raise BenchFailed(f"job migration lab scenario: {exc}") from None
+        finally:
+            cf("lab", "down", str(copy))
+            if old is None:
+                os.environ.pop("CLUSTERFORGE_LAB_ROOT", None)
+            else:
+                os.environ["CLUSTERFORGE_LAB_ROOT"] = old
+    return [{"figure": "job migration lab", "step": step, "seconds": round(sec, 1)} for step, sec in seconds.items()]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=2048)

@@ -276,11 +276,11 @@ def bench_pyinfra_ops(tmp: Path) -> list[dict[str, object]]:
 
 def bench_monitoring(tmp: Path) -> list[dict[str, object]]:
     """Paced ingest of 2,048 nodes x 200 values / 5 s into the real VictoriaMetrics, the rule groups'
-    evaluation time over that data, and on the container lab the seconds from a fault to its notification
-    (bench/monitoring_bench.py)."""
+    evaluation time over that data, and on the container lab the seconds from a fault to its notification and
+    from a hot GPU to its job running on another node (real Slurm) (bench/monitoring_bench.py)."""
     import monitoring_bench
 
-    return monitoring_bench.run() + monitoring_bench.lab()
+    return monitoring_bench.run() + monitoring_bench.lab() + monitoring_bench.migration_lab()
 
 
 def bench_hostile(tmp: Path) -> list[dict[str, object]]:

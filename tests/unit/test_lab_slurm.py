@@ -23,7 +23,7 @@ def test_the_conf_names_each_node_by_its_lab_address_and_carries_the_health_chec
     lines = healthcheck_lines(index.inv.health_check)
     conf = slurm_conf(SlurmLab("sm01", ("gpu01", "gpu02"), tuple(lines)), ADDR)
     assert "SlurmctldHost=sm01(198.18.0.20)\n" in conf
-    assert "NodeName=gpu02 NodeAddr=198.18.0.12 CPUs=1 RealMemory=64 State=UNKNOWN\n" in conf
+    assert "NodeName=gpu02 NodeAddr=198.18.0.12 CPUs=2 RealMemory=64 State=UNKNOWN\n" in conf
     assert "PartitionName=lab Nodes=gpu01,gpu02 Default=YES" in conf
     # the same HealthCheck* lines a site Includes (the render's slurm/healthcheck.conf)
     rendered = render_environment(index, "lab")["slurm/healthcheck.conf"]

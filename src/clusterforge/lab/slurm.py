@@ -45,24 +45,21 @@ install -d -o munge -g munge -m 0700 /etc/munge
 install -o munge -g munge -m 0400 "$etc/munge.key" /etc/munge/munge.key
 install -d -o munge -g munge -m 0755 /run/munge
 install -d -o slurm -g slurm /var/log/slurm /var/lib/slurm
-pkill -x munged || true
-runuser -u munge -- /usr/sbin/munged
 case "$role" in
-controller)
-    install -d -o slurm -g slurm /var/lib/slurm/slurmctld
-    pkill -x slurmctld || true
-    /usr/sbin/slurmctld
-    ;;
-node)
-    install -d /var/lib/slurm/slurmd
-    pkill -x slurmd || true
-    /usr/sbin/slurmd
-    ;;
-*)
-    echo "slurm-start: controller or node" >&2
-    exit 2
-    ;;
+controller) daemon=slurmctld; install -d -o slurm -g slurm /var/lib/slurm/slurmctld ;;
+node) daemon=slurmd; install -d /var/lib/slurm/slurmd ;;
+*) echo "slurm-start: controller or node" >&2; exit 2 ;;
 esac
+if [ -d /run/systemd/system ]; then
+    # systemd as PID 1 (lab up --systemd): the packages' own units, which own /run/munge (RuntimeDirectory)
+    systemctl restart munge
+    systemctl restart "$daemon"
+else
+    pkill -x munged || true
+    runuser -u munge -- /usr/sbin/munged
+    pkill -x "$daemon" || true
+    "/usr/sbin/$daemon"
+fi
 """
 
 
@@ -103,9 +100,12 @@ def slurm_conf(lab: SlurmLab, addresses: dict[str, str]) -> str:
         "MpiDefault=none",
         "ReturnToService=2",
         "SlurmdTimeout=120",
+        # two job slots a node whatever the lab machine's cores (the job migration test runs two jobs on one
+        # node): the configured CPUs count, not what slurmd finds (LAB ONLY)
+        "SlurmdParameters=config_overrides",
         *lab.health,
     ]
-    lines += [f"NodeName={n} NodeAddr={addresses[n]} CPUs=1 RealMemory=64 State=UNKNOWN" for n in lab.nodes]
+    lines += [f"NodeName={n} NodeAddr={addresses[n]} CPUs=2 RealMemory=64 State=UNKNOWN" for n in lab.nodes]
     if lab.nodes:
         lines.append(f"PartitionName=lab Nodes={','.join(lab.nodes)} Default=YES MaxTime=INFINITE State=UP")
     return "\n".join(lines) + "\n"
