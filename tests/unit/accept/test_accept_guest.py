@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from cf_http import free_port
 from clusterforge.accept.plan import AcceptPlan, accept_plan
 from clusterforge.api import load_checked
 from clusterforge.lab.accept_guest import ANSWERS, answers, arm, disarm
@@ -52,12 +52,6 @@ def _run(sbin: Path, host_dir: Path, argv: list[str], path: list[Path] | None = 
     p = _tool(sbin, host_dir, argv, path)
     out, err = p.communicate(timeout=60)
     return p.returncode, out, err
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_node_tools_print_the_hosts_answers_and_nothing_else(plan: AcceptPlan, tmp_path: Path) -> None:
@@ -100,7 +94,7 @@ def test_mpirun_answers_its_group_on_the_launcher(plan: AcceptPlan, tmp_path: Pa
 
 def _link(sbin: Path, hosts: dict[str, Path], plan: AcceptPlan, cable: str | None) -> tuple[int, str, str]:
     t = next(t for t in plan.links if cable is None or cable in (t.client.cable, t.server.cable))
-    t = dataclasses.replace(t, tcp_port=_free_port())
+    t = dataclasses.replace(t, tcp_port=free_port())
     server_argv, client_argv = t.argv("127.0.0.1")
     server = _tool(sbin, hosts[t.server.node], server_argv)
     try:
@@ -134,7 +128,7 @@ def test_a_down_link_is_perftests_failure(plan: AcceptPlan, tmp_path: Path) -> N
 
 def test_a_client_without_its_server_is_refused(plan: AcceptPlan, tmp_path: Path) -> None:
     sbin, hosts = _armed(tmp_path, plan)
-    t = dataclasses.replace(plan.links[0], tcp_port=_free_port())
+    t = dataclasses.replace(plan.links[0], tcp_port=free_port())
     rc, out, err = _run(sbin, hosts[t.client.node], t.argv("127.0.0.1")[1])
     assert rc == 1 and "Couldn't connect to 127.0.0.1" in err and out == ""
     assert (hosts[t.client.node] / ANSWERS / "node").read_text().strip() == t.client.node

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from cf_http import free_port
 from clusterforge.api import Checked, load_checked
 from clusterforge.deploy.ansible import inventory, plain
 from clusterforge.deploy.changes import component_changes
@@ -175,12 +175,6 @@ def test_ansible_hostvars_carry_each_files_unit(plans: dict[str, HostPlan]) -> N
     assert gpu["cf_monitoring_pins"] == [{"package": "dcgm-exporter", "version": "3.3.9-1", "hold": True}]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _post(url: str, payload: object) -> int:
     req = urllib.request.Request(url, json.dumps(payload).encode(), {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=10) as r:
@@ -201,7 +195,7 @@ def test_standalone_drain_hook_runs_the_argv_of_a_level3_host(tmp_path: Path) ->
         "gpu02": {"drain": ["false"], "migrate": True}}, "migrate": None, "alertmanagers": []}))
     ran.mkdir()
     log = tmp_path / "drained.jsonl"
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.Popen([sys.executable, "-I", str(script), "--listen", f"127.0.0.1:{port}", "--targets",
                              str(targets), "--log", str(log)], env=env, stdout=subprocess.DEVNULL,

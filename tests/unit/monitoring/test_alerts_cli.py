@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cf_http import wait_http
+from cf_http import free_port, wait_http
 from cf_lab_inventory import LAB, lab_index
 from clusterforge.alerts.view import located_alerts
 from clusterforge.api import load_checked
@@ -73,12 +73,6 @@ def test_a_prod_address_is_refused_before_anything_is_sent() -> None:
     assert result.exit_code == 2 and "neither loopback nor in the lab range" in result.output
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _run_alertmanager(tmp_path: Path, host: str, port: int) -> Iterator[str]:
     assert ALERTMANAGER is not None
     conf = tmp_path / "alertmanager.yml"
@@ -98,7 +92,7 @@ def _run_alertmanager(tmp_path: Path, host: str, port: int) -> Iterator[str]:
 
 @pytest.fixture
 def alertmanager(tmp_path: Path) -> Iterator[str]:
-    yield from _run_alertmanager(tmp_path, "127.0.0.1", _free_port())
+    yield from _run_alertmanager(tmp_path, "127.0.0.1", free_port())
 
 
 def _lab_state(tmp_path: Path, sm01: str) -> LabState:

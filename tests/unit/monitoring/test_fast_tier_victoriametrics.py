@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -25,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from cf_http import wait_http
+from cf_http import free_port, wait_http
 from cf_lab_inventory import lab_index
 from clusterforge.render import render_environment
 from clusterforge.render.monitoring_rules import FAST_WINDOWS
@@ -38,15 +37,9 @@ FIRST_WINDOW_S = 60
 """The fast tier's window at the lab's 5 s interval (monitoring_rules.fast_window_s)."""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def vm(tmp_path: Path) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     assert VM is not None
     with (tmp_path / "vm.log").open("wb") as log:
         proc = subprocess.Popen([VM, f"-storageDataPath={tmp_path / 'vm'}", f"-httpListenAddr=127.0.0.1:{port}",

@@ -5,7 +5,6 @@ file over HTTP as /metrics, run for real."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from cf_http import free_port
 from clusterforge.deploy.packages import DCGM_EXPORTER_PACKAGE
 from clusterforge.lab.monitoring_standins import (
     DCGM_FILE,
@@ -69,18 +69,12 @@ def test_write_initial_keeps_a_running_labs_faults(tmp_path: Path) -> None:
     assert dcgm_file(tmp_path, "gpu01").read_text() == "faulted\n"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_dcgm_exporter_standin_serves_the_file(tmp_path: Path) -> None:
     """The stand-in package's /usr/bin/dcgm-exporter, started with the rendered unit's arguments."""
     script = tmp_path / "dcgm-exporter"
     script.write_text(extra_files(DCGM_EXPORTER_PACKAGE, "3.3.9-1")["usr/bin/dcgm-exporter"][0])
     metrics = tmp_path / "metrics.prom"
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(script), "-f", "/etc/dcgm-exporter/clusterforge-counters.csv",
                              "-c", "5000", "-a", f"127.0.0.1:{port}"],
                             env={**os.environ, "CF_LAB_DCGM_FILE": str(metrics)},

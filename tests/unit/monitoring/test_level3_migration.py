@@ -319,11 +319,9 @@ def test_the_rendered_hook_moves_jobs_and_posts_its_report(tmp_path: Path) -> No
     config = json.loads(files[f"{srv}/etc/clusterforge/monitoring/drain-targets.json"])
     config["alertmanagers"] = [f"http://127.0.0.1:{am.server_address[1]}"]
     targets.write_text(json.dumps(config))
-    import socket
+    from cf_http import free_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     env = {"PATH": f"{bin_}:/usr/bin:/bin"}
     journal = tmp_path / "journal.jsonl"
     proc = subprocess.Popen([sys.executable, "-I", str(script), "--listen", f"127.0.0.1:{port}", "--targets",

@@ -4,7 +4,6 @@ run on the lab's stand-in sysfs tree, exposes each of them with the counters wri
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -12,21 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from cf_http import free_port
 from clusterforge.render.monitoring_rules import IB
 from clusterforge.sim.ib_sysfs import SysfsPort, write_tree
 
 NODE_EXPORTER = shutil.which("prometheus-node-exporter")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _scrape(sysfs: Path) -> str:
     assert NODE_EXPORTER is not None
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([NODE_EXPORTER, f"--path.sysfs={sysfs}", f"--web.listen-address=127.0.0.1:{port}",
                              "--collector.disable-defaults", "--collector.infiniband"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -79,7 +73,7 @@ def test_dcgm_stand_in_served_by_node_exporters_textfile_collector(tmp_path: Pat
     write_textfile(tmp_path, "gpu01", "NVIDIA A100-SXM4-80GB", gpus_of("gpu01", 8),
                    {3: {"DCGM_FI_DEV_MEMORY_TEMP": 91, "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": 1200}})
     assert NODE_EXPORTER is not None
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([NODE_EXPORTER, f"--collector.textfile.directory={tmp_path}",
                              f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
                              "--collector.textfile"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

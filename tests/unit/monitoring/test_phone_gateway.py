@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from cf_http import free_port, wait_http
 from cf_lab_inventory import index_of, lab_data
 from clusterforge.render import render_environment
 
@@ -29,25 +29,8 @@ AM = shutil.which("prometheus-alertmanager")
 pytestmark = pytest.mark.skipif(AM is None, reason="needs prometheus-alertmanager (scripts/lab-deps.sh)")
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2).close()
-            return
-        except OSError:
-            assert proc.poll() is None and time.monotonic() < deadline, f"{url} never answered"
-            time.sleep(0.2)
-
-
 def test_level_3_reaches_a_phone_gateway_and_alertmanager_retries(tmp_path: Path) -> None:
-    ports = {k: _port() for k in ("am", "bridge")}
+    ports = {k: free_port() for k in ("am", "bridge")}
     attempts: list[dict[str, Any]] = []
 
     class Gateway(BaseHTTPRequestHandler):  # the SMS provider: refuses the first text, takes the next
@@ -78,7 +61,7 @@ def test_level_3_reaches_a_phone_gateway_and_alertmanager_retries(tmp_path: Path
                                f"--web.listen-address=127.0.0.1:{ports['am']}", "--cluster.listen-address="],
                               stdout=(tmp_path / "am.log").open("wb"), stderr=subprocess.STDOUT)
         procs.append(am)
-        _wait(f"http://127.0.0.1:{ports['am']}/-/ready", am)
+        wait_http(f"http://127.0.0.1:{ports['am']}/-/ready", am)
         alert = [{"labels": {"alertname": "HbmTemperatureHigh", "level": "3", "host": "gpu03", "rack": "lab-su01-r01",
                              "u": "10"},
                   "annotations": {"summary": "HBM of GPU 0 on gpu03 above 85 °C for 3 h (now 91 °C)"}}]

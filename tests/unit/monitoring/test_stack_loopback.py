@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from cf_http import free_port, wait_http
 from cf_lab_inventory import LAB, index_of, lab_data
 from cf_monitoring_e2e import SmtpSink
 from clusterforge.alerts.drain import responder, serve
@@ -34,27 +34,9 @@ pytestmark = pytest.mark.skipif(None in TOOLS.values(), reason="needs victoria-m
 SRV = "monitoring/sm01/etc"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise
-            time.sleep(0.2)
-
-
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    ports = {k: _free_port() for k in ("vm", "vmalert", "am", "smtp", "hook")}
+    ports = {k: free_port() for k in ("vm", "vmalert", "am", "smtp", "hook")}
     data = lab_data()
     alerts = data["monitoring"]["alerts"]
     alerts["email"]["smarthost"] = f"127.0.0.1:{ports['smtp']}"
@@ -92,11 +74,11 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
         vm = start([str(TOOLS["victoria-metrics"]), f"-storageDataPath={tmp_path / 'vm'}", "-retentionPeriod=7d",
                     f"-httpListenAddr=127.0.0.1:{ports['vm']}"])
-        _wait_http(f"http://127.0.0.1:{ports['vm']}/health", vm)
+        wait_http(f"http://127.0.0.1:{ports['vm']}/health", vm)
         am = start([str(TOOLS["prometheus-alertmanager"]), f"--config.file={tmp_path / 'am.yml'}",
                     f"--storage.path={tmp_path / 'am'}", f"--web.listen-address=127.0.0.1:{ports['am']}",
                     "--cluster.listen-address="])
-        _wait_http(f"http://127.0.0.1:{ports['am']}/-/ready", am)
+        wait_http(f"http://127.0.0.1:{ports['am']}/-/ready", am)
         yield {"ports": ports, "files": files, "smtp": smtp, "journal": journal, "record": record, "start": start,
                "tmp": tmp_path}
     finally:

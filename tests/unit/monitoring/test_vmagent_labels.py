@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cf_http import free_port
 from cf_lab_inventory import lab_index
 from clusterforge.render import render_environment
 from clusterforge.sim.ib_sysfs import SysfsPort, write_tree
@@ -24,12 +24,6 @@ from clusterforge.sim.ib_sysfs import SysfsPort, write_tree
 TOOLS = {n: shutil.which(n) for n in ("victoria-metrics", "vmagent", "prometheus-node-exporter")}
 pytestmark = pytest.mark.skipif(None in TOOLS.values(), reason="needs victoria-metrics (vmagent) and "
                                 "prometheus-node-exporter (scripts/lab-deps.sh)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait(url: str, proc: subprocess.Popen[bytes]) -> None:
@@ -56,7 +50,7 @@ def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
 def test_series_carry_the_models_labels(tmp_path: Path, procs: list[subprocess.Popen[bytes]]) -> None:
     index = lab_index()
     write_tree(tmp_path / "sys", [SysfsPort("mlx5_0", 1, counters={"symbol_error": 17}), SysfsPort("mlx5_1", 1)])
-    ne, vm = _free_port(), _free_port()
+    ne, vm = free_port(), free_port()
 
     def start(argv: list[str]) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
@@ -77,7 +71,7 @@ def test_series_carry_the_models_labels(tmp_path: Path, procs: list[subprocess.P
     (tmp_path / "scrape.yml").write_text(yaml.safe_dump(conf))
     start([str(TOOLS["vmagent"]), f"-promscrape.config={tmp_path / 'scrape.yml'}",
            f"-remoteWrite.url=http://127.0.0.1:{vm}/api/v1/write", f"-remoteWrite.tmpDataPath={tmp_path / 'q'}",
-           f"-httpListenAddr=127.0.0.1:{_free_port()}", "-remoteWrite.flushInterval=1s"])
+           f"-httpListenAddr=127.0.0.1:{free_port()}", "-remoteWrite.flushInterval=1s"])
     query = urllib.parse.urlencode({"query": 'node_infiniband_symbol_error_total{host="gpu06"}'})
     deadline, result = time.monotonic() + 60, []
     while time.monotonic() < deadline and len(result) < 2:
