@@ -37,7 +37,7 @@ _MODULES = {
     "dcgmi-diag-json": "dcgmi_diag",
     "mlxfwmanager": "mlxfwmanager", "mlxfwmanager-xml": "mlxfwmanager", "flint-q": "flint_q", "lfs-df": "lfs_df",
     "lctl-hsm": "lctl_hsm", "lctl-pcc": "lctl_pcc",
-    "lctl-recovery": "lctl_recovery",
+    "lctl-recovery": "lctl_recovery", "ibroute": "ibroute",
 }
 
 PARSERS: dict[str, Callable[[str], object]]
@@ -94,6 +94,7 @@ _RECORDS: dict[str, tuple[str, str | None]] = {
     "lctl-hsm": ("tuple", "MdtHsm"),
     "lctl-pcc": ("tuple", "PccMount"),
     "lctl-recovery": ("tuple", "TargetRecovery"),
+    "ibroute": ("tuple", "SwitchLft"),
 }
 _BUILTIN: dict[str, type] = {"tuple": tuple, "dict": dict, "str": str}
 
