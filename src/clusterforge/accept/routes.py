@@ -1,0 +1,118 @@
+"""The built fabric's routes on the declared cables (issue #36; docs/accept.md, "Routes"): the unicast forwarding
+tables the subnet manager programmed (parse.ibroute: ibroute per switch, dump_fts, or OpenSM's opensm-lfts.dump)
+resolved through the GUIDs (learned where locked, declared, else the render's placeholders, which the lab's
+simulated fabric carries) onto the inventory's switches and HCA ports, so that a route step is a cable id.
+
+`resolve` binds each table to its declared switch and each CA port to its LID; `path` follows a flow from one HCA
+port to another, switch by switch, by the out port each table gives the destination's LID, and returns the
+cables it crosses; `uplinks` are the switch-to-switch cables a plan must cover. Everything that does not fit
+the declaration (a table of an undeclared GUID, a route out of an undeclared port, a LID of two ports, a loop)
+is a problem in words, never a silently shorter path. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..model.index import Index, PortKey
+from ..parse.ibroute import SwitchLft
+from ..render import GuidBook, guid_text
+
+MAX_HOPS = 16
+"""More switches than any fat tree has (a three-tier path crosses five): a route this long loops."""
+
+CaPort = tuple[str, str, int]
+
+
+@dataclass(frozen=True)
+class Routes:
+    lft: dict[str, dict[int, int]]
+    """Declared switch -> {destination LID: the port it forwards that LID out of}."""
+    lid: dict[CaPort, int]
+    """Declared HCA port (node, hca, port) -> its LID, as the tables name their destinations."""
+    problems: tuple[str, ...] = field(default=())
+    """What in the tables matched no declared device, or disagreed with itself."""
+
+    def label(self, key: CaPort) -> str:
+        return f"{key[0]} {key[1]}/{key[2]}"
+
+
+def resolve(index: Index, guids: GuidBook, tables: Iterable[SwitchLft]) -> Routes:
+    """The tables bound to the inventory: switches and CA ports by GUID."""
+    switch_of = {guid_text(g): name for name, g in guids.switches.items()}
+    port_of = {guid_text(g): key for key, g in guids.ca_ports.items()}
+    lft: dict[str, dict[int, int]] = {}
+    lid: dict[CaPort, int] = {}
+    problems: list[str] = []
+    for table in tables:
+        name = switch_of.get(table.guid)
+        if name is None:
+            problems.append(f"the table of switch {table.guid} ({table.name}) is of no declared switch's GUID")
+            continue
+        if name in lft:
+            problems.append(f"two tables of {name} ({table.guid}): the input holds a switch twice")
+            continue
+        lft[name] = {r.lid: r.port for r in table.routes}
+        for r in table.routes:
+            key = port_of.get(r.guid)
+            if r.kind != "Channel Adapter" or key is None:
+                continue
+            seen = lid.setdefault(key, r.lid)
+            if seen != r.lid:
+                problems.append(f"{key[0]} {key[1]}/{key[2]} ({r.guid}) is LID {seen} in one table and {r.lid} "
+                                f"in {name}'s: the tables are of different sweeps")
+    return Routes(lft, lid, tuple(problems))
+
+
+def path(index: Index, routes: Routes, src: CaPort, dst: CaPort) -> tuple[list[str], str | None]:
+    """The cable ids a flow from `src` to `dst` crosses, in order, and None; or the cables up to where it
+    cannot be followed and why."""
+    dlid = routes.lid.get(dst)
+    if dlid is None:
+        return [], f"{routes.label(dst)}: no table routes it (its LID is unknown)"
+    cables: list[str] = []
+    at: PortKey = src
+    for _ in range(MAX_HOPS + 1):
+        cable = index.cable_at.get(at)
+        if cable is None:
+            return cables, f"{_port(at)}: no declared cable (the route leaves by a port the inventory does not cable)"
+        cables.append(cable.id)
+        far = cable.b if cable.a.key == at else cable.a
+        if far.hca is not None:
+            if (far.device, far.hca, far.port) == dst:
+                return cables, None
+            return cables, f"cable {cable.id} ends at {_port(far.key)}, not at {routes.label(dst)}"
+        table = routes.lft.get(far.device)
+        if table is None:
+            return cables, f"{far.device}: no forwarding table in the input"
+        out = table.get(dlid)
+        if out is None:
+            return cables, f"{far.device} does not route LID {dlid} ({routes.label(dst)})"
+        if out == 0:
+            return cables, f"{far.device} delivers LID {dlid} to itself, not to {routes.label(dst)}"
+        at = (far.device, None, out)
+    return cables, f"more than {MAX_HOPS} switches from {routes.label(src)} to {routes.label(dst)}: a loop"
+
+
+def _port(key: PortKey) -> str:
+    return f"{key[0]}/{key[2]}" if key[1] is None else f"{key[0]} {key[1]}/{key[2]}"
+
+
+def uplinks(index: Index) -> list[str]:
+    """The ids of every cable between two switches (leaf-spine, spine-core): what node-leaf tests cannot cross."""
+    return sorted(c.id for c in index.inv.cables
+                  if c.a.hca is None and c.b.hca is None and c.a.device in index.switches
+                  and c.b.device in index.switches)
+
+
+def idle_uplinks(index: Index, routes: Routes) -> list[str]:
+    """Switch-to-switch cables that no route uses in either direction (a link the SM routes around: dead, or
+    not there): each switch's table is read for the port at each end."""
+    used: set[tuple[str, int]] = {(sw, port) for sw, table in routes.lft.items() for port in table.values()}
+    out = []
+    for cid in uplinks(index):
+        cable = next(c for c in index.inv.cables if c.id == cid)
+        if (cable.a.device, cable.a.port) not in used and (cable.b.device, cable.b.port) not in used:
+            out.append(cid)
+    return out
