@@ -10,6 +10,9 @@ import typer
 from ..accept.expect import expect
 from ..accept.judge import judge
 from ..accept.plan import AcceptPlan, accept_plan
+from ..accept.route_plan import RoutedCoverage, routed_plan
+from ..collect.store import read_output
+from ..parse import ParseError, ibroute
 from ..util.echo import one_line
 from ..util.errors import ExitCode
 from ..util.fsutil import fresh_directory, new_directory_problem, terminate_cleanly, write_atomic
@@ -27,6 +30,10 @@ def accept(
                                         "one is up), save the outputs in this new directory, then judge them"),
     fmt: Format = typer.Option(Format.text, "--format"),
     junit: Path | None = typer.Option(None, "--junit", help="also write a JUnit XML report (with --from)"),
+    routes: Path | None = typer.Option(
+        None, "--routes", help="the built fabric's forwarding tables: a file of `ibroute <lid>` for every switch "
+        "(or `dump_fts`, or OpenSM's opensm-lfts.dump), or OpenSM's dump directory (its opensm-lfts.dump): the "
+        "cross-leaf tests are chosen so that every uplink is crossed (give the same file to --from)"),
 ) -> None:
     """The acceptance tests the model implies (DCGM, PCIe, NVLink, ib_write_bw over every cable and uplink,
     NCCL per unit and cluster) with the bound each must reach; --from judges a run's outputs: exit 0 when
@@ -43,8 +50,11 @@ def accept(
         check_output_path(junit, "--junit", directory=False)
     checked = load_or_fail(env)
     plan = accept_plan(checked.index)
+    routed = None
+    if routes is not None:
+        plan, routed = _routed(checked.index, plan, routes)
     if plan_only:
-        _print_plan(checked.index, plan, fmt)
+        _print_plan(checked.index, plan, fmt, routed)
         return
     if run_dir is not None:
         _run(env, checked.index, plan, run_dir)
@@ -115,6 +125,32 @@ def _print_judged(report: Report, run: int, planned: int) -> None:
     print_summary(out, report)
 
 
+Routed = tuple[Path, RoutedCoverage, tuple[str, ...]]
+"""Where the tables came from, what the plan crosses by them, what in them fit no declared device."""
+
+
+def _routed(index: Any, plan: AcceptPlan, where: Path) -> tuple[AcceptPlan, Routed]:
+    """The plan with the tests the tables call for; a file that is not tables is a usage error naming its line."""
+    path = where / "opensm-lfts.dump" if where.is_dir() else where
+    try:
+        text = read_output(path)
+    except (OSError, ValueError) as exc:
+        err.print(f"accept: --routes {one_line(str(path))}: {exc}", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
+    try:
+        tables = ibroute.parse(text)
+    except ParseError as exc:
+        err.print(f"accept: --routes {one_line(str(path))}: {exc} (not forwarding tables: ibroute, dump_fts or "
+                  "opensm-lfts.dump)", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
+    new, resolved, cov = routed_plan(index, plan, tables)
+    if not resolved.lft:
+        err.print(f"accept: --routes {one_line(str(path))}: no table is of a declared switch (GUIDs: learn them "
+                  "with `clusterforge learn`)", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+    return new, (path, cov, resolved.problems)
+
+
 def _coverage(plan: AcceptPlan) -> dict[str, int]:
     cables = {p.cable for p in plan.ports}
     crossed = {c for t in plan.links for c in (t.client.cable, t.server.cable)}
@@ -122,12 +158,19 @@ def _coverage(plan: AcceptPlan) -> dict[str, int]:
             "uplinks": sum(plan.uplinks.values()), "rounds": plan.rounds}
 
 
-def _print_plan(index: Any, plan: AcceptPlan, fmt: Format) -> None:
+def _print_plan(index: Any, plan: AcceptPlan, fmt: Format,
+                routed: Routed | None = None) -> None:
     exp = expect(index)
     acc = index.inv.acceptance
+    uplinks: dict[str, Any] = {"by": "assumption"}
+    if routed is not None:
+        source, rcov, problems = routed
+        uplinks = {"by": "routes", "routes": str(source), "crossing": rcov.crossing, "unreachable": rcov.unreachable,
+                   "problems": [*problems, *rcov.problems]}
     if fmt is Format.json:
         print_json({
             "coverage": _coverage(plan),
+            "uplinks": uplinks,
             "nodes": [{"node": t.node, "gpus": t.gpus, "commands": t.commands,
                        "nvlink_busbw_gbs": exp.nvlink_busbw_gbs.get(t.node), "pcie_gen": exp.pcie_gen.get(t.node)}
                       for t in plan.nodes],
@@ -145,8 +188,21 @@ def _print_plan(index: Any, plan: AcceptPlan, fmt: Format) -> None:
     out.print(f"accept plan: {len(plan.nodes)} GPU node(s): dcgmi diag -r {acc.dcgm_level}, nvidia-smi -q, "
               f"nvidia-smi nvlink --status, all_reduce_perf -g <GPUs>", markup=False)
     out.print(f"  links: {len(plan.links)} ib_write_bw test(s) in {cov['rounds']} round(s) (no port twice in a round); "
-              f"{cov['cables_crossed']} of {cov['cables']} node-leaf cables crossed, {cov['leaves']} leaves' "
-              f"{cov['uplinks']} uplinks loaded by at least as many destinations each", markup=False)
+              f"{cov['cables_crossed']} of {cov['cables']} node-leaf cables crossed", markup=False)
+    if routed is None:
+        out.print(f"  uplinks: {cov['leaves']} leaves' {cov['uplinks']} uplinks covered by assumption (each leaf "
+                  "loaded by at least as many destinations as it has uplinks; ftree and updn spread them): give "
+                  "--routes for the SM's own routes", markup=False)
+    else:
+        source, rcov, problems = routed
+        crossed = sum(1 for names in rcov.crossing.values() if names)
+        twice = sum(1 for names in rcov.crossing.values() if len(names) >= 2)
+        out.print(f"  uplinks (routes from {source}): {crossed} of {len(rcov.crossing)} crossed by a test, {twice} "
+                  "twice", markup=False)
+        for _cable, why in sorted(rcov.unreachable.items()):
+            out.print(f"  uplink not crossed: {why}", markup=False)
+        for line in [*problems, *rcov.problems]:
+            out.print(f"  routes: {line}", markup=False)
     for f in plan.fabric:
         out.print(f"  nccl {f.name}: {len(f.nodes)} nodes, >= {exp.fabric_busbw_gbs(f.nodes, acc.nccl_efficiency):g} "
                   "GB/s bus bandwidth", markup=False)

@@ -128,3 +128,90 @@ def test_tables_of_undeclared_switches_and_different_sweeps_are_problems(lab: Fa
                                                          if r.name == "gpu01 mlx5_0" else r for r in tables[2].routes))
     swept = R.resolve(lab.index, lab.guids, (tables[0], relid))
     assert any("gpu01 mlx5_0/1" in p and "different sweeps" in p for p in swept.problems), swept.problems
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_plan_from_routes_crosses_every_uplink(lab: FabricView, engine: str) -> None:
+    """The plan without routes leaves an uplink of the lab uncrossed under each engine (its assumption fails on a
+    leaf of 4 hosts and 4 uplinks); from the routes every uplink is crossed, most twice, in 5 rounds, no port twice
+    in a round, and what the coverage says each test crosses is what its flow crosses."""
+    from clusterforge.accept import route_plan
+    from clusterforge.accept.plan import accept_plan
+
+    index = lab.index
+    plan = accept_plan(index)
+    routes = R.resolve(index, lab.guids, _tables(engine))
+    _, assumed = route_plan.cover(index, routes, plan.ports, plan.links, want=0)
+    assert sorted(c for c, names in assumed.crossing.items() if not names) != []
+    tests, cov = route_plan.cover(index, routes, plan.ports, plan.links)
+    assert tests[:len(plan.links)] == plan.links  # the plan's tests stay; the new ones come after
+    assert cov.unreachable == {} and cov.problems == []
+    assert all(len(names) >= 1 for names in cov.crossing.values())
+    assert sum(len(names) >= 2 for names in cov.crossing.values()) >= 15
+    assert max(t.round for t in tests) <= plan.rounds + 1
+    for r in {t.round for t in tests}:
+        used = [p for t in tests if t.round == r for p in (t.client, t.server)]
+        assert len(used) == len(set(used)), f"round {r}: a port twice"
+    by_name = {t.name: t for t in tests}
+    for cid, names in cov.crossing.items():
+        for name in names:
+            t = by_name[name]
+            cables, why = R.path(index, routes, (t.client.node, t.client.hca, t.client.port),
+                                 (t.server.node, t.server.hca, t.server.port))
+            assert why is None and cid in cables
+
+
+def test_an_uplink_the_sm_routes_around_is_reported_by_cable(lab: FabricView) -> None:
+    from clusterforge.accept import route_plan
+    from clusterforge.accept.plan import accept_plan
+
+    tables = _tables("ftree")
+    leaf = next(t for t in tables if t.name == "leaf-su01-r0")
+    spine = next(t for t in tables if t.name == "spine01")
+    moved = {f"l{r.lid}": 22 for r in leaf.routes if r.port == 21}
+    down = {f"l{r.lid}": 2 for r in spine.routes if r.port == 1}
+    routes = R.resolve(lab.index, lab.guids, _edit(_edit(tables, "leaf-su01-r0", **moved), "spine01", **down))
+    plan = accept_plan(lab.index)
+    _, cov = route_plan.cover(lab.index, routes, plan.ports, plan.links)
+    assert list(cov.unreachable) == ["C-00020"]
+    assert cov.unreachable["C-00020"].startswith("cable C-00020 (leaf-su01-r0/21 - spine01/1): no route sends")
+    assert cov.crossing["C-00020"] == [] and all(cov.crossing[c] for c in cov.crossing if c != "C-00020")
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    from typer.testing import CliRunner
+
+    from clusterforge.cli.main import app
+
+    result = CliRunner().invoke(app, ["accept", str(LAB), "--plan", *args])
+    return result.exit_code, result.output
+
+
+def test_accept_plan_takes_the_routes_from_a_file_or_opensms_dump_directory() -> None:
+    import json
+
+    code, out = _cli("--routes", str(FIX / "lab-minhop" / "ibroute.txt"), "--format", "json")
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["uplinks"]["by"] == "routes" and data["uplinks"]["unreachable"] == {}
+    assert len(data["uplinks"]["crossing"]) == 20 and all(data["uplinks"]["crossing"].values())
+    planned = {t["output"].removeprefix("links/") for t in data["links"]}
+    assert all(set(names) <= planned for names in data["uplinks"]["crossing"].values())
+    code, out = _cli("--routes", str(FIX / "lab-updn"))  # a directory: OpenSM's opensm-lfts.dump in it
+    assert code == 0 and "20 of 20 crossed by a test" in out and "lab-updn/opensm-lfts.dump" in out, out
+    code, out = _cli("--format", "json")
+    assert code == 0 and json.loads(out)["uplinks"] == {"by": "assumption"}
+    code, out = _cli()
+    assert "covered by assumption" in out and "give --routes" in out
+
+
+def test_accept_plan_refuses_routes_that_are_not_tables_or_not_this_fabric(tmp_path: Path) -> None:
+    code, out = _cli("--routes", str(FIX / "lab-minhop" / "ibswitches.txt"))
+    assert code == 2 and "line 1: not a table header" in out, out
+    other = tmp_path / "other.txt"  # CONSTRUCTED: a real table's shape with a GUID no declared switch has
+    other.write_text("Unicast lids [0-1] of switch Lid 1 guid 0x0002c90300000001 ('sw'):\n"
+                     "0x0001 000 # Switch portguid 0x0002c90300000001: 'sw'\n1 lids dumped\n")
+    code, out = _cli("--routes", str(other))
+    assert code == 2 and "no table is of a declared switch" in out, out
+    code, out = _cli("--routes", str(tmp_path / "absent"))
+    assert code == 2 and "--routes" in out
