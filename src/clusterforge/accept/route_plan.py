@@ -80,18 +80,26 @@ def cover(index: Index, routes: Routes, ports: list[HostPort], tests: list[LinkT
         for cid in ups:
             if len(cov.crossing[cid]) >= need or cid in cov.unreachable:
                 continue
-            found = _crossing_flow(index, routes, by_leaf, cid, {n for n in cov.crossing[cid]}, need == 1)
-            if isinstance(found, str):
+            first: tuple[HostPort, HostPort] | None = None
+            chosen: tuple[tuple[HostPort, HostPort], int] | None = None
+            for pair in _crossing_flows(index, routes, by_leaf, cid, set(cov.crossing[cid])):
+                first = first or pair
+                placed = _place(pair, busy, last, new_round=False)
+                if placed is not None:  # a test that fits a round there is: no round more for it
+                    chosen = (pair, placed)
+                    break
+            if first is None:
                 if need == 1:
-                    cov.unreachable[cid] = found
+                    cov.unreachable[cid] = _why_not(index, cid)
                 continue
-            placed = _place(found, busy, last, new_round=need == 1)
-            if placed is None:
-                continue
-            client, server = found
-            test = LinkTest(placed, server, client)
-            busy[placed] |= {_key(client), _key(server)}
-            last = max(last, placed)
+            if chosen is None:
+                if need > 1:  # a second crossing only where the rounds have room
+                    continue
+                chosen = (first, last + 1)
+            (client, server), rnd = chosen
+            test = LinkTest(rnd, server, client)
+            busy[rnd] |= {_key(client), _key(server)}
+            last = max(last, rnd)
             out.append(test)
             count(test)
     return out, cov
@@ -99,8 +107,8 @@ def cover(index: Index, routes: Routes, ports: list[HostPort], tests: list[LinkT
 
 def _place(pair: tuple[HostPort, HostPort], busy: dict[int, set[tuple[str, str, int]]], last: int,
            new_round: bool) -> int | None:
-    """The first cross-leaf round (2 on) where neither port is busy; else the round after the last (`new_round`:
-    a first crossing is worth a round, a second one only the room the rounds have)."""
+    """The first cross-leaf round (2 on) where neither port is busy; else the round after the last when
+    `new_round`, else None."""
     a, b = _key(pair[0]), _key(pair[1])
     for r in range(2, last + 1):
         if a not in busy[r] and b not in busy[r]:
@@ -108,27 +116,27 @@ def _place(pair: tuple[HostPort, HostPort], busy: dict[int, set[tuple[str, str, 
     return last + 1 if new_round else None
 
 
-def _crossing_flow(index: Index, routes: Routes, by_leaf: dict[str, list[HostPort]], cid: str, taken: set[str],
-                   first: bool) -> tuple[HostPort, HostPort] | str:
-    """A (client, server) whose flow crosses cable `cid`, not one of the tests named in `taken`; or why none."""
+def _crossing_flows(index: Index, routes: Routes, by_leaf: dict[str, list[HostPort]], cid: str,
+                    taken: set[str]) -> Iterator[tuple[HostPort, HostPort]]:
+    """(client, server) pairs whose flow crosses cable `cid`, not tests named in `taken`: of the first
+    CANDIDATE_LIMIT candidate flows."""
     cable = next(c for c in index.inv.cables if c.id == cid)
-    tried = 0
-    for client, server in _candidates(routes, by_leaf, cable.a.device, cable.a.port, cable.b.device,
-                                      cable.b.port):
+    for tried, (client, server) in enumerate(_candidates(routes, by_leaf, cable.a.device, cable.a.port,
+                                                         cable.b.device, cable.b.port)):
         if tried >= CANDIDATE_LIMIT:
-            break
-        tried += 1
-        name = LinkTest(0, server, client).name
-        if name in taken:
+            return
+        if LinkTest(0, server, client).name in taken:
             continue
         cables, why = _flow(index, routes, client, server)
         if why is None and cid in cables:
-            return client, server
-    ends = f"{cable.a.device}/{cable.a.port} - {cable.b.device}/{cable.b.port}"
-    if not any(by_leaf.get(d) for d in (cable.a.device, cable.b.device)) and not tried:
-        return f"cable {cid} ({ends}): no flow between two hosts' ports reaches it"
-    return (f"cable {cid} ({ends}): no route sends a host's traffic over it"
-            f"{'' if tried < CANDIDATE_LIMIT else f' (of {tried} flows followed)'}: the SM routes around it")
+            yield client, server
+
+
+def _why_not(index: Index, cid: str) -> str:
+    cable = next(c for c in index.inv.cables if c.id == cid)
+    return (f"cable {cid} ({cable.a.device}/{cable.a.port} - {cable.b.device}/{cable.b.port}): no route sends a "
+            f"host's traffic over it (of {CANDIDATE_LIMIT} candidate flows at most, each way): the SM routes around "
+            "it, or no host reaches it")
 
 
 def _candidates(routes: Routes, by_leaf: dict[str, list[HostPort]], a: str, pa: int, b: str,

@@ -133,7 +133,7 @@ def test_tables_of_undeclared_switches_and_different_sweeps_are_problems(lab: Fa
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_plan_from_routes_crosses_every_uplink(lab: FabricView, engine: str) -> None:
     """The plan without routes leaves an uplink of the lab uncrossed under each engine (its assumption fails on a
-    leaf of 4 hosts and 4 uplinks); from the routes every uplink is crossed, most twice, in 5 rounds, no port twice
+    leaf of 4 hosts and 4 uplinks); from the routes every uplink is crossed, each twice, in 5 rounds, no port twice
     in a round, and what the coverage says each test crosses is what its flow crosses."""
     from clusterforge.accept import route_plan
     from clusterforge.accept.plan import accept_plan
@@ -147,7 +147,7 @@ def test_the_plan_from_routes_crosses_every_uplink(lab: FabricView, engine: str)
     assert tests[:len(plan.links)] == plan.links  # the plan's tests stay; the new ones come after
     assert cov.unreachable == {} and cov.problems == []
     assert all(len(names) >= 1 for names in cov.crossing.values())
-    assert sum(len(names) >= 2 for names in cov.crossing.values()) >= 15
+    assert all(len(names) >= 2 for names in cov.crossing.values())  # the lab has room for a second crossing
     assert max(t.round for t in tests) <= plan.rounds + 1
     for r in {t.round for t in tests}:
         used = [p for t in tests if t.round == r for p in (t.client, t.server)]
