@@ -21,6 +21,7 @@ every series is in the store; every rule query answered `success`; the lab scena
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -31,6 +32,7 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -201,6 +203,20 @@ def run(nodes: int = 2048, seconds: int = 30) -> list[dict[str, object]]:
             proc.wait(timeout=60)
 
 
+@contextlib.contextmanager
+def lab_root(root: str) -> Iterator[None]:
+    """CLUSTERFORGE_LAB_ROOT set to `root` while inside, as it was afterwards."""
+    old = os.environ.get("CLUSTERFORGE_LAB_ROOT")
+    os.environ["CLUSTERFORGE_LAB_ROOT"] = root
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("CLUSTERFORGE_LAB_ROOT", None)
+        else:
+            os.environ["CLUSTERFORGE_LAB_ROOT"] = old
+
+
 def lab(env: Path = ROOT / "inventories" / "lab") -> list[dict[str, object]]:
     """The lab scenario (tests/cf_monitoring_e2e.py) once, under the lab lock, on its own lab root; its rows
     are the seconds of each step. A failed check is BenchFailed."""
@@ -213,18 +229,13 @@ def lab(env: Path = ROOT / "inventories" / "lab") -> list[dict[str, object]]:
 
     with open("/tmp/cf-lab.lock", "w") as lock, tempfile.TemporaryDirectory(prefix="cf-monlab-") as tmp:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        old = os.environ.get("CLUSTERFORGE_LAB_ROOT")
-        os.environ["CLUSTERFORGE_LAB_ROOT"] = tmp
-        try:
-            result = run_scenario(env)
-        except ScenarioFailed as exc:
-            raise BenchFailed(f"monitoring lab scenario: {exc}") from None
-        finally:
-            cf("lab", "down", str(env))
-            if old is None:
-                os.environ.pop("CLUSTERFORGE_LAB_ROOT", None)
-            else:
-                os.environ["CLUSTERFORGE_LAB_ROOT"] = old
+        with lab_root(tmp):
+            try:
+                result = run_scenario(env)
+            except ScenarioFailed as exc:
+                raise BenchFailed(f"monitoring lab scenario: {exc}") from None
+            finally:
+                cf("lab", "down", str(env))
     return [{"figure": "monitoring lab", "step": step, "seconds": round(sec, 1)}
             for step, sec in result.seconds.items()]
 
@@ -246,25 +257,20 @@ def migration_lab(env: Path = ROOT / "inventories" / "lab") -> list[dict[str, ob
         copy = Path(tmp) / "cfmig"
         shutil.copytree(env, copy)
         shape(copy)
-        old = os.environ.get("CLUSTERFORGE_LAB_ROOT")
-        os.environ["CLUSTERFORGE_LAB_ROOT"] = str(Path(tmp) / "state")
-        try:
-            t = time.monotonic()
-            code, out = cf("lab", "up", str(copy), *UP_ARGS)
-            if code != 0:
-                raise BenchFailed(f"job migration lab: lab up: {out[-2000:]}")
-            seconds = {"lab up (3 systemd containers, Slurm)": time.monotonic() - t}
-            work = Path(tmp) / "work"
-            work.mkdir()
-            seconds |= run_scenario(copy, work)
-        except AssertionError as exc:
-            raise BenchFailed(f"job migration lab scenario: {exc}") from None
-        finally:
-            cf("lab", "down", str(copy))
-            if old is None:
-                os.environ.pop("CLUSTERFORGE_LAB_ROOT", None)
-            else:
-                os.environ["CLUSTERFORGE_LAB_ROOT"] = old
+        with lab_root(str(Path(tmp) / "state")):
+            try:
+                t = time.monotonic()
+                code, out = cf("lab", "up", str(copy), *UP_ARGS)
+                if code != 0:
+                    raise BenchFailed(f"job migration lab: lab up: {out[-2000:]}")
+                seconds = {"lab up (3 systemd containers, Slurm)": time.monotonic() - t}
+                work = Path(tmp) / "work"
+                work.mkdir()
+                seconds |= run_scenario(copy, work)
+            except AssertionError as exc:
+                raise BenchFailed(f"job migration lab scenario: {exc}") from None
+            finally:
+                cf("lab", "down", str(copy))
     return [{"figure": "job migration lab", "step": step, "seconds": round(sec, 1)} for step, sec in seconds.items()]
 
 

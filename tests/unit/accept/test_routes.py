@@ -106,16 +106,20 @@ def test_a_loop_is_said(lab: FabricView) -> None:
     assert why is not None and "a loop" in why and cables[1:3] == ["C-00020", "C-00020"]
 
 
-def test_an_uplink_no_route_uses_is_idle(lab: FabricView) -> None:
-    """A dead link the SM routes around: every LID leaf-su01-r0 sent out of port 21 (C-00020, to spine01) now
-    leaves by port 22 (C-00021, also to spine01), and spine01 sends nothing down port 1."""
+def _routed_around(lab: FabricView) -> R.Routes:
+    """A dead link the SM routes around (CONSTRUCTED from the ftree capture): every LID leaf-su01-r0 sent out of
+    port 21 (C-00020, to spine01) now leaves by port 22 (C-00021, also to spine01), and spine01 sends nothing down
+    port 1."""
     tables = _tables("ftree")
     leaf = next(t for t in tables if t.name == "leaf-su01-r0")
     spine = next(t for t in tables if t.name == "spine01")
     moved = {f"l{r.lid}": 22 for r in leaf.routes if r.port == 21}
     down = {f"l{r.lid}": 2 for r in spine.routes if r.port == 1}
-    routes = R.resolve(lab.index, lab.guids, _edit(_edit(tables, "leaf-su01-r0", **moved), "spine01", **down))
-    assert R.idle_uplinks(lab.index, routes) == ["C-00020"]
+    return R.resolve(lab.index, lab.guids, _edit(_edit(tables, "leaf-su01-r0", **moved), "spine01", **down))
+
+
+def test_an_uplink_no_route_uses_is_idle(lab: FabricView) -> None:
+    assert R.idle_uplinks(lab.index, _routed_around(lab)) == ["C-00020"]
 
 
 def test_tables_of_undeclared_switches_and_different_sweeps_are_problems(lab: FabricView) -> None:
@@ -165,12 +169,7 @@ def test_an_uplink_the_sm_routes_around_is_reported_by_cable(lab: FabricView) ->
     from clusterforge.accept import route_plan
     from clusterforge.accept.plan import accept_plan
 
-    tables = _tables("ftree")
-    leaf = next(t for t in tables if t.name == "leaf-su01-r0")
-    spine = next(t for t in tables if t.name == "spine01")
-    moved = {f"l{r.lid}": 22 for r in leaf.routes if r.port == 21}
-    down = {f"l{r.lid}": 2 for r in spine.routes if r.port == 1}
-    routes = R.resolve(lab.index, lab.guids, _edit(_edit(tables, "leaf-su01-r0", **moved), "spine01", **down))
+    routes = _routed_around(lab)
     plan = accept_plan(lab.index)
     _, cov = route_plan.cover(lab.index, routes, plan.ports, plan.links)
     assert list(cov.unreachable) == ["C-00020"]
