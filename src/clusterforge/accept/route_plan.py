@@ -75,6 +75,7 @@ def cover(index: Index, routes: Routes, ports: list[HostPort], tests: list[LinkT
     by_leaf: dict[str, list[HostPort]] = defaultdict(list)
     for p in ports:
         by_leaf[p.leaf].append(p)
+    host_at = {routes.lid[_key(p)]: p for p in ports if _key(p) in routes.lid}  # once, not once an uplink
     last = max(busy, default=1)
     for need in range(1, want + 1):
         for cid in ups:
@@ -82,7 +83,7 @@ def cover(index: Index, routes: Routes, ports: list[HostPort], tests: list[LinkT
                 continue
             first: tuple[HostPort, HostPort] | None = None
             chosen: tuple[tuple[HostPort, HostPort], int] | None = None
-            for pair in _crossing_flows(index, routes, by_leaf, cid, set(cov.crossing[cid])):
+            for pair in _crossing_flows(index, routes, by_leaf, host_at, cid, set(cov.crossing[cid])):
                 first = first or pair
                 placed = _place(pair, busy, last, new_round=False)
                 if placed is not None:  # a test that fits a round there is: no round more for it
@@ -116,12 +117,12 @@ def _place(pair: tuple[HostPort, HostPort], busy: dict[int, set[tuple[str, str, 
     return last + 1 if new_round else None
 
 
-def _crossing_flows(index: Index, routes: Routes, by_leaf: dict[str, list[HostPort]], cid: str,
-                    taken: set[str]) -> Iterator[tuple[HostPort, HostPort]]:
+def _crossing_flows(index: Index, routes: Routes, by_leaf: dict[str, list[HostPort]],
+                    host_at: dict[int, HostPort], cid: str, taken: set[str]) -> Iterator[tuple[HostPort, HostPort]]:
     """(client, server) pairs whose flow crosses cable `cid`, not tests named in `taken`: of the first
     CANDIDATE_LIMIT candidate flows."""
-    cable = next(c for c in index.inv.cables if c.id == cid)
-    for tried, (client, server) in enumerate(_candidates(routes, by_leaf, cable.a.device, cable.a.port,
+    cable = index.cables[cid]
+    for tried, (client, server) in enumerate(_candidates(routes, by_leaf, host_at, cable.a.device, cable.a.port,
                                                          cable.b.device, cable.b.port)):
         if tried >= CANDIDATE_LIMIT:
             return
@@ -133,22 +134,20 @@ def _crossing_flows(index: Index, routes: Routes, by_leaf: dict[str, list[HostPo
 
 
 def _why_not(index: Index, cid: str) -> str:
-    cable = next(c for c in index.inv.cables if c.id == cid)
+    cable = index.cables[cid]
     return (f"cable {cid} ({cable.a.device}/{cable.a.port} - {cable.b.device}/{cable.b.port}): no route sends a "
             f"host's traffic over it (of {CANDIDATE_LIMIT} candidate flows at most, each way): the SM routes around "
             "it, or no host reaches it")
 
 
-def _candidates(routes: Routes, by_leaf: dict[str, list[HostPort]], a: str, pa: int, b: str,
-                pb: int) -> Iterator[tuple[HostPort, HostPort]]:
+def _candidates(routes: Routes, by_leaf: dict[str, list[HostPort]], host_at: dict[int, HostPort], a: str, pa: int,
+                b: str, pb: int) -> Iterator[tuple[HostPort, HostPort]]:
     """Flows that may cross the cable a/pa - b/pb: out of a by pa (from a's hosts up, to any destination the
-    table sends that way), then out of b by pb, then from other leaves to the far leaf's hosts."""
-    port_of_lid = {lid: key for key, lid in routes.lid.items()}
-    hosts = {(p.node, p.hca, p.port): p for ps in by_leaf.values() for p in ps}
+    table sends that way), then out of b by pb, then from other leaves to the far leaf's hosts. `host_at`: the
+    planned host port at each LID."""
     for sw, port, other in ((a, pa, b), (b, pb, a)):
         table = routes.lft.get(sw, {})
-        dests = [hosts[port_of_lid[lid]] for lid, out in sorted(table.items())
-                 if out == port and lid in port_of_lid and port_of_lid[lid] in hosts]
+        dests = [host_at[lid] for lid, out in sorted(table.items()) if out == port and lid in host_at]
         sources = by_leaf.get(sw, [])
         for d in dests:
             for s in sources:

@@ -112,7 +112,7 @@ def idle_uplinks(index: Index, routes: Routes) -> list[str]:
     used: set[tuple[str, int]] = {(sw, port) for sw, table in routes.lft.items() for port in table.values()}
     out = []
     for cid in uplinks(index):
-        cable = next(c for c in index.inv.cables if c.id == cid)
+        cable = index.cables[cid]
         if (cable.a.device, cable.a.port) not in used and (cable.b.device, cable.b.port) not in used:
             out.append(cid)
     return out
