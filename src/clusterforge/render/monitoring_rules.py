@@ -123,6 +123,15 @@ def sel(metric: str, *matchers: str) -> str:
     return f"{metric}{{{','.join(ms)}}}" if ms else metric
 
 
+def _sustained(series: str, per_h: float) -> str:
+    """More than `per_h` in the last hour, rising in every 10-minute window of the last half hour, of a series
+    that was stored half an hour ago: a subquery has no steps where the series had no samples, so without the
+    last term a series younger than half an hour (a fresh deploy, a new node, a new port) held as soon as its
+    few windows rose, and the slow tier fired minutes into a fault (the lab's CI run of 2026-12-07)."""
+    return (f"increase({series}[1h]) > {num_text(per_h)} and min_over_time(increase({series}[10m])[30m:5m]) > 0"
+            f" and {series} offset 30m")
+
+
 def _duration(seconds: int) -> str:
     """PromQL's spelling of a duration: `1m`, `2m`, `90s`."""
     return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
@@ -192,7 +201,7 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
         nv = sel("cf:gpu_nvlink_errors:total", m)
         gpu.append(_alert(
             "GpuNvlinkErrors",
-            f"increase({nv}[1h]) > {t.nvlink_errors_per_h} and min_over_time(increase({nv}[10m])[30m:5m]) > 0",
+            _sustained(nv, t.nvlink_errors_per_h),
             lv("GpuNvlinkErrors"),
             f"NVLink CRC/replay/recovery errors rising on GPU {{{{ $labels.gpu }}}} of {WHERE}",
             "run dcgmi diag -r 2 and nvidia-smi nvlink -e; reseat the GPU baseboard or NVSwitch tray if they persist"))
@@ -228,7 +237,7 @@ def rule_groups(mon: Monitoring, profiles: list[str], gpu_counts: dict[str, int]
             assert metric is not None
             s = sel(metric, m)
             fabric.append(_alert(
-                name, f"increase({s}[1h]) > {per_h} and min_over_time(increase({s}[10m])[30m:5m]) > 0",
+                name, _sustained(s, per_h),
                 lv(name), f"{what} errors rising at {PORT} ({{{{ $value }}}} in 1 h)", OPTIC_REPAIR))
             # the fast tier: the rate over each of the last FAST_WINDOWS windows above the link rate's figure (never
             # below the slow tier's own): a one-off burst, shorter than a window, cannot cover the middle one and

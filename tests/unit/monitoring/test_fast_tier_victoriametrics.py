@@ -167,3 +167,26 @@ def test_slow_tier_in_victoriametrics_needs_half_an_hour_of_rise(vm: str) -> Non
     # the subquery's steps (multiples of 5 min) in the last 30 min: the oldest must follow the first error, so
     # between 25 and 30 minutes after it, as the fault falls on that 5-minute grid (this query's 15 s steps)
     assert 25 * 60 < fired[0] <= 30 * 60 + 15, fired[0]
+
+
+def test_slow_tier_in_victoriametrics_waits_for_a_young_series_to_be_half_an_hour_old(vm: str) -> None:
+    """The lab's case: monitoring deployed minutes before the fault, so the port's series is younger than the
+    slow tier's half hour. The subquery has steps only where the series has samples, and every one of them rises;
+    the slow tier must still stay quiet until the series is half an hour old (CI of 2026-12-07 saw it fire 3 min
+    into the fault, beside the fast tier)."""
+    files, rules = _rendered()
+    expr = _slow_expr(rules, "IbSymbolErrors")
+    labels = _port_labels(files, "gpu03", "mlx5_0", 1)
+    now = int(time.time()) // STEP_S * STEP_S
+    # the port's first scrape just after a step of the subquery's 5-minute grid, the fault 10 s later (the lab
+    # faults once two samples are stored): the first step after the series starts already sees the rise
+    first = (now - 50 * 60) // 300 * 300 + STEP_S
+    fault = first + 10
+    stamps = list(range(first, now - 60, STEP_S))
+    _import(vm, "node_infiniband_symbol_error_total", labels, stamps,
+            [int(max(0, t - fault) * 600 / 3600) for t in stamps])
+    urllib.request.urlopen(f"{vm}/internal/force_flush", timeout=30).close()
+    held = [dt for dt in range(0, 46 * 60 + 1, 15) if "C-00005" in _holds(vm, expr, first + dt)]
+    assert held, f"the slow tier never held for 600 an hour within 46 min of the first scrape: {expr}"
+    print(f"slow tier first holds {held[0]} s after the series' first sample (the fault 10 s after it)")
+    assert held[0] >= 30 * 60, f"held {held[0]} s after the first sample: a series younger than half an hour"

@@ -145,6 +145,21 @@ def test_symbol_errors_sustained_fire_spike_and_reset_do_not(tmp_path: Path) -> 
     ])])
 
 
+def test_symbol_errors_of_a_series_younger_than_half_an_hour_wait_for_it(tmp_path: Path) -> None:
+    """A port first scraped 10 min in (a fresh deploy, a new node) that throws 600 errors an hour from its first
+    minute: its subquery has steps only where it has samples, so every step rises; the slow tier still waits
+    until the series is half an hour old (the lab's CI run saw it fire 3 minutes into a fault)."""
+    young = {**PORT, "cable": "C-0013"}
+    labels = {k: v for k, v in young.items() if v}
+    series = [_series("node_infiniband_symbol_error_total", young, "_x10 0+10x80")]
+    _promtool(tmp_path, _rendered_rules(_mon(), tmp_path), [_case(series, [
+        ("15m", "IbSymbolErrors", []),
+        ("25m", "IbSymbolErrors", []),
+        ("39m", "IbSymbolErrors", []),
+        ("45m", "IbSymbolErrors", [{**labels, "level": "2"}]),
+    ])])
+
+
 def _counter(per_h: float, start_s: int, end_s: int, base: int = 0, step_s: int = 5) -> str:
     """An integer error counter sampled every `step_s` from 0 to `end_s`: `base` until `start_s`, then rising
     `per_h` an hour (whole errors, as the HCA counts them), in promtool's explicit notation."""
