@@ -72,9 +72,7 @@ def cover(index: Index, routes: Routes, ports: list[HostPort], tests: list[LinkT
 
     for t in tests:
         count(t)
-    by_leaf: dict[str, list[HostPort]] = defaultdict(list)
-    for p in ports:
-        by_leaf[p.leaf].append(p)
+    by_leaf = ports_by_leaf(ports)
     host_at = {routes.lid[_key(p)]: p for p in ports if _key(p) in routes.lid}  # once, not once an uplink
     last = max(busy, default=1)
     for need in range(1, want + 1):
@@ -83,7 +81,7 @@ def cover(index: Index, routes: Routes, ports: list[HostPort], tests: list[LinkT
                 continue
             first: tuple[HostPort, HostPort] | None = None
             chosen: tuple[tuple[HostPort, HostPort], int] | None = None
-            for pair in _crossing_flows(index, routes, by_leaf, host_at, cid, set(cov.crossing[cid])):
+            for pair in crossing_flows(index, routes, by_leaf, host_at, cid, set(cov.crossing[cid])):
                 first = first or pair
                 placed = _place(pair, busy, last, new_round=False)
                 if placed is not None:  # a test that fits a round there is: no round more for it
@@ -106,6 +104,13 @@ def cover(index: Index, routes: Routes, ports: list[HostPort], tests: list[LinkT
     return out, cov
 
 
+def ports_by_leaf(ports: Iterable[HostPort]) -> dict[str, list[HostPort]]:
+    by_leaf: dict[str, list[HostPort]] = defaultdict(list)
+    for p in ports:
+        by_leaf[p.leaf].append(p)
+    return by_leaf
+
+
 def _place(pair: tuple[HostPort, HostPort], busy: dict[int, set[tuple[str, str, int]]], last: int,
            new_round: bool) -> int | None:
     """The first cross-leaf round (2 on) where neither port is busy; else the round after the last when
@@ -117,7 +122,7 @@ def _place(pair: tuple[HostPort, HostPort], busy: dict[int, set[tuple[str, str, 
     return last + 1 if new_round else None
 
 
-def _crossing_flows(index: Index, routes: Routes, by_leaf: dict[str, list[HostPort]],
+def crossing_flows(index: Index, routes: Routes, by_leaf: dict[str, list[HostPort]],
                     host_at: dict[int, HostPort], cid: str, taken: set[str]) -> Iterator[tuple[HostPort, HostPort]]:
     """(client, server) pairs whose flow crosses cable `cid`, not tests named in `taken`: of the first
     CANDIDATE_LIMIT candidate flows."""

@@ -11,6 +11,7 @@ from ..accept.expect import expect
 from ..accept.judge import judge
 from ..accept.plan import AcceptPlan, accept_plan
 from ..accept.route_plan import RoutedCoverage, routed_plan
+from ..accept.routes import Routes
 from ..collect.store import read_output
 from ..parse import ParseError, ibroute
 from ..util.echo import one_line
@@ -33,7 +34,8 @@ def accept(
     routes: Path | None = typer.Option(
         None, "--routes", help="the built fabric's forwarding tables: a file of `ibroute <lid>` for every switch "
         "(or `dump_fts`, or OpenSM's opensm-lfts.dump), or OpenSM's dump directory (its opensm-lfts.dump): the "
-        "cross-leaf tests are chosen so that every uplink is crossed (give the same file to --from)"),
+        "cross-leaf tests are chosen so that every uplink is crossed; with --from (give it the same file) each test "
+        "is judged along its route, so that a slow uplink is named by its cable"),
 ) -> None:
     """The acceptance tests the model implies (DCGM, PCIe, NVLink, ib_write_bw over every cable and uplink,
     NCCL per unit and cluster) with the bound each must reach; --from judges a run's outputs: exit 0 when
@@ -50,9 +52,9 @@ def accept(
         check_output_path(junit, "--junit", directory=False)
     checked = load_or_fail(env)
     plan = accept_plan(checked.index)
-    routed = None
+    routed, tables = None, None
     if routes is not None:
-        plan, routed = _routed(checked.index, plan, routes)
+        plan, tables, routed = _routed(checked.index, plan, routes)
     if plan_only:
         _print_plan(checked.index, plan, fmt, routed)
         return
@@ -64,7 +66,7 @@ def accept(
         err.print(f"{from_dir}: not a directory of saved outputs", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     try:
-        judged = judge(checked.index, from_dir, plan)
+        judged = judge(checked.index, from_dir, plan, tables)
     except ValueError as exc:
         err.print(f"accept: {exc}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
@@ -72,9 +74,10 @@ def accept(
     if junit is not None:
         write_atomic(junit, to_junit(report))
     if fmt is Format.json:
-        print_json({**to_json(report), "tests_planned": judged.tests_planned, "tests_run": judged.tests_run})
+        print_json({**to_json(report), "tests_planned": judged.tests_planned, "tests_run": judged.tests_run,
+                    "tests_extra": judged.tests_extra, "routes": str(routed[0]) if routed is not None else None})
     else:
-        _print_judged(report, judged.tests_run, judged.tests_planned)
+        _print_judged(report, judged.tests_run, judged.tests_planned, judged.tests_extra)
     raise typer.Exit(int(exit_code(report)))
 
 
@@ -115,12 +118,13 @@ def _run(env: Path, index: Any, plan: AcceptPlan, run_dir: Path) -> None:
         err.print(f"  ... and {len(outcome.missing) - 20} more (each is an ACC-NO-DATA finding)", markup=False)
 
 
-def _print_judged(report: Report, run: int, planned: int) -> None:
+def _print_judged(report: Report, run: int, planned: int, extra: int) -> None:
     from ..validate.report import print_summary
 
     if not report.findings:
-        out.print(f"accept: passed: {run} of {planned} test outputs read, every one within the model's bounds",
-                  markup=False)
+        more = f" (and {extra} link test(s) beyond the plan)" if extra else ""
+        out.print(f"accept: passed: {run - extra} of {planned} test outputs read{more}, every one within the "
+                  "model's bounds", markup=False)
         return
     print_summary(out, report)
 
@@ -129,7 +133,7 @@ Routed = tuple[Path, RoutedCoverage, tuple[str, ...]]
 """Where the tables came from, what the plan crosses by them, what in them fit no declared device."""
 
 
-def _routed(index: Any, plan: AcceptPlan, where: Path) -> tuple[AcceptPlan, Routed]:
+def _routed(index: Any, plan: AcceptPlan, where: Path) -> tuple[AcceptPlan, Routes, Routed]:
     """The plan with the tests the tables call for; a file that is not tables is a usage error naming its line."""
     path = where / "opensm-lfts.dump" if where.is_dir() else where
     try:
@@ -148,7 +152,7 @@ def _routed(index: Any, plan: AcceptPlan, where: Path) -> tuple[AcceptPlan, Rout
         err.print(f"accept: --routes {one_line(str(path))}: no table is of a declared switch (GUIDs: learn them "
                   "with `clusterforge learn`)", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
-    return new, (path, cov, resolved.problems)
+    return new, resolved, (path, cov, resolved.problems)
 
 
 def _coverage(plan: AcceptPlan) -> dict[str, int]:

@@ -21,8 +21,10 @@ nccl/<group>                 the 2-node A100 all_reduce, every algbw/busbw (and 
                              node's rails, so its slowest rail bounds every one
 ============================ ======================================================================
 
-A cross-leaf link test is not slowed by a degraded uplink here (the stand-in knows the two ports' links,
-not the path between them); `accept` judges these files exactly as it judges a real run's.
+Given the SM's routes (`lab accept --routes FILE`: accept/routes.py), a link test's rate is that of the slowest
+link on its routed path instead (accept/locate.py `rates_along`): a degraded uplink slows exactly the tests
+whose flow the SM sends over it. Without routes the stand-in knows the two ports' links only, not the path between them.
+`accept` judges these files exactly as it judges a real run's.
 """
 
 from __future__ import annotations
@@ -126,11 +128,19 @@ def node_gbs(ports: list[HostPort], rates: Mapping[str, float | None]) -> float:
     return len(live) * min(r for r in live if r is not None) / 8
 
 
+def cable_end(key: tuple[str, str | None, int]) -> tuple[str, int]:
+    """A declared cable end as ibnetdiscover names it in the lab: (node description, port)."""
+    device, hca, port = key
+    return (f"{device} {hca}" if hca else device, port)
+
+
 def outputs(plan: AcceptPlan, rates: Mapping[str, float | None],
-            faults: AcceptFaults | None = None) -> dict[str, str]:
+            faults: AcceptFaults | None = None, along: Mapping[str, float | None] | None = None) -> dict[str, str]:
     """Every output the plan names (its path under the run directory -> text): `rates` is each GPU-node
-    port's link data rate now (`HostPort.label` -> Gb/s; None: down)."""
+    port's link data rate now (`HostPort.label` -> Gb/s; None: down); `along`, a test's rate along its routed
+    path (locate.rates_along), where known."""
     faults = faults or AcceptFaults()
+    along = along or {}
     out: dict[str, str] = {}
     for t in plan.nodes:
         base = f"nodes/{t.node}"
@@ -140,7 +150,8 @@ def outputs(plan: AcceptPlan, rates: Mapping[str, float | None],
         out[f"{base}/nccl-single"] = capture("nccl-single")
     for lt in plan.links:
         a, b = rates.get(lt.client.label), rates.get(lt.server.label)
-        out[f"links/{lt.name}"] = ib_write_bw(lt.client.hca, None if a is None or b is None else min(a, b))
+        gbps = along[lt.name] if lt.name in along else None if a is None or b is None else min(a, b)
+        out[f"links/{lt.name}"] = ib_write_bw(lt.client.hca, gbps)
     ports: dict[str, list[HostPort]] = {}
     for p in plan.ports:
         ports.setdefault(p.node, []).append(p)

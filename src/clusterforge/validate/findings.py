@@ -64,6 +64,7 @@ RULES: dict[str, str] = {
     "ACC-NVLINK": "acceptance: NVLink links are down on a GPU",
     "ACC-NCCL-NODE": "acceptance: single-node all_reduce below the NVLink bound of the model",
     "ACC-LINK": "acceptance: ib_write_bw below the link bound of the model (the slow port or path named)",
+    "ACC-UPLINK": "acceptance: ib_write_bw slow on the routes that cross one uplink and on no other: that cable",
     "ACC-NCCL-FABRIC": "acceptance: multi-node all_reduce below the network bound of the model (bisection plan)",
 }
 

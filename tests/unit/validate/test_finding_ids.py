@@ -23,14 +23,18 @@ from typer.testing import CliRunner
 from cf_accept_runs import nccl, run_dir
 from cf_lab_inventory import LAB, index_of, lab_data, lab_index
 from clusterforge.accept.judge import judge
+from clusterforge.accept.locate import rates_along
 from clusterforge.accept.plan import HostPort, accept_plan
+from clusterforge.accept.route_plan import routed_plan
 from clusterforge.api import Checked, load_checked
 from clusterforge.cli.main import app
 from clusterforge.collect.store import Observations, save_dir
+from clusterforge.lab.accept_standins import outputs as standin_outputs
 from clusterforge.model.index import Index
 from clusterforge.parse import (
     flint_q,
     ibnetdiscover,
+    ibroute,
     ibstat,
     lctl_hsm,
     lctl_list_nids,
@@ -551,6 +555,22 @@ def _acc_link(c: Ctx) -> tuple[list[Finding], list[Ids]]:
     plan = accept_plan(c.lab)
     victim = plan.ports[3]
     return judge(c.lab, run_dir(c.tmp, plan, slow_cable=victim.cable), plan).findings, [port_of(victim)]
+
+
+@case("ACC-UPLINK")
+def _acc_uplink(c: Ctx) -> tuple[list[Finding], list[Ids]]:
+    """The lab's real minhop tables, the routed plan, the stand-in rating each test along its route, one uplink
+    (leaf-su01-r0/21 - spine01/1) at a quarter of its rate: CONSTRUCTED outputs."""
+    tables = ibroute.parse((FIX / "ibroute" / "lab-minhop" / "opensm-lfts.dump").read_text(encoding="utf-8"))
+    plan, routes, _ = routed_plan(c.lab, accept_plan(c.lab), tables)
+    slow = "C-00020"
+    gbps: dict[str, float | None] = {cable.id: (50.0 if cable.id == slow else 200.0) for cable in c.lab.inv.cables}
+    d = c.tmp / "run"
+    for rel, text in standin_outputs(plan, dict.fromkeys((p.label for p in plan.ports), 200.0), None,
+                                     rates_along(c.lab, routes, plan.links, gbps)).items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_text(text, encoding="utf-8")
+    return judge(c.lab, d, plan, routes).findings, [(None, "leaf-su01-r0", slow, "leaf-su01-r0/21")]
 
 
 @case("ACC-NCCL-FABRIC")
