@@ -28,11 +28,11 @@ from ..model.place_text import port_text, route_text
 from ..parse import ParseError, dcgmi_diag, nccl_tests, nvidia_smi_nvlink, nvidia_smi_q, perftest
 from ..util.echo import one_line
 from ..validate.findings import Finding, Ids, ids
+from ..validate.routes import Routes
 from .bisect import halves_plan
 from .expect import Expect, expect
 from .locate import Located, locate, route, splitting_tests
 from .plan import AcceptPlan, HostPort, LinkTest, accept_plan
-from .routes import Routes
 
 T = TypeVar("T")
 
@@ -60,7 +60,7 @@ def _read(path: Path, root: Path) -> str | None:
 
 
 def judge(index: Index, directory: Path, plan: AcceptPlan | None = None, routes: Routes | None = None) -> Judged:
-    """The findings of a run directory: `routes` (the SM's tables, accept/routes.py) follow each link test's
+    """The findings of a run directory: `routes` (the SM's tables, validate/routes.py) follow each link test's
     flow, so that a slow uplink is named by its cable (accept/locate.py) and not as the path between leaves."""
     plan = plan or accept_plan(index)
     exp = expect(index)

@@ -1,6 +1,6 @@
 """Which cable is slow, from the routes of the slow and the fast link tests (issue #36; docs/accept.md, "Routes").
 
-With the subnet manager's forwarding tables (accept/routes.py) every ib_write_bw test has a route: the cables its
+With the subnet manager's forwarding tables (validate/routes.py) every ib_write_bw test has a route: the cables its
 flow crosses, from the client's port to the server's, uplinks included. A fast test clears every cable on its
 route. A slow test's suspects are the cables on its route that no fast test cleared:
 
@@ -21,9 +21,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..model.index import Index
+from ..validate.routes import Routes, path
 from .plan import HostPort, LinkTest, tcp_ports
 from .route_plan import CANDIDATE_LIMIT, crossing_flows, ports_by_leaf
-from .routes import Routes, path
 
 
 @dataclass

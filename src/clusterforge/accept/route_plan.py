@@ -3,7 +3,7 @@ switch-to-switch cable crossed by at least one ib_write_bw test, twice where the
 forwarding tables the SM programmed instead of assumed from how ftree and updn usually spread destinations.
 
 Start from the plan's rounds (accept/plan.py: every node-leaf cable, the cross-leaf round-robin); follow each
-cross-leaf test's flow through the tables (accept/routes.py) and count the uplinks it crosses. For each uplink
+cross-leaf test's flow through the tables (validate/routes.py) and count the uplinks it crosses. For each uplink
 crossed fewer than `want` times (a second time only where the rounds have room), look for a flow that crosses
 it: one from a port of the leaf whose table sends some destination out of the uplink's port (up), or one to a
 port of that leaf that the switch above sends down the uplink (down), found by following candidate flows. Each
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from ..model.index import Index
 from ..parse.ibroute import SwitchLft
 from ..render import FabricView
+from ..validate.routes import Routes, path, resolve, uplinks
 from .plan import AcceptPlan, HostPort, LinkTest, tcp_ports
-from .routes import Routes, path, resolve, uplinks
 
 CANDIDATE_LIMIT = 256
 """Flows followed at most per uplink and direction when looking for one that crosses it (enough at 2,048

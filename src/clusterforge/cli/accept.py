@@ -11,13 +11,13 @@ from ..accept.expect import expect
 from ..accept.judge import judge
 from ..accept.plan import AcceptPlan, accept_plan
 from ..accept.route_plan import RoutedCoverage, routed_plan
-from ..accept.routes import Routes
 from ..collect.store import read_output
 from ..parse import ParseError, ibroute
 from ..util.echo import one_line
 from ..util.errors import ExitCode
 from ..util.fsutil import fresh_directory, new_directory_problem, terminate_cleanly, write_atomic
 from ..validate.report import exit_code, to_json, to_junit
+from ..validate.routes import Routes
 from ..validate.run import Report
 from .console import Format, err, out, print_json
 from .loading import check_output_path, load_or_fail

@@ -21,7 +21,7 @@ nccl/<group>                 the 2-node A100 all_reduce, every algbw/busbw (and 
                              node's rails, so its slowest rail bounds every one
 ============================ ======================================================================
 
-Given the SM's routes (`lab accept --routes FILE`: accept/routes.py), a link test's rate is that of the slowest
+Given the SM's routes (`lab accept --routes FILE`: validate/routes.py), a link test's rate is that of the slowest
 link on its routed path instead (accept/locate.py `rates_along`): a degraded uplink slows exactly the tests
 whose flow the SM sends over it. Without routes the stand-in knows the two ports' links only, not the path between them.
 `accept` judges these files exactly as it judges a real run's.

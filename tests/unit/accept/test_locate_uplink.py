@@ -20,12 +20,12 @@ from clusterforge.accept.judge import Judged, extra_tests, judge
 from clusterforge.accept.locate import rates_along, route
 from clusterforge.accept.plan import AcceptPlan, LinkTest, accept_plan
 from clusterforge.accept.route_plan import routed_plan
-from clusterforge.accept.routes import Routes, uplinks
 from clusterforge.api import load_checked
 from clusterforge.cli.main import app
 from clusterforge.lab.accept_standins import ib_write_bw, outputs
 from clusterforge.model.index import Index
 from clusterforge.parse import ibroute
+from clusterforge.validate.routes import Routes, uplinks
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "ibroute"
 ENGINES = ("minhop", "ftree", "updn")

@@ -1,4 +1,4 @@
-"""The built fabric's routes on the declared cables (issue #36, accept/routes.py): the lab's real LFTs (OpenSM over
+"""The built fabric's routes on the declared cables (issue #36, validate/routes.py): the lab's real LFTs (OpenSM over
 ibsim, minhop/ftree/updn: tests/fixtures/ibroute/) resolved to switches and HCA ports by GUID, every flow between
 two HCA ports followed cable by cable; what does not fit the declaration said, never a shorter path."""
 
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from cf_lab_inventory import LAB
-from clusterforge.accept import routes as R
 from clusterforge.accept.plan import host_ports
 from clusterforge.api import load_checked
 from clusterforge.parse import ibroute
 from clusterforge.parse.ibroute import SwitchLft
 from clusterforge.render import FabricView
+from clusterforge.validate import routes as R
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "ibroute"
 ENGINES = ("minhop", "ftree", "updn")
