@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from cf_lab_net import cf
+from clusterforge.api import load_checked
+from clusterforge.parse import ibroute
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.lab
@@ -63,9 +65,46 @@ def test_clean_lab_validates_clean(lab_env: Path, tmp_path: Path) -> None:
     gpu01 = sorted(p.name for p in (tmp_path / "saved" / "hosts" / "gpu01").iterdir())
     assert gpu01 == ["dpkg-query.txt", "ibstat.txt", "nvidia-smi-nvlink.txt", "nvidia-smi-query-gpu.txt",
                      "nvidia-smi-topo.txt"]
+    # the SM's forwarding tables, from the SM node (real dump_fts through the lab's umad2sim): every switch's
+    fabric = sorted(p.name for p in (tmp_path / "saved" / "fabric").iterdir())
+    assert fabric == ["dump_fts.txt", "iblinkinfo.txt", "ibnetdiscover.txt"], fabric
+    tables = ibroute.parse((tmp_path / "saved" / "fabric" / "dump_fts.txt").read_text())
+    assert sorted(t.name for t in tables) == sorted(s.name for s in load_checked(lab_env).inv.switches)
     # offline re-validation from the saved outputs gives the same verdict
     code, out = cf("validate", str(lab_env), "--from", str(tmp_path / "saved"))
     assert code == 0 and "clean" in out
+
+
+@pytest.mark.parametrize("uplink", ["C-00020", "C-00035"])
+def test_acceptance_names_a_degraded_uplink_by_the_running_sms_routes(lab_env: Path, tmp_path: Path,
+                                                                      uplink: str) -> None:
+    """Issue #36 item 4: the routes from the lab's running OpenSM (`validate --save`: dump_fts from the SM node),
+    the routed plan, one uplink at 1X in ibsim (`lab fault degrade`), the stand-in ib_write_bw rating each test by
+    the slowest link on its route (`lab accept --routes`), and `accept --from --routes` names exactly that cable
+    (without the routes: only pairs between leaves). tests/unit/accept/test_locate_uplink.py does every uplink."""
+    saved = tmp_path / "saved"
+    code, out = cf("validate", str(lab_env), "--save", str(saved), "--fabric-only", "--format", "json")
+    assert code == 0, out
+    routes = saved / "fabric" / "dump_fts.txt"
+    code, out = cf("accept", str(lab_env), "--plan", "--routes", str(routes), "--format", "json")
+    assert code == 0, out
+    crossing = json.loads(out[out.index("{"):])["uplinks"]["crossing"]
+    assert crossing[uplink] and all(crossing.values()), crossing
+    code, out = cf("lab", "fault", str(lab_env), "degrade", uplink)
+    assert code == 0, out
+    try:
+        run = tmp_path / "run"
+        code, out = cf("lab", "accept", str(lab_env), "--routes", str(routes), "--output", str(run))
+        assert code == 0, out
+        code, out = cf("accept", str(lab_env), "--from", str(run), "--routes", str(routes), "--format", "json")
+        found = json.loads(out[out.index("{"):])["findings"]
+        assert code == 4 and [(f["rule"], f["cable"]) for f in found] == [("ACC-UPLINK", uplink)], found
+        assert found[0]["observed"].count("Gb/s") == len(crossing[uplink]), found[0]
+        code, out = cf("accept", str(lab_env), "--from", str(run), "--routes", str(routes), "--format", "text")
+        assert code == 4 and f"cable {uplink}" in out, out
+    finally:
+        code, out = cf("lab", "heal", str(lab_env))
+        assert code == 0, out
 
 
 @pytest.mark.parametrize(

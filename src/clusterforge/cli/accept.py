@@ -54,7 +54,7 @@ def accept(
     plan = accept_plan(checked.index)
     routed, tables = None, None
     if routes is not None:
-        plan, tables, routed = _routed(checked.index, plan, routes)
+        plan, tables, routed = routed_or_exit(checked.index, plan, routes)
     if plan_only:
         _print_plan(checked.index, plan, fmt, routed)
         return
@@ -133,7 +133,7 @@ Routed = tuple[Path, RoutedCoverage, tuple[str, ...]]
 """Where the tables came from, what the plan crosses by them, what in them fit no declared device."""
 
 
-def _routed(index: Any, plan: AcceptPlan, where: Path) -> tuple[AcceptPlan, Routes, Routed]:
+def routed_or_exit(index: Any, plan: AcceptPlan, where: Path) -> tuple[AcceptPlan, Routes, Routed]:
     """The plan with the tests the tables call for; a file that is not tables is a usage error naming its line."""
     path = where / "opensm-lfts.dump" if where.is_dir() else where
     try:

@@ -55,8 +55,9 @@ def link_health_commands(index: Index, node: str) -> dict[str, tuple[str, ...]]:
     return out
 
 
-FABRIC_STEMS = ("ibnetdiscover", "iblinkinfo")
-"""What is read of the fabric, from one node (the master SM's)."""
+FABRIC_STEMS = ("ibnetdiscover", "iblinkinfo", "dump_fts")
+"""What is read of the fabric, from one node (the master SM's): its links, its ports' states, and the forwarding
+tables the SM programmed (validate: an uplink no route uses; accept --routes)."""
 
 
 def fabric_tools() -> dict[str, tuple[str, ...]]:

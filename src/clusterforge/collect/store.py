@@ -4,6 +4,7 @@ Layout (what `collect` writes and `validate --from DIR` reads):
 
     DIR/fabric/ibnetdiscover.txt        from the subnet-manager node
     DIR/fabric/iblinkinfo.txt           optional
+    DIR/fabric/dump_fts.txt             optional: the SM's forwarding tables (also accept --routes)
     DIR/hosts/<host>/<tool>.txt         ibstat, nvidia-smi-topo, nvidia-smi-nvlink,
                                         nvidia-smi-query-gpu, lctl-list-nids
     DIR/hosts/<host>/ibstat@<hca>.txt   one CA view per file (the lab: ibsim shows every

@@ -37,6 +37,7 @@ TOOLS: dict[str, Tool] = {
     # the fabric, from one node (the master SM's)
     "ibnetdiscover": Tool(("ibnetdiscover",), "ibnetdiscover"),
     "iblinkinfo": Tool(("iblinkinfo",), "iblinkinfo"),
+    "dump_fts": Tool(("dump_fts",), "ibroute"),  # the unicast forwarding tables the SM programmed
     # acceptance's node tests
     "dcgmi-diag": Tool(("dcgmi", "diag", "-r"), "dcgmi-diag"),  # + the level
     "nvidia-smi-q": Tool(("nvidia-smi", "-q"), "nvidia-smi-q"),

@@ -27,6 +27,7 @@ RULES: dict[str, str] = {
     "FAB-DUP-DESC": "two devices on the fabric share a node description",
     "FAB-RAIL": "a node's HCA is cabled to a leaf of another rail",
     "FAB-PLANE": "rail planes: a node's HCA is cabled to a leaf of another plane (another subnet)",
+    "FAB-UNROUTED": "an uplink is up but no forwarding table of the SM sends any destination over it",
     "FAB-NO-DATA": "no fabric discovery output: the fabric was not checked",
     "FAB-PLANE-NO-DATA": "rail planes: one plane's discovery output is missing: that plane was not checked",
     "HOST-NO-DATA": "a declared host's outputs are missing: it (or that part of it) was not checked",

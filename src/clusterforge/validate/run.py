@@ -17,6 +17,7 @@ from ..parse import (
     flint_q,
     iblinkinfo,
     ibnetdiscover,
+    ibroute,
     ibstat,
     lctl_hsm,
     lctl_list_nids,
@@ -46,6 +47,7 @@ from .link_health import check_link_health
 from .lustre import check_hsm, check_lfs_df, check_pcc, check_recovery
 from .software import check_driver, check_nids, check_ofed, check_packages
 from .switch_firmware import check_switch_firmware, pinned_switches, saved_queries
+from .unrouted import unrouted
 
 T = TypeVar("T")
 
@@ -178,6 +180,21 @@ def _fabric(index: Index, obs: Observations, report: Report) -> None:
         links = _parse(obs, None, "iblinkinfo", obs.fabric["iblinkinfo"], iblinkinfo.parse, report)
     report.findings += diff_fabric(index, topo, links)
     report.fabric_checked = True
+    _routes(index, obs, report, ["dump_fts"])
+
+
+def _routes(index: Index, obs: Observations, report: Report, stems: list[str]) -> None:
+    """The SM's forwarding tables where collected (`dump_fts`, per plane `dump_fts-plane<P>`): FAB-UNROUTED for
+    an uplink no route uses that no finding so far names."""
+    tables: list[ibroute.SwitchLft] = []
+    for stem in stems:
+        if stem in obs.fabric:
+            parsed = _parse(obs, None, stem, obs.fabric[stem], ibroute.parse, report)
+            if parsed is None:
+                return  # its PARSE says so; a half-read input is not judged
+            tables.extend(parsed)
+    if tables:
+        report.findings += unrouted(index, tables, {f.cable for f in report.findings if f.cable is not None})
 
 
 def _planes(index: Index, obs: Observations, report: Report) -> None:
@@ -214,6 +231,7 @@ def _planes(index: Index, obs: Observations, report: Report) -> None:
     where = f" in {one_line(str(obs.root))}/fabric" if obs.root is not None else ""
     report.findings += planes.uncollected(index, diff_fabric(index, topo, links), missing, failed, where)
     report.fabric_checked = True
+    _routes(index, obs, report, sorted(k for k in obs.fabric if k.startswith("dump_fts-plane")))
 
 
 def _switch_firmware(index: Index, obs: Observations, report: Report, only: str | None = None) -> None:

@@ -22,6 +22,8 @@ from typer.testing import CliRunner
 
 from cf_accept_runs import nccl, run_dir
 from cf_lab_inventory import LAB, index_of, lab_data, lab_index
+from cf_routes import around
+from cf_routes import tables as routes_of
 from clusterforge.accept.judge import judge
 from clusterforge.accept.locate import rates_along
 from clusterforge.accept.plan import HostPort, accept_plan
@@ -60,6 +62,7 @@ from clusterforge.validate.report import to_json
 from clusterforge.validate.run import Report, validate
 from clusterforge.validate.software import check_nids, check_ofed
 from clusterforge.validate.switch_firmware import check_switch_firmware
+from clusterforge.validate.unrouted import unrouted
 
 ROOT = Path(__file__).resolve().parents[3]
 FIX = ROOT / "tests" / "fixtures"
@@ -555,6 +558,14 @@ def _acc_link(c: Ctx) -> tuple[list[Finding], list[Ids]]:
     plan = accept_plan(c.lab)
     victim = plan.ports[3]
     return judge(c.lab, run_dir(c.tmp, plan, slow_cable=victim.cable), plan).findings, [port_of(victim)]
+
+
+@case("FAB-UNROUTED")
+def _fab_unrouted(c: Ctx) -> tuple[list[Finding], list[Ids]]:
+    """The lab's real minhop tables with every route out of uplink C-00020 (leaf-su01-r0/21 - spine01/1) moved
+    off it: CONSTRUCTED."""
+    return (unrouted(c.lab, around(c.lab, routes_of("minhop"), "C-00020"), set()),
+            [(None, "leaf-su01-r0", "C-00020", "leaf-su01-r0/21")])
 
 
 @case("ACC-UPLINK")

@@ -316,6 +316,8 @@ def lab_accept_run(
     output: Path | None = typer.Option(None, "--output", "-o", help="a new (or empty) directory for the outputs"),
     arm: bool = typer.Option(False, "--arm", help="put the stand-in tools' answers on the lab hosts instead, for "
                              "`clusterforge accept ENV --run DIR` over SSH (`lab heal` disarms)"),
+    routes: Path | None = typer.Option(None, "--routes", help="the SM's forwarding tables (as `accept --routes` "
+                                       "takes them): the routed plan's tests, each rated along its route"),
     fmt: Format = _FMT,
 ) -> None:
     """LAB-ONLY: write what `accept ENV --plan`'s tools would print here (real captures, figures from the lab's
@@ -327,10 +329,10 @@ def lab_accept_run(
         err.print("lab accept: give exactly one of --output DIR or --arm", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     if arm:
-        lab_accept.arm_lab(env, fmt)
+        lab_accept.arm_lab(env, fmt, routes)
     else:
         assert output is not None
-        lab_accept.run(env, output, fmt)
+        lab_accept.run(env, output, fmt, routes)
 
 
 @app.command("drain")

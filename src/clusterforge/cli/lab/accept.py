@@ -6,6 +6,10 @@ LAB-ONLY stand-in outputs (lab/accept_standins.py), from the lab's fabric as ibn
     clusterforge lab accept --output run/           # what the acceptance tools would print
     clusterforge accept inventories/lab --from run/ # judged as a real run's outputs are
 
+With `--routes FILE` (the SM's tables, e.g. what `validate --save DIR` collected as DIR/fabric/dump_fts.txt) the
+plan is the routed one and each link test is rated by the slowest link on its route, so a degraded uplink slows
+the tests that cross it: `accept --from run/ --routes FILE` names it.
+
 The PCIe faults are kept in `<state>/accept_faults.json` (atomically written); `lab heal` clears them.
 """
 
@@ -18,14 +22,16 @@ from typing import NoReturn
 
 import typer
 
+from ...accept.locate import rates_along
 from ...accept.plan import AcceptPlan, accept_plan
 from ...lab import LabError, LabState, fault_injector
 from ...lab.accept_guest import answers, arm, disarm
-from ...lab.accept_standins import LABEL, AcceptFaults, link_gbps, outputs
+from ...lab.accept_standins import LABEL, AcceptFaults, cable_end, link_gbps, outputs
 from ...rehearsal import env as labenv
 from ...util.echo import one_line
 from ...util.errors import ExitCode
 from ...util.fsutil import fresh_directory, new_directory_problem, terminate_cleanly, write_atomic
+from ..accept import routed_or_exit
 from ..console import Format, err, out, print_json
 from ..loading import load_or_fail
 
@@ -94,24 +100,33 @@ def fault(env: Path, kind: str, args: list[str], *, gen: int | None, fmt: Format
         out.print(text, markup=False)
 
 
-def _texts(env: Path) -> tuple[LabState, AcceptPlan, dict[str, float | None], dict[str, str]]:
-    """The running lab, the plan, each port's rate now and every output as the stand-ins print it now."""
+def _texts(env: Path, routes: Path | None = None) -> tuple[LabState, AcceptPlan, dict[str, float | None],
+                                                          dict[str, str]]:
+    """The running lab, the plan (routed by `routes`, as `accept --routes` routes it), each port's rate now and
+    every output as the stand-ins print it now (with routes: each link test at the slowest link on its route)."""
     checked = load_or_fail(env)
     state = labenv.running(env)
     if state is None:
         _fail(f"no lab is up for {env}: run `clusterforge lab up {env}`")
     plan = accept_plan(checked.index)
+    tables = None
+    if routes is not None:
+        plan, tables, _ = routed_or_exit(checked.index, plan, routes)
     try:
         disc = fault_injector(state).discover()
     except (LabError, OSError) as exc:
         _fail(str(exc))
-    rates = {p.label: link_gbps(disc.rate((f"{p.node} {p.hca}", p.port))) for p in plan.ports}
-    return state, plan, rates, outputs(plan, rates, read_faults(state.state_dir))
+    rates = {p.label: link_gbps(disc.rate(cable_end((p.node, p.hca, p.port)))) for p in plan.ports}
+    along = None
+    if tables is not None:
+        cable_gbps = {c.id: link_gbps(disc.rate(cable_end(c.a.key))) for c in checked.index.inv.cables}
+        along = rates_along(checked.index, tables, plan.links, cable_gbps)
+    return state, plan, rates, outputs(plan, rates, read_faults(state.state_dir), along)
 
 
-def arm_lab(env: Path, fmt: Format) -> None:
+def arm_lab(env: Path, fmt: Format, routes: Path | None = None) -> None:
     """The stand-in tools on the lab hosts answer the plan's commands over SSH as the lab is now."""
-    state, plan, _rates, texts = _texts(env)
+    state, plan, _rates, texts = _texts(env, routes)
     per_host = answers(plan, texts)
     host_dirs = {name: state.state_dir / "hosts" / name for name in state.hosts}
     n = arm(state.state_dir / "guest" / "sbin", host_dirs, per_host)
@@ -135,12 +150,12 @@ def write_outputs(output: Path, texts: Mapping[str, str]) -> None:
         write_atomic(output / "STAND-IN.txt", f"{LABEL}\n(lab/accept_standins.py says how each figure is made)\n")
 
 
-def run(env: Path, output: Path, fmt: Format) -> None:
+def run(env: Path, output: Path, fmt: Format, routes: Path | None = None) -> None:
     """Write the acceptance plan's outputs, as the lab's stand-ins print them now, under `output`."""
     problem = new_directory_problem(output)
     if problem is not None:
         _fail(f"--output {one_line(str(output))}: {problem}")
-    _state, _plan, rates, texts = _texts(env)
+    _state, _plan, rates, texts = _texts(env, routes)
     try:
         write_outputs(output, texts)
     except KeyboardInterrupt:

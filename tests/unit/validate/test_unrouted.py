@@ -1,0 +1,75 @@
+"""An uplink no route uses is a validate finding by its cable id (issue #36 item 5, validate/unrouted.py): the lab's
+real forwarding tables (tests/fixtures/ibroute/: OpenSM over ibsim, minhop/ftree/updn, `dump_fts`) route over
+every uplink, so none is named; the same tables with every route out of one uplink's two ends moved to a sibling
+port or dropped (CONSTRUCTED: what the SM programs when it routes around a link) name that cable, unless another
+finding already names it; through `validate --from DIR`, fabric/dump_fts.txt beside ibnetdiscover.txt."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cf_lab_inventory import LAB, lab_index
+from cf_routes import ENGINES, FIX, around, dump, tables
+from clusterforge.cli.main import app
+from clusterforge.collect.plan import fabric_commands
+from clusterforge.sim.ibnetdiscover import from_index, render
+from clusterforge.validate.routes import uplinks
+from clusterforge.validate.unrouted import unrouted
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_real_tables_route_over_every_uplink(engine: str) -> None:
+    assert unrouted(lab_index(), tables(engine), set()) == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_uplink_routed_around_is_named_by_its_cable(engine: str) -> None:
+    index = lab_index()
+    for cid in uplinks(index):
+        found = unrouted(index, around(index, tables(engine), cid), set())
+        assert [(f.rule, f.cable, f.severity) for f in found] == [("FAB-UNROUTED", cid, "error")], cid
+        (f,) = found
+        assert f.switch in (index.cables[cid].a.device, index.cables[cid].b.device) and f.host is None
+        assert unrouted(index, around(index, tables(engine), cid), {cid}) == []  # named already: left to it
+
+
+def test_a_switch_without_a_table_is_not_judged() -> None:
+    index = lab_index()
+    cid = uplinks(index)[0]
+    cable = index.cables[cid]
+    kept = tuple(t for t in around(index, tables("minhop"), cid) if t.name not in (cable.a.device,
+                                                                                     cable.b.device))
+    assert unrouted(index, kept, set()) == []
+
+
+def _saved(tmp: Path, routes: str | None) -> Path:
+    index = lab_index()
+    d = tmp / "saved" / "fabric"
+    d.mkdir(parents=True)
+    (d / "ibnetdiscover.txt").write_text(render(index, from_index(index)))
+    if routes is not None:
+        (d / "dump_fts.txt").write_text(routes)
+    return tmp / "saved"
+
+
+def _validate(saved: Path) -> tuple[int, list[dict[str, str]]]:
+    res = CliRunner().invoke(app, ["validate", str(LAB), "--from", str(saved), "--fabric-only", "--format", "json"])
+    return res.exit_code, json.loads(res.stdout)["findings"]
+
+
+def test_validate_reads_the_savedtables(tmp_path: Path) -> None:
+    index = lab_index()
+    assert "dump_fts" in fabric_commands(index, "sm01")  # collect saves them from the SM node
+    clean = (FIX / "lab-minhop" / "dump_fts.txt").read_text(encoding="utf-8")
+    assert _validate(_saved(tmp_path / "clean", clean)) == (0, [])
+    assert _validate(_saved(tmp_path / "none", None)) == (0, [])  # optional: not collected, not judged
+    cid = uplinks(index)[3]
+    text = "".join(dump(t) for t in around(index, tables("minhop"), cid))
+    code, found = _validate(_saved(tmp_path / "around", text))
+    assert code == 4 and [(f["rule"], f["cable"]) for f in found] == [("FAB-UNROUTED", cid)], found
+    code, found = _validate(_saved(tmp_path / "garbage", clean.replace("Unicast lids", "Unicorn lids", 1)))
+    assert code != 0 and [f["rule"] for f in found] == ["PARSE"] and "dump_fts" in found[0]["message"], found
