@@ -114,6 +114,7 @@ def test_drift_is_predicted_and_repaired(deploy_lab: DeployLab) -> None:
     assert sum(len(r.changes) for r in _deploy(deploy_lab, limit=("gpu02",)).results) == 0
 
 
+@pytest.mark.long  # about 40 s: make test-long (CI runs it)
 def test_a_host_that_is_not_the_declared_os_is_refused_by_both_engines(deploy_lab: DeployLab,
                                                                        tmp_path: Path) -> None:
     # gpu02 declared Rocky 9 (it is the lab's Debian 12) and drifted: neither engine touches it, gpu01 goes on
@@ -137,6 +138,7 @@ def test_a_host_that_is_not_the_declared_os_is_refused_by_both_engines(deploy_la
     assert fixed.exit_code == 0 and _status(fixed) == {"gpu02": "changed"}
 
 
+@pytest.mark.long  # about 40 s: make test-long (CI runs it)
 def test_a_container_stopped_mid_run_does_not_stop_the_others(deploy_lab: DeployLab) -> None:
     deploy_lab.reset()
     victim = deploy_lab.container("gpu02")

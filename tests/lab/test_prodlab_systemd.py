@@ -8,6 +8,7 @@ and the next deploy puts the file back and starts it. A systemd lab the inotify 
 before anything starts.
 
 A copy of inventories/prod (`prodsd`) on its own free /20 and lab root. Run under `flock /tmp/cf-lab.lock`.
+About 2 minutes (marked long: `make test-long`, which CI runs too).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from clusterforge.rehearsal.stage import LabStage
 
 ROOT = Path(__file__).resolve().parents[2]
 NODES = ["gpu0001", "gpu0002", "gpu0003", "gpu0004", "sm01", "sm02", "lus01"]
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.long]
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,13 @@ A block a switch:
     26 valid lids dumped           (ibroute, dump_fts: the LIDs listed)   26 lids dumped (OpenSM: the range's top)
 
 Each entry: the destination LID, the port the switch sends it out of (0: the switch itself), and the
-destination's kind, port GUID and node description. A LID the switch does not route is not listed (OpenSM
-routes no spine to another spine under ftree: tests/fixtures/ibroute/lab-ftree). The footer's count must be the
-block's entries: a block cut short is an error, never a shorter table. Pure.
+destination's kind, port GUID and node description. A destination the tool's own scan no longer finds (a LID the
+switch still routes after its port went down: `(node info not available fabric scan)` from dump_fts, `(unknown node
+and type)` from ibroute; tests/fixtures/ibroute/lab-port-down) is a route of kind `unknown` with no GUID or name;
+`(illegal port)` (an out port the switch does not have) one of kind `illegal`. The paths of LMC > 0 (`(path #i out
+of n ...)`) are not read: a ParseError says so, never a table without them. A LID the switch does not route is not
+listed (OpenSM routes no spine to another spine under ftree: tests/fixtures/ibroute/lab-ftree). The footer's count
+must be the block's entries: a block cut short is an error, never a shorter table. Pure.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ _HEAD = re.compile(r"Unicast lids \[(0x[0-9a-fA-F]+|\d+)-(0x[0-9a-fA-F]+|\d+)\] 
                    r"(?:Lid (\d+)|DR path (.*?)) guid " + _GUID + r" \((?:'(.*)'|(.*))\):")
 _ENTRY = re.compile(r"0x([0-9a-fA-F]{4}) (\d{3}) (?::\s+\((.*)\)|#\s+(.*))")
 _DEST = re.compile(r"(Channel Adapter|Switch|Router) portguid " + _GUID + r": '(.*)'")
+_UNRESOLVED = {"node info not available fabric scan": "unknown", "unknown node and type": "unknown",
+               "illegal port": "illegal"}
+"""What the tools print for a destination they cannot name -> the route's kind."""
 _FOOT = re.compile(r"(\d+) (valid )?lids dumped")
 _COLUMNS = ("Lid  Out   Destination", "Port     Info")
 
@@ -46,11 +53,12 @@ class Route:
     port: int
     """The port the switch forwards this LID out of; 0 is the switch itself."""
     kind: str
-    """Channel Adapter, Switch or Router."""
+    """Channel Adapter, Switch or Router; `unknown` where the tool's scan does not find the destination, `illegal`
+    where the out port is not the switch's."""
     guid: str
-    """The destination's port GUID, ``0x`` and 16 hex digits, lower case."""
+    """The destination's port GUID, ``0x`` and 16 hex digits, lower case ('' when unknown)."""
     name: str
-    """The destination's node description (a CA's `<host> <hca>`)."""
+    """The destination's node description (a CA's `<host> <hca>`; '' when unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,13 +114,20 @@ def parse(text: str) -> tuple[SwitchLft, ...]:
             raise ParseError(TOOL, no, raw, "not a table header (Unicast lids [..] of switch ... guid 0x... (name):)")
         m = _ENTRY.fullmatch(line)
         if m is not None:
-            dest = _DEST.fullmatch((m.group(3) if m.group(3) is not None else m.group(4)).strip())
-            if dest is None:
-                raise ParseError(TOOL, no, raw, "a route without its destination (kind portguid 0x...: 'name')")
+            info = (m.group(3) if m.group(3) is not None else m.group(4)).strip()
+            dest = _DEST.fullmatch(info)
+            kind = _UNRESOLVED.get(info)
+            if dest is None and kind is None:
+                why = ("an LMC path (LMC > 0: its paths are not read)" if info.startswith("path #") else
+                       "a route without its destination (kind portguid 0x...: 'name')")
+                raise ParseError(TOOL, no, raw, why)
             lid = int(m.group(1), 16)
             if any(r.lid == lid for r in routes):
                 raise ParseError(TOOL, no, raw, f"LID {lid} twice in the table of {head[1]}")
-            routes.append(Route(lid, int(m.group(2)), dest.group(1), _guid(dest.group(2)), dest.group(3)))
+            if dest is not None:
+                routes.append(Route(lid, int(m.group(2)), dest.group(1), _guid(dest.group(2)), dest.group(3)))
+            else:
+                routes.append(Route(lid, int(m.group(2)), kind or "", "", ""))
             continue
         m = _FOOT.fullmatch(line)
         if m is not None:

@@ -95,3 +95,35 @@ def test_garbage_raises_with_the_line(text: str, line: int, says: str) -> None:
     with pytest.raises(ParseError) as err:
         ibroute.parse(text)
     assert err.value.line_no == line and says in str(err.value), str(err.value)
+
+
+def test_a_lid_the_scan_no_longer_finds_is_an_unknown_route() -> None:
+    """tests/fixtures/ibroute/lab-port-down: real dump_fts after gpu03 mlx5_0's switch port was disabled; every
+    switch still routes its old LID 0x000e, which dump_fts cannot name any more."""
+    tables = ibroute.parse((FIX / "lab-port-down" / "dump_fts.txt").read_text(encoding="utf-8"))
+    assert len(tables) == 7
+    stale = [(t.name, r) for t in tables for r in t.routes if r.lid == 0x0E]
+    assert len(stale) == 7 and all((r.kind, r.guid, r.name) == ("unknown", "", "") for _, r in stale)
+    assert dict((n, r.port) for n, r in stale)["leaf-su01-r0"] == 3  # still out of the disabled port
+    assert all(r.kind in ("Channel Adapter", "Switch") for t in tables for r in t.routes if r.lid != 0x0E)
+
+
+@pytest.mark.parametrize(("info", "kind"), [("unknown node and type", "unknown"), ("illegal port", "illegal")])
+def test_the_other_unnamed_destinations(info: str, kind: str) -> None:
+    """CONSTRUCTED: one route of the real capture in ibroute's words for an unknown node, and for an out port
+    the switch does not have (the strings infiniband-diags 44's ibroute prints)."""
+    text = (FIX / "lab-minhop" / "ibroute.txt").read_text(encoding="utf-8")
+    first = text.split("\n")[3]
+    edited = text.replace(first, first.split(" : ")[0] + f" : ({info})", 1)
+    (r, *_), *_ = [t.routes for t in ibroute.parse(edited)]
+    assert (r.kind, r.guid, r.name) == (kind, "", "")
+
+
+def test_an_lmc_path_is_refused_by_name() -> None:
+    """CONSTRUCTED: the form ibroute prints for LMC > 0 (`(path #1 out of 2: portguid ...)`) is not read."""
+    text = (FIX / "lab-minhop" / "ibroute.txt").read_text(encoding="utf-8")
+    first = text.split("\n")[3]
+    edited = text.replace(first, first.split(" : ")[0] + " : (path #1 out of 2: portguid 0x0002c90300000001)", 1)
+    with pytest.raises(ParseError) as exc:
+        ibroute.parse(edited)
+    assert exc.value.line_no == 4 and "LMC" in exc.value.message

@@ -7,6 +7,7 @@ finding already names it; through `validate --from DIR`, fabric/dump_fts.txt bes
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,15 @@ def test_validate_reads_the_savedtables(tmp_path: Path) -> None:
     assert code == 4 and [(f["rule"], f["cable"]) for f in found] == [("FAB-UNROUTED", cid)], found
     code, found = _validate(_saved(tmp_path / "garbage", clean.replace("Unicast lids", "Unicorn lids", 1)))
     assert code != 0 and [f["rule"] for f in found] == ["PARSE"] and "dump_fts" in found[0]["message"], found
+
+
+def test_the_real_tables_after_a_port_went_down(tmp_path: Path) -> None:
+    """tests/fixtures/ibroute/lab-port-down: the real dump_fts and ibnetdiscover once gpu03 mlx5_0's switch port
+    was disabled: the switches still route its old LID (dump_fts cannot name it), the link is missing, and that
+    is the one finding: no PARSE, no FAB-UNROUTED."""
+    saved = tmp_path / "saved" / "fabric"
+    saved.mkdir(parents=True)
+    for name in ("dump_fts.txt", "ibnetdiscover.txt"):
+        shutil.copy(FIX / "lab-port-down" / name, saved / name)
+    code, found = _validate(tmp_path / "saved")
+    assert code == 4 and [(f["rule"], f["cable"]) for f in found] == [("FAB-MISSING", "C-00005")], found
