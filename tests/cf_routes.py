@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from clusterforge.model.index import Index
 from clusterforge.parse import ibroute
 from clusterforge.parse.ibroute import SwitchLft
-from clusterforge.validate.routes import uplinks
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "ibroute"
 ENGINES = ("minhop", "ftree", "updn")
@@ -20,22 +20,28 @@ def tables(engine: str) -> tuple[SwitchLft, ...]:
 
 
 def around(index: Index, tables: tuple[SwitchLft, ...], cid: str) -> tuple[SwitchLft, ...]:
-    """CONSTRUCTED from the capture: no route out of either end of uplink `cid` (the lower end's routes moved to
-    its next up-port, the upper end's dropped: that spine reaches the leaf no other way in two tiers)."""
+    """CONSTRUCTED from the capture: no route out of either end of uplink `cid`, each end's routes moved to a
+    sibling as OpenSM moves them when the link goes (tests/fixtures/ibroute/lab-uplink-down, real): the lower end's
+    to its next up-port, the upper end's to another of its links to that switch, else to its next cabled port."""
     cable = index.cables[cid]
-    ends = {cable.a.device: cable.a.port, cable.b.device: cable.b.port}
-    low = cable.a.device if index.switches[cable.a.device].role == "leaf" else cable.b.device
-    sibling = next(c for c in uplinks(index) if c != cid and low in (index.cables[c].a.device,
-                                                                     index.cables[c].b.device))
-    s = index.cables[sibling]
-    other = s.a.port if s.a.device == low else s.b.port
+    low, high = (cable.a, cable.b) if index.switches[cable.a.device].role == "leaf" else (cable.b, cable.a)
+
+    def sibling(end: Any, prefer: str | None) -> int:
+        others = [(c.a if c.a.device == end.device else c.b, c.b if c.a.device == end.device else c.a)
+                  for c in index.inv.cables if c.id != cid and c.a.hca is None and c.b.hca is None
+                  and end.device in (c.a.device, c.b.device)]
+        same = [mine.port for mine, far in others if far.device == prefer]
+        up = [mine.port for mine, far in others if index.switches[far.device].role != "leaf"]
+        return (same or up or [mine.port for mine, _far in others])[0]
+
+    moves = {low.device: (low.port, sibling(low, None)),
+             high.device: (high.port, sibling(high, low.device))}
     out = []
     for t in tables:
-        if t.name in ends:
-            port = ends[t.name]
-            moved = [dataclasses.replace(r, port=other) if r.port == port else r for r in t.routes] if t.name == low \
-                else [r for r in t.routes if r.port != port]
-            t = dataclasses.replace(t, routes=tuple(moved))
+        if t.name in moves:
+            port, other = moves[t.name]
+            t = dataclasses.replace(t, routes=tuple(dataclasses.replace(r, port=other) if r.port == port else r
+                                                    for r in t.routes))
         out.append(t)
     return tuple(out)
 

@@ -4,7 +4,9 @@ declared switches (validate/routes.py), and every switch-to-switch cable whose p
 any LID out of is FAB-UNROUTED: a link the SM routes around carries no traffic, so the fabric runs with less
 bisection than declared while every link shows up. A cable another finding already names (missing, down, at
 the wrong width) is left to that finding; an uplink whose two switches have no table in the input is not
-judged (a plane not collected). Pure.
+judged (a plane not collected), nor one whose switches route fewer destinations than they have links to spread
+them over (a small fabric: a leaf of two hosts and four uplinks leaves two unused, healthily; the rail-planes
+lab has such leaves). Pure.
 """
 
 from __future__ import annotations
@@ -15,22 +17,29 @@ from ..model.index import Index
 from ..parse.ibroute import SwitchLft
 from ..render import FabricView
 from .findings import Finding, ids
-from .routes import idle_uplinks, resolve
+from .routes import Routes, idle_uplinks, resolve
 
 
 def unrouted(index: Index, tables: Iterable[SwitchLft], named: set[str]) -> list[Finding]:
-    """FAB-UNROUTED for each idle uplink of the tables' switches that no finding in `named` (cable ids) covers."""
+    """FAB-UNROUTED for each idle uplink of the tables' switches that no finding in `named` (cable ids) covers and
+    whose two ends had destinations enough to spread over all their links (`_could_spread`)."""
     routes = resolve(index, FabricView(index).guids, tables)
     out = []
+    below = _hosts_below(index)
     for cid in idle_uplinks(index, routes):
         cable = index.cables[cid]
         if cid in named or not (cable.a.device in routes.lft and cable.b.device in routes.lft):
+            continue
+        low, high = (cable.a, cable.b) if _tier(index, cable.a.device) <= _tier(index, cable.b.device) \
+            else (cable.b, cable.a)
+        if not _could_spread(index, routes, low.device, high.device, below):
             continue
         a, b = cable.a.key, cable.b.key
         out.append(Finding(
             "FAB-UNROUTED", "error", f"cable {cid}",
             f"uplink {cid} ({a[0]}/{a[2]} - {b[0]}/{b[2]}) is up, but no forwarding table sends any LID out of "
-            "either end: the subnet manager routes around it",
+            "either end, while both switches route more destinations than they have links to spread them over: "
+            "the subnet manager routes around it",
             expected="some destinations routed over it (every uplink of a fat tree carries a share)",
             observed=f"{a[0]} and {b[0]}: no route out of port {a[2]} / {b[2]}",
             action="check the SM's log for the port (ARMED, not ACTIVE? a link it judged unhealthy?) and the "
@@ -38,3 +47,48 @@ def unrouted(index: Index, tables: Iterable[SwitchLft], named: set[str]) -> list
                    "a heavy sweep (`kill -HUP` OpenSM) reroutes; then collect dump_fts again",
             **ids(a, cable=cable)))
     return out
+
+
+def _tier(index: Index, device: str) -> int:
+    sw = index.switches.get(device)
+    return {"leaf": 0, "spine": 1, "core": 2}.get(sw.role, 3) if sw is not None else -1
+
+
+def _links(index: Index, a: str, b: str) -> list[tuple[int, int]]:
+    """(port of a, port of b) of every cable between switches a and b."""
+    out = []
+    for c in index.inv.cables:
+        if c.a.hca is None and c.b.hca is None and {c.a.device, c.b.device} == {a, b} and a != b:
+            out.append((c.a.port, c.b.port) if c.a.device == a else (c.b.port, c.a.port))
+    return out
+
+
+def _hosts_below(index: Index) -> dict[str, set[tuple[str, str, int]]]:
+    """Each switch -> the HCA ports beneath it (cabled to it, or to a switch of a lower tier beneath it)."""
+    direct: dict[str, set[tuple[str, str, int]]] = {s: set() for s in index.switches}
+    lower: dict[str, set[str]] = {s: set() for s in index.switches}
+    for c in index.inv.cables:
+        for here, far in ((c.a, c.b), (c.b, c.a)):
+            if here.hca is None and here.device in index.switches:
+                if far.hca is not None:
+                    direct[here.device].add((far.device, far.hca, far.port))
+                elif far.device in index.switches and _tier(index, far.device) < _tier(index, here.device):
+                    lower[here.device].add(far.device)
+    out: dict[str, set[tuple[str, str, int]]] = {}
+    for s in sorted(index.switches, key=lambda n: _tier(index, n)):  # lower tiers first
+        out[s] = set(direct[s]).union(*(out.get(x, set()) for x in lower[s]))
+    return out
+
+
+def _could_spread(index: Index, routes: Routes, low: str, high: str,
+                  below: dict[str, set[tuple[str, str, int]]]) -> bool:
+    """Whether the SM had destinations enough to put one on every link here: `low` routes at least as many LIDs up
+    as it has up-ports, and `high` routes at least as many of the LIDs beneath `low` as it has links down to it. A
+    small fabric whose leaf reaches fewer destinations than it has uplinks leaves some unused, healthily."""
+    up_ports = {c.a.port if c.a.device == low else c.b.port for c in index.inv.cables
+                if c.a.hca is None and c.b.hca is None and low in (c.a.device, c.b.device)
+                and _tier(index, c.b.device if c.a.device == low else c.a.device) > _tier(index, low)}
+    up_lids = sum(1 for port in routes.lft[low].values() if port in up_ports)
+    beneath = {routes.lid[k] for k in below.get(low, set()) if k in routes.lid}
+    down_lids = sum(1 for lid in beneath if lid in routes.lft[high])
+    return up_lids >= len(up_ports) and down_lids >= len(_links(index, high, low))

@@ -6,6 +6,7 @@ finding already names it; through `validate --from DIR`, fabric/dump_fts.txt bes
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -17,8 +18,10 @@ from cf_lab_inventory import LAB, lab_index
 from cf_routes import ENGINES, FIX, around, dump, tables
 from clusterforge.cli.main import app
 from clusterforge.collect.plan import fabric_commands
+from clusterforge.parse import ibroute
+from clusterforge.render import FabricView
 from clusterforge.sim.ibnetdiscover import from_index, render
-from clusterforge.validate.routes import uplinks
+from clusterforge.validate.routes import idle_uplinks, resolve, uplinks
 from clusterforge.validate.unrouted import unrouted
 
 
@@ -86,3 +89,34 @@ def test_the_real_tables_after_a_port_went_down(tmp_path: Path) -> None:
         shutil.copy(FIX / "lab-port-down" / name, saved / name)
     code, found = _validate(tmp_path / "saved")
     assert code == 4 and [(f["rule"], f["cable"]) for f in found] == [("FAB-MISSING", "C-00005")], found
+
+
+def test_the_real_tables_after_an_uplink_went_down() -> None:
+    """tests/fixtures/ibroute/lab-uplink-down: the real tables once C-00020 (leaf-su01-r0/21 - spine01/1) left the
+    fabric: OpenSM routes around it (the leaf's other up-ports, spine01's second link to that leaf), so it is the
+    one idle uplink, and FAB-UNROUTED by itself; validate names it FAB-PORT-DOWN from iblinkinfo, and says no
+    more (a cable another finding names is left to it)."""
+    index = lab_index()
+    real = ibroute.parse((FIX / "lab-uplink-down" / "dump_fts.txt").read_text(encoding="utf-8"))
+    assert idle_uplinks(index, resolve(index, FabricView(index).guids, real)) == ["C-00020"]
+    assert [(f.rule, f.cable) for f in unrouted(index, real, set())] == [("FAB-UNROUTED", "C-00020")]
+    assert unrouted(index, real, {"C-00020"}) == []
+
+
+def test_the_rail_planes_lab_leaves_healthy_uplinks_unused_and_they_are_not_findings() -> None:
+    """CONSTRUCTED from the capture: a leaf that reaches fewer destinations than it has uplinks (the rail-planes
+    lab's leaves of few hosts) leaves some uplinks without a route, healthily: not judged."""
+    index = lab_index()
+    cid = uplinks(index)[0]
+    cable = index.cables[cid]
+    leaf = cable.a.device if index.switches[cable.a.device].role == "leaf" else cable.b.device
+    keep = 2  # the leaf routes two destinations up: fewer than its four up-ports
+    out = []
+    for t in around(index, tables("minhop"), cid):
+        if t.name == leaf:
+            ups = {c.a.port if c.a.device == leaf else c.b.port for c in index.inv.cables
+                   if c.a.hca is None and c.b.hca is None and leaf in (c.a.device, c.b.device)}
+            upward = [r for r in t.routes if r.port in ups]
+            t = dataclasses.replace(t, routes=tuple(r for r in t.routes if r.port not in ups or r in upward[:keep]))
+        out.append(t)
+    assert unrouted(index, tuple(out), set()) == []
