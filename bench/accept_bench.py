@@ -62,3 +62,66 @@ def bench_accept(tmp: Path, envs: dict[str, Path]) -> list[dict[str, object]]:
             "link_rounds_least_s": plan.rounds * LINK_SECONDS,
         })
     return rows
+
+
+class BenchFailed(RuntimeError):
+    """A routed bench that could not run what it times: no figure."""
+
+
+MEM_SPARE_MB = 6 * 1024
+"""What the routed bench leaves free: it refuses a size whose simulator would not fit beside it."""
+
+
+def _mem_available_mb() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) // 1024
+    raise RuntimeError("no MemAvailable in /proc/meminfo")
+
+
+def bench_routed(tmp: Path, envs: dict[str, Path], engine: str = "minhop") -> list[dict[str, object]]:
+    """The plan from the SM's routes (issue #36): each fabric rendered, run by ibsim, routed by the real OpenSM
+    (`engine`, lmc 0) and its own LFT dump read (lab/routes_capture.py, no diags: their SMP walk takes minutes at
+    2,048 nodes); the routed plan beside the plan without routes, and a healthy run judged along the routes
+    beside the judgement without them."""
+    from clusterforge.accept.route_plan import routed_plan
+    from clusterforge.lab.routes_capture import route_fabric
+    from clusterforge.parse import ibroute
+    from clusterforge.render import render_environment
+    from clusterforge.validate.routes import uplinks
+
+    rows: list[dict[str, object]] = []
+    for name, env in envs.items():
+        index = load_checked(env).index
+        net = render_environment(index, name)["fabric/ibsim.net"]
+        # ibsim holds a few hundred bytes a port; measured 2,048 nodes under 200 MB: ask for ten times that
+        need = 10 * 200 * max(1, len(index.inv.cables) // 15000 + 1)
+        if _mem_available_mb() < MEM_SPARE_MB + need:
+            raise BenchFailed(f"accept-routes bench {name}: {_mem_available_mb()} MB available, needs "
+                               f"{MEM_SPARE_MB + need} MB (6 GB to spare)")
+        sm = index.inv.opensm
+        assert sm is not None and sm.sm_nodes
+        sm_node = sm.sm_nodes[0].node
+        routed = route_fabric(net, f"{sm_node} {index.hardware[sm_node].hcas[0].name}", engine,
+                              tmp / f"routes-{name}", diags=False)
+        parse_s = best_of(partial(ibroute.parse, routed.lfts_dump), runs=3)
+        tables = ibroute.parse(routed.lfts_dump)
+        base = accept_plan(index)
+        plan_s = best_of(partial(routed_plan, index, base, tables), runs=3)
+        plan, routes, cov = routed_plan(index, base, tables)
+        run = tmp / f"accept-routed-{name}"
+        _write(plan, index, run)
+        if (found := judge(index, run, plan, routes).findings):
+            raise BenchFailed(f"accept-routes bench {name}: a healthy run gave {len(found)} finding(s): {found[0]}")
+        ups = uplinks(index)
+        rows.append({
+            "bench": "accept-routes", "inventory": name, "engine": engine, "switches": len(index.inv.switches),
+            "uplinks": len(ups), "crossed": sum(1 for c in ups if cov.crossing.get(c)),
+            "twice": sum(1 for c in ups if len(cov.crossing.get(c, [])) >= 2), "unreachable": len(cov.unreachable),
+            "link_tests": len(plan.links), "link_tests_no_routes": len(base.links), "rounds": plan.rounds,
+            "rounds_no_routes": base.rounds, "dump_mb": round(len(routed.lfts_dump) / 1e6, 1),
+            "sm_route_s": round(routed.route_s, 1), "parse_s": round(parse_s, 3), "plan_s": round(plan_s, 3),
+            "judge_routes_s": round(best_of(partial(judge, index, run, plan, routes), runs=3), 3),
+            "judge_s": round(best_of(partial(judge, index, run, plan), runs=3), 3),
+        })
+    return rows

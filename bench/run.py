@@ -303,7 +303,7 @@ def preflight(names: list[str]) -> list[str]:
     import shutil
 
     gaps = []
-    if {"validate", "cli", "lab"} & set(names):
+    if {"validate", "cli", "lab", "accept-routes"} & set(names):
         gaps += [f"{tool} (sh scripts/lab-deps.sh)" for tool in ("ibsim", "ibnetdiscover", "opensm")
                  if shutil.which(tool) is None]
     if {"lab", "pyinfra-ops"} & set(names) and (os.geteuid() != 0 or shutil.which("podman") is None):
@@ -340,6 +340,17 @@ def bench_accept(tmp: Path) -> list[dict[str, object]]:
     return run(tmp, envs)
 
 
+def bench_accept_routes(tmp: Path) -> list[dict[str, object]]:
+    """The acceptance plan from the SM's routes (bench/accept_bench.py bench_routed): prod and the generated
+    2,048-node fabric under ibsim, routed by the real OpenSM (minhop); plan and judgement beside their peers
+    without routes."""
+    from accept_bench import bench_routed as run
+
+    env = tmp / "accept-env-2048"
+    return run(tmp, {"prod": ROOT / "inventories" / "prod",
+                     "generated-2048": env if env.exists() else write_env(env, 2048)})
+
+
 def bench_health(tmp: Path) -> list[dict[str, object]]:
     """The node health check's own run time on a node (bench/health_bench.py)."""
     from health_bench import bench_health as run
@@ -366,7 +377,8 @@ BENCHES = {"cli": bench_cli, "load": bench_load, "yaml": bench_yaml, "validate":
            "planes": bench_planes,
            "day2": bench_day2, "hostile": bench_hostile, "monitoring": bench_monitoring, "lab": bench_lab,
            "pyinfra-ops": bench_pyinfra_ops, "deploy": bench_deploy, "scale": bench_scale,
-           "accept": bench_accept, "health": bench_health, "storage": bench_storage}
+           "accept": bench_accept, "accept-routes": bench_accept_routes, "health": bench_health,
+           "storage": bench_storage}
 
 
 def main() -> None:
@@ -386,6 +398,7 @@ def main() -> None:
     gaps = preflight(names)
     if gaps:  # a bench that cannot run what it times would print nonsense: refuse up front
         sys.exit("make bench: this machine lacks " + "; ".join(gaps) + ". Nothing was measured.")
+    from accept_bench import BenchFailed as RoutesFailed
     from cli_bench import BenchFailed as CliFailed
     from clusterforge.lab.hosts.scale_plan import ScaleError
     from deploy_bench import BenchFailed as DeployFailed
@@ -397,7 +410,8 @@ def main() -> None:
         for name in names:  # deploy and scale last: they load the machine for minutes
             try:
                 rows = BENCHES[name](Path(tmp))
-            except (CliFailed, DeployFailed, MonitoringFailed, StorageFailed, YamlFailed, ScaleError) as exc:
+            except (CliFailed, DeployFailed, MonitoringFailed, RoutesFailed, StorageFailed, YamlFailed,
+                    ScaleError) as exc:
                 sys.exit(f"bench {name} FAILED, no figure: {exc}")
             print(f"\n== {name}")
             print_table(rows)

@@ -32,7 +32,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("deploy",),
     ("rehearsal",),
     ("alerts",),
-    ("day2",),
+    ("day2", "floor"),
     ("cli",),
     ("api",),
 ]

@@ -1,0 +1,130 @@
+"""`clusterforge floor ENV [--listen ADDR:PORT] [--out DIR]`: the floor page (docs/floor.md).
+
+Serves the page on loopback (127.0.0.1:8750 by default) until interrupted, or with --out writes it into a
+directory for a web server. Live state: the inventory's Alertmanager (at its lab address when a lab is up for ENV;
+`--url` another, loopback or the lab range only, as `alerts` reads), and the last `validate` and `accept` reports
+(`--validate FILE`, `--accept FILE`: their `--format json` output; by default out/<ENV>/validate.json and
+out/<ENV>/accept.json where they exist, which `make deploy` writes for validate). The page has no authentication:
+an address other than loopback needs --unauthenticated, and the command says so.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+
+from ..collect.store import read_output
+from ..floor.serve import FloorSite, Reader, serve, write_site
+from ..util.echo import one_line
+from ..util.errors import ExitCode
+from .alerts import alertmanagers, allowed_url, fetch
+from .console import err, out
+from .loading import check_output_path, load_or_fail
+
+DEFAULT_LISTEN = "127.0.0.1:8750"
+
+
+def _listen(text: str, unauthenticated: bool) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        _usage(f"--listen {text!r}: give ADDRESS:PORT (e.g. {DEFAULT_LISTEN})")
+    try:
+        addr = ipaddress.ip_address(host)
+    except ValueError:
+        _usage(f"--listen {text!r}: {host!r} is not an address")
+    if not addr.is_loopback and not unauthenticated:
+        _usage(f"--listen {text}: not loopback. The page has no authentication and shows the whole floor: give "
+               "--unauthenticated to serve it there anyway (or put an authenticating proxy in front of loopback)")
+    return host, int(port)
+
+
+def _usage(msg: str) -> NoReturn:
+    err.print(f"floor: {msg}", markup=False)
+    raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
+
+
+def _file_reader(path: Path) -> Reader:
+    def read() -> str:
+        return read_output(path)
+
+    return read
+
+
+def _alertmanager(url: str) -> Reader:
+    def read() -> str:
+        return fetch(url, timeout_s=3.0)
+
+    return read
+
+
+def _missing(why: str) -> Reader:
+    def read() -> str:
+        raise ValueError(why)
+
+    return read
+
+
+def floor(
+    env: Path = typer.Argument(..., help="environment directory"),
+    listen: str = typer.Option(DEFAULT_LISTEN, "--listen", help="ADDRESS:PORT to serve on (loopback by default)"),
+    out_dir: Path | None = typer.Option(None, "--out", help="write the page and its documents into this directory "
+                                        "for a web server instead of serving them"),
+    url: str | None = typer.Option(None, "--url", help="the Alertmanager to read (default: the inventory's)"),
+    validate_report: Path | None = typer.Option(None, "--validate", help="the last `validate --format json` report "
+                                                "(default: out/<ENV>/validate.json where it exists)"),
+    accept_report: Path | None = typer.Option(None, "--accept", help="the last `accept --format json` judgement "
+                                              "(default: out/<ENV>/accept.json where it exists)"),
+    refresh_s: float = typer.Option(5.0, "--refresh", min=1.0, max=3600.0,
+                                    help="seconds between the page's readings of its sources"),
+    unauthenticated: bool = typer.Option(False, "--unauthenticated", help="allow a --listen address other than "
+                                         "loopback: the page has no authentication"),
+) -> None:
+    """Serve the floor page: rows, racks and units, the fabric's leaves and spines, a node's cables, coloured by
+    the live alerts and the last validate and accept findings."""
+    host, port = _listen(listen, unauthenticated)
+    if url is not None and (why := allowed_url(url)) is not None:
+        _usage(f"--url: {why}")
+    if out_dir is not None:
+        check_output_path(out_dir, "--out", directory=True)
+    checked = load_or_fail(env)
+    index = checked.index
+    sources: dict[str, tuple[str, Reader]] = {}
+    if url is not None:
+        sources["alertmanager"] = (url, _alertmanager(url))
+    elif index.inv.monitoring is not None:
+        found, skipped = alertmanagers(env, index)
+        if found:
+            sources["alertmanager"] = (found[0][1], _alertmanager(found[0][1]))
+        else:
+            sources["alertmanager"] = ("-", _missing("no Alertmanager this command reads: " + "; ".join(skipped)))
+    base = Path("out") / env.resolve().name
+    for name, given in (("validate", validate_report), ("accept", accept_report)):
+        path = given if given is not None else base / f"{name}.json"
+        if given is not None or path.is_file():
+            sources[name] = (str(path), _file_reader(path))
+    site = FloorSite(index, env.name, sources, refresh_s=refresh_s)
+    if out_dir is not None:
+        n = write_site(site, out_dir)
+        out.print(f"floor: wrote {n} files to {one_line(str(out_dir))} (serve that directory with a web server; "
+                  "live.json is as of now)", markup=False)
+        return
+    try:
+        server = serve(site, host, port)
+    except OSError as exc:
+        err.print(f"floor: cannot listen on {host}:{port}: {exc.strerror or exc}", markup=False)
+        raise typer.Exit(int(ExitCode.FAILURE)) from None
+    bound = server.server_address[1]
+    shown = f"[{host}]" if ":" in host else host
+    out.print(f"floor: http://{shown}:{bound}/ (Ctrl-C stops it; read-only"
+              + ("; NO AUTHENTICATION: anyone who reaches this address sees the floor" if unauthenticated and
+                 not ipaddress.ip_address(host).is_loopback else "") + ")", markup=False)
+    try:
+        server.serve_forever(poll_interval=0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
