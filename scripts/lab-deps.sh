@@ -36,6 +36,8 @@ PKGS="$PKGS systemd"
 # EL-shaped lab nodes (docs/os.md): the stand-in RPMs built by rpmbuild, served as a dnf repository made by
 # createrepo_c (module metadata by modifyrepo_c); dnf and its versionlock plugin run the deploy's commands
 PKGS="$PKGS rpm dnf dnf-plugins-core createrepo-c"
+# the floor page's browser tests: Debian's Chromium and its driver (selenium drives them; nothing downloaded)
+PKGS="$PKGS chromium chromium-driver"
 PKGS="$PKGS swift swift-proxy swift-account swift-container swift-object memcached"
 
 for arg in "$@"; do

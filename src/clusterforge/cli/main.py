@@ -48,8 +48,8 @@ COMMANDS: dict[str, Entry] = {
                       "switch's through the fabric: the machine steps of a day-2 firmware bump (`diff` plans them; a "
                       "deploy never flashes)."),
     "alerts": Entry("alerts", "alerts", "List the active alerts with host, rack, U"),
-    "floor": Entry("floor", "floor", "Serve the floor page: racks, fabric and cables coloured by live alerts and "
-                   "findings (loopback; --out DIR writes it for a web server)."),
+    "floor": Entry("floor", "floor", "Serve the floor page: rows, racks and units, the fabric's leaves and spines, a "
+                   "node's cables"),
     "lab": Entry("lab", "app", "The local lab: containers with sshd on a simulated InfiniBand fabric."),
     "plan": Entry("plan", "app", "Plan the fabric: generate, size, compare, BOM."),
     "export": Entry("export", "app", "Export an environment in another tool's format (NetBox CSV)."),

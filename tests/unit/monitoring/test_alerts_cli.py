@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import socket
-import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -16,7 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cf_http import free_port, wait_http
+from cf_alertmanager import ALERTMANAGER, run_alertmanager
+from cf_http import free_port
 from cf_lab_inventory import LAB, lab_index
 from clusterforge.alerts.view import located_alerts
 from clusterforge.api import load_checked
@@ -24,11 +23,9 @@ from clusterforge.cli.alerts import alertmanagers, allowed_url
 from clusterforge.cli.main import app
 from clusterforge.lab.state import HostRecord, LabState
 from clusterforge.rehearsal import env as labenv
-from clusterforge.render import render_environment
 from clusterforge.render.context_monitoring import ALERTMANAGER_PORT
 
 runner = CliRunner()
-ALERTMANAGER = shutil.which("prometheus-alertmanager")
 
 
 def _alert(name: str, level: int, **labels: str) -> dict[str, object]:
@@ -73,26 +70,9 @@ def test_a_prod_address_is_refused_before_anything_is_sent() -> None:
     assert result.exit_code == 2 and "neither loopback nor in the lab range" in result.output
 
 
-def _run_alertmanager(tmp_path: Path, host: str, port: int) -> Iterator[str]:
-    assert ALERTMANAGER is not None
-    conf = tmp_path / "alertmanager.yml"
-    conf.write_text(render_environment(lab_index(), "lab")["monitoring/sm01/etc/prometheus/alertmanager.yml"])
-    url = f"http://{host}:{port}"
-    proc = subprocess.Popen(
-        [ALERTMANAGER, f"--config.file={conf}", f"--storage.path={tmp_path / 'data'}",
-         f"--web.listen-address={host}:{port}", "--cluster.listen-address="],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_http(f"{url}/-/ready", proc)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
 @pytest.fixture
 def alertmanager(tmp_path: Path) -> Iterator[str]:
-    yield from _run_alertmanager(tmp_path, "127.0.0.1", free_port())
+    yield from run_alertmanager(tmp_path, "127.0.0.1", free_port())
 
 
 def _lab_state(tmp_path: Path, sm01: str) -> LabState:
@@ -129,7 +109,7 @@ def test_without_url_the_lab_s_monitoring_server_is_read(tmp_path: Path, monkeyp
     with socket.socket() as probe:
         probe.bind((host, ALERTMANAGER_PORT))  # free (else the test says so, never reads another one)
     monkeypatch.setattr(labenv, "running", lambda env: _lab_state(tmp_path, host))
-    for url in _run_alertmanager(tmp_path, host, ALERTMANAGER_PORT):
+    for url in run_alertmanager(tmp_path, host, ALERTMANAGER_PORT):
         request = urllib.request.Request(f"{url}/api/v2/alerts", headers={"Content-Type": "application/json"},
                                          data=json.dumps([_alert("IbSymbolErrors", 2, host="gpu01",
                                                                  device="mlx5_0", port="1")]).encode())

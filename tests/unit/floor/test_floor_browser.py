@@ -1,0 +1,194 @@
+"""The floor page in a real browser (issue #37 item 4): Debian's Chromium, headless, driven through selenium and
+Debian's chromedriver, against `clusterforge floor`'s own server on loopback, reading the real Alertmanager (the lab's
+rendered configuration, tests/cf_alertmanager.py) into which alerts are posted as vmalert posts them:
+
+- the lab's page: every rack, and every node and switch in its rack at its unit;
+- a level 3 alert on gpu01 turns gpu01 and its rack to the level 3 colour within the page's refresh;
+- clicking gpu01 shows its cables by the ids the work orders use, with their far ends;
+- an Alertmanager that stops answering is a banner with when it was last seen, the alert still shown (not green);
+- a cable label `<img src=x onerror=...>` is shown as those characters and runs nothing.
+
+Needs chromium and chromium-driver (scripts/lab-deps.sh installs them; the lab mark: the lab's packages)."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cf_alertmanager import ALERTMANAGER, post_alerts, run_alertmanager
+from cf_http import free_port
+from cf_lab_inventory import lab_index
+from clusterforge.cli.alerts import fetch
+from clusterforge.floor.serve import FloorSite, serve
+from clusterforge.model.index import Index
+from clusterforge.model.inventory import Inventory
+
+pytestmark = pytest.mark.lab
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+LEVEL3 = "rgb(229, 57, 53)"  # floor.css .level3
+FILL = "return getComputedStyle(document.querySelector('rect[data-name=\"{}\"]')).fill"
+HOSTILE = "<img src=x onerror=\"window.__pwned=1\">"
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    if CHROMIUM is None or DRIVER is None:
+        pytest.fail("chromium and chromium-driver missing: run scripts/lab-deps.sh (CI does)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1000",
+                f"--user-data-dir={tmp_path_factory.mktemp('chromium')}", "--no-first-run"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=opts)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _hostile_lab() -> Index:
+    """The lab with gpu01's first cable labelled as markup (a label is free text): CONSTRUCTED."""
+    index = lab_index()
+    data = index.inv.model_dump()
+    first = next(i for i, c in enumerate(index.inv.cables) if "gpu01" in (c.a.device, c.b.device))
+    data["cables"][first]["label"] = HOSTILE
+    return Index(Inventory.model_validate(data))
+
+
+@pytest.fixture
+def floor(tmp_path: Path) -> Iterator[tuple[str, str, Index]]:
+    if ALERTMANAGER is None:
+        pytest.fail("prometheus-alertmanager missing: run scripts/lab-deps.sh (CI does)")
+    for am in run_alertmanager(tmp_path, "127.0.0.1", free_port()):
+        index = _hostile_lab()
+        site = FloorSite(index, "lab", {"alertmanager": (am, _reader(am))}, refresh_s=1.0)
+        server = serve(site, "127.0.0.1", 0)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}/", am, index
+        finally:
+            server.shutdown()
+            server.server_close()
+
+
+def _reader(am: str, stopped: dict[str, bool] | None = None) -> Callable[[], str]:
+    """Alertmanager's alerts, or `connection refused` once `stopped["now"]` is set."""
+    def read() -> str:
+        if stopped is not None and stopped.get("now"):
+            raise OSError("connection refused")
+        return fetch(am, timeout_s=2.0)
+
+    return read
+
+
+def _until(what: Callable[[], Any], seconds: float, why: str) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        got = what()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{why} within {seconds:.0f} s")
+        time.sleep(0.2)
+
+
+def _ready(browser: Any, url: str) -> None:
+    browser.get(url)
+    _until(lambda: browser.execute_script("return document.body.dataset.ready === '1'"), 20, "the page drew")
+
+
+def test_every_rack_and_device_is_in_its_slot(browser: Any, floor: tuple[str, str, Index]) -> None:
+    url, _am, index = floor
+    _ready(browser, url)
+    racks = browser.execute_script("return [...document.querySelectorAll('svg.rack')].map(s => s.dataset.rack)")
+    assert sorted(racks) == sorted(r.name for r in index.inv.racks)
+    seen = browser.execute_script(
+        "return [...document.querySelectorAll('g[data-slot]')].map(g => [g.dataset.slot, g.dataset.rack, "
+        "+g.dataset.u, g.querySelector('rect').getBoundingClientRect().top, "
+        "g.closest('svg').getBoundingClientRect().top])")
+    where = {name: (rack, u) for name, rack, u, _top, _rack_top in seen}
+    for n in index.inv.nodes:
+        assert where[n.name] == (n.rack, n.u), n.name
+    for s in index.inv.switches:
+        assert where[s.name] == (s.rack, s.u), s.name
+    # drawn where the unit is: within a rack, a higher unit is higher on the page, and U1 sits at the bottom
+    by_rack: dict[str, list[tuple[int, float]]] = {}
+    for _name, rack, u, top, _rt in seen:
+        by_rack.setdefault(rack, []).append((u, top))
+    for rack, slots in by_rack.items():
+        ordered = [top for _u, top in sorted(slots)]
+        assert ordered == sorted(ordered, reverse=True), rack
+
+
+def test_a_level_3_alert_turns_the_node_and_its_rack_red(browser: Any, floor: tuple[str, str, Index]) -> None:
+    url, am, index = floor
+    _ready(browser, url)
+    fill = FILL.format("gpu01")
+    assert browser.execute_script(fill) != LEVEL3
+    post_alerts(am, [{"labels": {"alertname": "GpuTemperatureHigh", "level": "3", "host": "gpu01", "gpu": "0"},
+                      "annotations": {"summary": "GPU 0 above 87 C", "repair": "check the airflow"}}])
+    t0 = time.monotonic()
+    _until(lambda: browser.execute_script(fill) == LEVEL3, 15, "gpu01 turned to the level 3 colour")
+    seconds = time.monotonic() - t0
+    rack = index.nodes["gpu01"].rack
+    assert "level3" in browser.execute_script(
+        f"return document.querySelector('svg[data-rack=\"{rack}\"]').getAttribute('class')")
+    others = browser.execute_script(
+        "return [...document.querySelectorAll('rect.slot.level3')].map(r => r.dataset.name)")
+    assert others == ["gpu01"]
+    print(f"the floor page showed gpu01 at level 3 {seconds:.1f} s after the alert reached Alertmanager "
+          "(the page polls every 1 s here, every --refresh s, 5 by default)")
+
+
+def test_clicking_a_node_shows_its_cables(browser: Any, floor: tuple[str, str, Index]) -> None:
+    url, _am, index = floor
+    _ready(browser, url)
+    browser.execute_script("document.querySelector('g[data-slot=\"gpu01\"]').dispatchEvent(new MouseEvent('click', "
+                           "{bubbles: true}))")
+    rows = _until(lambda: browser.execute_script(
+        "return [...document.querySelectorAll('table[data-cables=\"gpu01\"] tr[data-cable]')]"
+        ".map(r => [r.dataset.cable, [...r.children].map(c => c.textContent)])"), 10, "gpu01's cables shown")
+    declared = {c.id: c for c in index.inv.cables if "gpu01" in (c.a.device, c.b.device)}
+    assert {cid for cid, _cells in rows} == set(declared)
+    for cid, cells in rows:
+        cable = declared[cid]
+        far = cable.b if cable.a.device == "gpu01" else cable.a
+        assert cid in cells and any(c.startswith(f"{far.device}/{far.port}") for c in cells), cells
+    labelled = next(cells for _cid, cells in rows if HOSTILE in cells)
+    assert labelled  # the label is there as the characters it holds
+    assert browser.execute_script("return window.__pwned === undefined && !document.querySelector('#view-node img')")
+    assert browser.current_url.endswith("#node=gpu01")
+
+
+def test_an_unreachable_alertmanager_is_a_banner_not_a_green_floor(tmp_path: Path, browser: Any) -> None:
+    if ALERTMANAGER is None:
+        pytest.fail("prometheus-alertmanager missing: run scripts/lab-deps.sh (CI does)")
+    stopped = {"now": False}
+    for am in run_alertmanager(tmp_path, "127.0.0.1", free_port()):
+        post_alerts(am, [{"labels": {"alertname": "GpuTemperatureHigh", "level": "3", "host": "gpu02", "gpu": "1"},
+                          "annotations": {"summary": "hot"}}])
+        site = FloorSite(lab_index(), "lab", {"alertmanager": (am, _reader(am, stopped))}, refresh_s=1.0)
+        server = serve(site, "127.0.0.1", 0)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            _ready(browser, f"http://127.0.0.1:{server.server_address[1]}/")
+            _until(lambda: browser.execute_script(FILL.format("gpu02")) == LEVEL3, 15, "gpu02 at level 3 first")
+            stopped["now"] = True
+            text = _until(lambda: browser.execute_script(
+                "const b = document.querySelector('#banners [data-source=\"alertmanager\"]'); "
+                "return b ? b.textContent : ''"), 15, "the Alertmanager banner")
+            assert "unreachable" in text and "connection refused" in text and "last seen at" in text, text
+            assert browser.execute_script(FILL.format("gpu02")) == LEVEL3  # what it said last stays, marked stale
+        finally:
+            server.shutdown()
+            server.server_close()
