@@ -69,6 +69,9 @@ class BenchFailed(RuntimeError):
 
 
 MEM_SPARE_MB = 6 * 1024
+MAX_TABLE_LINES = 4_000_000
+"""The most LFT lines the bench reads: the parser's records per line (a table as a list of routes) at 200 bytes
+each. A 2,048-node fabric has 28 million: it needs the compact per-switch LID arrays issue #36 still lists."""
 """What the routed bench leaves free: it refuses a size whose simulator would not fit beside it."""
 
 
@@ -94,11 +97,15 @@ def bench_routed(tmp: Path, envs: dict[str, Path], engine: str = "minhop") -> li
     for name, env in envs.items():
         index = load_checked(env).index
         net = render_environment(index, name)["fabric/ibsim.net"]
-        # ibsim holds a few hundred bytes a port; measured 2,048 nodes under 200 MB: ask for ten times that
-        need = 10 * 200 * max(1, len(index.inv.cables) // 15000 + 1)
-        if _mem_available_mb() < MEM_SPARE_MB + need:
-            raise BenchFailed(f"accept-routes bench {name}: {_mem_available_mb()} MB available, needs "
-                               f"{MEM_SPARE_MB + need} MB (6 GB to spare)")
+        # the tables are a line per switch and LID: OpenSM's dump of the generated 2,048-node fabric (1,570
+        # switches, 18,000 LIDs) is 2.1 GB, and OpenSM held 1.1 GB routing it (measured 2026-12-07); the parser
+        # keeps a record per line (about 200 bytes): refuse what would not fit with 6 GB to spare
+        lines = len(index.inv.switches) * (len(index.host_ports) + len(index.inv.switches))
+        need = lines * 200 // 2**20 + 1200
+        if lines > MAX_TABLE_LINES or _mem_available_mb() < MEM_SPARE_MB + need:
+            raise BenchFailed(f"accept-routes bench {name}: its tables are {lines:,} lines (the parser holds "
+                              f"{MAX_TABLE_LINES:,} at most), needing about {need} MB; {_mem_available_mb()} MB "
+                              "available (6 GB kept spare)")
         sm = index.inv.opensm
         assert sm is not None and sm.sm_nodes
         sm_node = sm.sm_nodes[0].node

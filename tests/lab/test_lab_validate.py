@@ -223,6 +223,7 @@ def test_acceptance_runs_over_ssh_on_the_lab(lab_env: Path, tmp_path: Path) -> N
     assert all(any(f["subject"].split()[0] == n for f in found) for n in nodes)
 
 
+@pytest.mark.long  # about 35 s: make test-long (CI runs it)
 def test_deploy_then_pyinfra_cli_finds_nothing_to_change(lab_env: Path) -> None:
     """`clusterforge deploy` converges the lab (and validate stays clean, now with the pinned
     software versions to check); pyinfra's own CLI entry points then find nothing to change."""

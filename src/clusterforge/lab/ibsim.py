@@ -155,11 +155,14 @@ def start_ibsim(
     endpoint: Endpoint,
     *,
     timeout: float = 15.0,
+    limits: tuple[int, int, int] | None = None,
 ) -> IbSim:
     """Start ``ibsim -s`` on ``netfile``; return once its console prompt is up.
 
     The console is a FIFO in ``workdir`` that ibsim holds open read-write, so
     it never sees EOF and any process can write fault commands to it later.
+    ``limits``: ibsim's table sizes (nodes, switches, ports: ``-N -S -P``) for a
+    fabric beyond its defaults (13,312 ports in ibsim 0.10: under 2,048 nodes).
     """
     netfile = netfile.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -178,6 +181,8 @@ def start_ibsim(
     else:
         argv += ["ibsim", "-s", str(netfile)]
         sockname = endpoint.sockname
+    if limits is not None:
+        argv[-1:-1] = ["-N", str(limits[0]), "-S", str(limits[1]), "-P", str(limits[2])]
     env = {"PATH": _BASE_PATH, "LC_ALL": "C", "IBSIM_SOCKNAME": sockname}
     console_fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
     os.set_blocking(console_fd, True)

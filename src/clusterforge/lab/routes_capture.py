@@ -47,9 +47,11 @@ def route_fabric(net: str, sm_desc: str, engine: str, workdir: Path, *, diags: b
     dumps = workdir / "dumps"
     dumps.mkdir(exist_ok=True)
     conf = workdir / "opensm.conf"
-    conf.write_text(f"routing_engine {engine}\nlmc 0\ndump_files_dir {dumps}\nlog_flags 0x43\n", encoding="utf-8")
+    # force_log_flush: the "tables configured" line is written when logged, not when the buffer fills
+    conf.write_text(f"routing_engine {engine}\nlmc 0\ndump_files_dir {dumps}\nlog_flags 0x43\nforce_log_flush TRUE\n",
+                    encoding="utf-8")
     sim = start_ibsim(netfile, workdir / "ibsim", LocalEndpoint(f"cf-routes-{os.getpid()}-{time.monotonic_ns()}"),
-                      timeout=max(15.0, timeout_s / 10))
+                      timeout=max(15.0, timeout_s / 10), limits=_limits(net))
     client = FabricClient(sim.endpoint, sm_desc, workdir / "scratch")
     try:
         start = time.monotonic()
@@ -73,6 +75,16 @@ def route_fabric(net: str, sm_desc: str, engine: str, workdir: Path, *, diags: b
             stop_opensm(osm)
     finally:
         stop_ibsim(sim)
+
+
+def _limits(net: str) -> tuple[int, int, int] | None:
+    """ibsim's -N/-S/-P for a fabric beyond its default tables (13,312 ports), with room to spare; else None."""
+    ports = sum(int(m.group(1)) for m in re.finditer(r"^(?:Switch|Hca|Ca)\s+(\d+)", net, re.M))
+    nodes = len(re.findall(r"^(?:Switch|Hca|Ca)\s", net, re.M))
+    switches = len(re.findall(r"^Switch\s", net, re.M))
+    if ports < 12000:
+        return None
+    return 2 * nodes, 2 * switches + 64, 2 * ports + 4096
 
 
 def _dumped(path: Path, log: Path, deadline: float) -> tuple[str, str]:
