@@ -78,7 +78,8 @@ bench: venv
 # The main job: check, render, deploy (pyinfra, or ENGINE=ansible), validate.
 #   make deploy                       the lab inventory on the local lab (brought up first, systemd as PID 1 in
 #                                     its 11 containers): deployed, validated, its units checked (`lab services`),
-#                                     then where to look: the Alertmanager and store URLs (`alerts --where`).
+#                                     then where to look: the Alertmanager and store URLs (`alerts --where`),
+#                                     and the floor page's address (served until `lab down`: docs/floor.md).
 #                                     A machine without room for systemd in that many containers (inotify) stops
 #                                     before anything starts, naming the sysctl to raise
 #   make deploy ENV=lab-os            the same for inventories/lab-os: the lab with an Ubuntu-22.04-shaped gpu07
@@ -133,6 +134,9 @@ ifeq ($(IS_LAB),1)
 	$(CF) lab services $(INV)
 endif
 	$(CF) alerts $(INV) --where
+ifeq ($(IS_LAB),1)
+	$(CF) floor $(INV) --background
+endif
 endif
 
 lab-up: venv deps

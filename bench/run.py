@@ -308,6 +308,9 @@ def preflight(names: list[str]) -> list[str]:
                  if shutil.which(tool) is None]
     if {"lab", "pyinfra-ops"} & set(names) and (os.geteuid() != 0 or shutil.which("podman") is None):
         gaps.append("root and podman for the lab benches (sh scripts/lab-deps.sh)")
+    if "floor" in names:
+        gaps += [f"{tool} for the floor bench (sh scripts/lab-deps.sh)" for tool in ("chromium", "chromedriver")
+                 if shutil.which(tool) is None]
     if "monitoring" in names:
         gaps += [f"{tool} for the monitoring bench (sh scripts/lab-deps.sh)"
                  for tool in ("victoria-metrics", "vmalert") if shutil.which(tool) is None]
@@ -353,6 +356,16 @@ def bench_accept_routes(tmp: Path) -> list[dict[str, object]]:
     return run(tmp, envs)
 
 
+def bench_floor(tmp: Path) -> list[dict[str, object]]:
+    """The floor page drawn by headless Chromium (bench/floor_bench.py): the lab, prod and the generated 2,048-node
+    inventory, the page's weight and its time to draw."""
+    from floor_bench import bench_floor as run
+
+    env = tmp / "accept-env-2048"
+    return run(tmp, {"lab": ROOT / "inventories" / "lab", "prod": ROOT / "inventories" / "prod",
+                     "generated-2048": env if env.exists() else write_env(env, 2048)})
+
+
 def bench_health(tmp: Path) -> list[dict[str, object]]:
     """The node health check's own run time on a node (bench/health_bench.py)."""
     from health_bench import bench_health as run
@@ -379,7 +392,7 @@ BENCHES = {"cli": bench_cli, "load": bench_load, "yaml": bench_yaml, "validate":
            "planes": bench_planes,
            "day2": bench_day2, "hostile": bench_hostile, "monitoring": bench_monitoring, "lab": bench_lab,
            "pyinfra-ops": bench_pyinfra_ops, "deploy": bench_deploy, "scale": bench_scale,
-           "accept": bench_accept, "accept-routes": bench_accept_routes, "health": bench_health,
+           "accept": bench_accept, "accept-routes": bench_accept_routes, "floor": bench_floor, "health": bench_health,
            "storage": bench_storage}
 
 
@@ -404,6 +417,7 @@ def main() -> None:
     from cli_bench import BenchFailed as CliFailed
     from clusterforge.lab.hosts.scale_plan import ScaleError
     from deploy_bench import BenchFailed as DeployFailed
+    from floor_bench import BenchFailed as FloorFailed
     from monitoring_bench import BenchFailed as MonitoringFailed
     from storage_bench import BenchFailed as StorageFailed
     from yaml_bench import BenchFailed as YamlFailed
@@ -412,8 +426,8 @@ def main() -> None:
         for name in names:  # deploy and scale last: they load the machine for minutes
             try:
                 rows = BENCHES[name](Path(tmp))
-            except (CliFailed, DeployFailed, MonitoringFailed, RoutesFailed, StorageFailed, YamlFailed,
-                    ScaleError) as exc:
+            except (CliFailed, DeployFailed, FloorFailed, MonitoringFailed, RoutesFailed, StorageFailed,
+                    YamlFailed, ScaleError) as exc:
                 sys.exit(f"bench {name} FAILED, no figure: {exc}")
             print(f"\n== {name}")
             print_table(rows)

@@ -98,6 +98,8 @@ def _where(env: Path, index: Index) -> None:
                   f"store http://{address}:{STORE_PORT}", markup=False)
     if readable:
         out.print(f"the active alerts, placed on the floor: clusterforge alerts {env}", markup=False)
+        out.print(f"the floor page, live: `clusterforge floor {env}` serves it at http://127.0.0.1:8750/ "
+                  "(docs/floor.md)", markup=False)
     else:
         out.print(f"the active alerts: `clusterforge alerts {env}` on a monitoring server (this command reads "
                   "loopback and lab addresses only)", markup=False)

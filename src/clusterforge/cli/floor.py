@@ -11,6 +11,13 @@ an address other than loopback needs --unauthenticated, and the command says so.
 from __future__ import annotations
 
 import ipaddress
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 from typing import NoReturn
 
@@ -82,10 +89,22 @@ def floor(
                                     help="seconds between the page's readings of its sources"),
     unauthenticated: bool = typer.Option(False, "--unauthenticated", help="allow a --listen address other than "
                                          "loopback: the page has no authentication"),
+    background: bool = typer.Option(False, "--background", help="a lab's page: serve it in the background until "
+                                    "`lab down` (again: say where the one running is)"),
 ) -> None:
     """Serve the floor page: rows, racks and units, the fabric's leaves and spines, a node's cables, coloured by
     the live alerts and the last validate and accept findings."""
     host, port = _listen(listen, unauthenticated)
+    if background:
+        if out_dir is not None:
+            _usage("--background serves the page; --out writes it: give one")
+        args = [str(env), "--listen", listen, "--refresh", str(refresh_s)]
+        args += ["--url", url] if url is not None else []
+        args += ["--validate", str(validate_report)] if validate_report is not None else []
+        args += ["--accept", str(accept_report)] if accept_report is not None else []
+        args += ["--unauthenticated"] if unauthenticated else []
+        _background(env, host, port, args)
+        return
     if url is not None and (why := allowed_url(url)) is not None:
         _usage(f"--url: {why}")
     if out_dir is not None:
@@ -128,3 +147,82 @@ def floor(
         pass
     finally:
         server.server_close()
+
+
+PIDFILE = "floor.json"
+"""In the lab's state directory: the background page's process and address (`floor --background`)."""
+
+
+def _ours(pid: int) -> bool:
+    """Whether `pid` is a running `clusterforge floor` (its command line says so): never signal another process."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"floor" in cmdline and any(b"clusterforge" in part for part in cmdline)
+
+
+def _recorded(state_dir: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads((state_dir / PIDFILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("pid"), int) and _ours(data["pid"]) else None
+
+
+def _background(env: Path, host: str, port: int, args: list[str]) -> None:
+    """Start `clusterforge floor ENV ...` as its own session, logging into the lab's state directory; return once
+    it answers (or say why it did not). A lab only: `lab down` stops it."""
+    from ..rehearsal import env as labenv
+
+    if labenv.running(env) is None:
+        _usage(f"--background serves a lab's page until `lab down`: no lab is up for {env} (run the command in a "
+               "terminal, or under the site's service manager, for a real environment)")
+    state_dir = labenv.paths(env).state_dir
+    running = _recorded(state_dir)
+    if running is not None:
+        out.print(f"floor: {running['url']} (already served, pid {running['pid']}; `lab down` stops it)",
+                  markup=False)
+        return
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}/"
+    log = state_dir / "floor.log"
+    argv = [sys.executable, "-c", "import sys; from clusterforge.cli.entry import main; sys.argv[0] = "
+            "'clusterforge'; main()", "floor", *args]
+    with log.open("ab") as fh:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(url + "floor.json", timeout=2).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                if proc.poll() is None:
+                    proc.terminate()
+                tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+                err.print(f"floor: the background page did not start: {tail.strip() or 'no output'}", markup=False)
+                raise typer.Exit(int(ExitCode.FAILURE)) from None
+            time.sleep(0.2)
+    (state_dir / PIDFILE).write_text(json.dumps({"pid": proc.pid, "url": url, "environment": str(env)}))
+    out.print(f"floor: {url} (the lab's page, live; `lab down` stops it)", markup=False)
+
+
+def stop_background(state_dir: Path) -> bool:
+    """Stop the lab's background page, if one runs (its whole session: the process only, it starts no other);
+    whether one did."""
+    running = _recorded(state_dir)
+    (state_dir / PIDFILE).unlink(missing_ok=True)
+    if running is None:
+        return False
+    pid = int(str(running["pid"]))
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + 10
+    while _ours(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _ours(pid):
+        os.killpg(pid, signal.SIGKILL)
+    return True

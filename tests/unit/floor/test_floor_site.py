@@ -190,3 +190,44 @@ def test_the_command_refuses_a_network_address_without_its_flag(tmp_path: Path) 
     live = json.loads((tmp_path / "site" / "live.json").read_text())
     assert live["sources"]["alertmanager"]["state"] == "missing"  # no lab up: the banner, not a green floor
 
+
+
+def test_a_labs_page_in_the_background_until_lab_down(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`floor ENV --background` (what `make deploy` runs for a lab): the page served by its own process, its pid in
+    the lab's state directory; again, it says where the one running is; `lab down`'s stop ends it, and a pid file
+    naming another process never gets that process signalled."""
+    import subprocess
+
+    from typer.testing import CliRunner
+
+    from cf_http import free_port
+    from clusterforge.cli.floor import PIDFILE, stop_background
+    from clusterforge.cli.main import app
+    from clusterforge.lab.state import LabState
+    from clusterforge.rehearsal import env as labenv
+
+    monkeypatch.setenv("CLUSTERFORGE_LAB_ROOT", str(tmp_path / "root"))
+    state_dir = labenv.paths(LAB).state_dir
+    state_dir.mkdir(parents=True)
+    lab = LabState(lab="cf-lab", mode="podman", state_dir=state_dir, spec_digest="", network_cidr="", gateway="",
+                   ibsim_address="", netfile=tmp_path / "net", hosts={}, complete=True)
+    monkeypatch.setattr(labenv, "running", lambda env: lab)
+    port = free_port()
+    res = CliRunner().invoke(app, ["floor", str(LAB), "--background", "--listen", f"127.0.0.1:{port}"])
+    try:
+        assert res.exit_code == 0 and f"http://127.0.0.1:{port}/" in res.output, res.output
+        assert _get(f"http://127.0.0.1:{port}/floor.json")[0] == 200
+        again = CliRunner().invoke(app, ["floor", str(LAB), "--background", "--listen", f"127.0.0.1:{port}"])
+        assert again.exit_code == 0 and "already served" in again.output, again.output
+    finally:
+        assert stop_background(state_dir)
+    with pytest.raises(OSError):  # refused, or reset by the server as it went
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/floor.json", timeout=2)
+    assert not (state_dir / PIDFILE).exists() and not stop_background(state_dir)
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        (state_dir / PIDFILE).write_text(json.dumps({"pid": other.pid, "url": "x"}))
+        assert not stop_background(state_dir) and other.poll() is None  # not ours: left alone
+    finally:
+        other.kill()
+        other.wait()

@@ -156,3 +156,13 @@ def test_alerts_from_the_real_alertmanager(alertmanager: str) -> None:
     text = runner.invoke(app, ["alerts", str(LAB), "--url", alertmanager])
     assert "4 alert(s)" in text.stdout and "level 3: 1, level 2: 1, level 1: 2" in text.stdout
     assert "→ clean or reseat the optic at leaf-su01-r0 port 1: cable C-00001" in text.stdout
+
+
+def test_where_names_the_alertmanager_the_store_and_the_floor_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `make deploy` ends with: where to look."""
+    monkeypatch.setattr(labenv, "running", lambda env: None)
+    result = runner.invoke(app, ["alerts", str(LAB), "--where"])
+    assert result.exit_code == 0, result.output
+    assert "monitoring server sm01: Alertmanager http://198.18.10.18:9093, store http://198.18.10.18:8428" in \
+        result.stdout
+    assert f"clusterforge floor {LAB}` serves it at http://127.0.0.1:8750/" in result.stdout

@@ -114,9 +114,11 @@ def lab_up(
 @app.command("down")
 def lab_down(env: Path = typer.Argument(Path("inventories/lab")), fmt: Format = _FMT) -> None:
     """Stop exactly what the lab started; idempotent."""
+    from ..floor import stop_background
     from . import monitoring as lab_monitoring
 
     try:
+        stop_background(labenv.paths(env).state_dir)  # the lab's floor page, if `floor --background` serves it
         lab_monitoring.heal(labenv.paths(env).state_dir)  # the monitoring faults' driver first
         down(labenv.paths(env).state_dir)
         labenv.paths(env).mapping.unlink(missing_ok=True)
