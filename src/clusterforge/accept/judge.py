@@ -24,14 +24,14 @@ from typing import TypeVar
 
 from ..collect.store import OutputTooLarge, read_capture
 from ..model.index import Index
-from ..model.place_text import port_text, route_text
 from ..parse import ParseError, dcgmi_diag, nccl_tests, nvidia_smi_nvlink, nvidia_smi_q, perftest
 from ..util.echo import one_line
-from ..validate.findings import Finding, Ids, ids
+from ..validate.findings import Finding, Ids
 from ..validate.routes import Routes
 from .bisect import halves_plan
 from .expect import Expect, expect
-from .locate import Located, locate, route, splitting_tests
+from .judge_routes import routed_links
+from .link_findings import NEVER, gbps_text, least, port_finding, port_ids
 from .plan import AcceptPlan, HostPort, LinkTest, accept_plan
 
 T = TypeVar("T")
@@ -100,12 +100,6 @@ def judge(index: Index, directory: Path, plan: AcceptPlan | None = None, routes:
                 details=tuple(f"round 1 half {j + 1}: {','.join(h)}" for j, h in enumerate(rounds[0]))
                 if rounds else ()))
     return out
-
-
-def port_ids(p: HostPort) -> Ids:
-    """A link test's port by id: its node, the leaf and the cable it is plugged into, the port as
-    `place_text.port_text` spells it (`gpu01 mlx5_0/1`; the subject keeps the plan's `gpu01/mlx5_0/1`)."""
-    return Ids(host=p.node, switch=p.leaf, cable=p.cable, port=port_text((p.node, p.hca, p.port)))
 
 
 def _parsed(directory: Path, rel: str, parser: Callable[[str], T], missing: Finding, out: Judged,
@@ -258,19 +252,19 @@ def _links(index: Index, exp: Expect, plan: AcceptPlan, d: Path, out: Judged,
         if r is not None:
             results[t] = r.bw_avg_gbps if r.status == "ok" else None
     for t in extra_tests(plan, d):
-        r = _parsed(d.parent, f"links/{t.name}", perftest.parse, _never(), out, port_ids(t.client))
+        r = _parsed(d.parent, f"links/{t.name}", perftest.parse, NEVER, out, port_ids(t.client))
         if r is not None:
             out.tests_extra += 1
             results[t] = r.bw_avg_gbps if r.status == "ok" else None
     if routes is not None:
-        return _routed_links(index, exp, plan, routes, results, out)
+        return routed_links(index, exp, plan, routes, results, out.findings)
     slow_in: dict[HostPort, list[LinkTest]] = defaultdict(list)
     tests_of: dict[HostPort, list[LinkTest]] = defaultdict(list)
     for t, gbps in results.items():
-        least = min(exp.link_gbps.get(t.client.label, 0.0), exp.link_gbps.get(t.server.label, 0.0))
+        bound = least(exp, t)
         for p in (t.client, t.server):
             tests_of[p].append(t)
-            if gbps is None or gbps < least:
+            if gbps is None or gbps < bound:
                 slow_in[p].append(t)
     blamed: set[LinkTest] = set()
     slow_ports: list[HostPort] = []
@@ -283,26 +277,19 @@ def _links(index: Index, exp: Expect, plan: AcceptPlan, d: Path, out: Judged,
             continue
         blamed |= set(slow)
         slow_ports.append(port)
-        seen = ", ".join(_gbps_text(results[t]) for t in slow)
-        out.findings.append(Finding(
-            "ACC-LINK", "error", port.label,
-            f"ib_write_bw slow in all {len(slow)} of its tests while each partner is fast elsewhere: "
-            f"the slow part is this port's link",
-            expected=f">= {exp.link_gbps.get(port.label, 0):g} Gb/s ({exp.link_rate.get(port.label, '?')})",
-            observed=seen, floor=f"cable {port.cable} to {port.leaf}/{port.leaf_port}",
-            action=f"check cable {port.cable} ({port.label} <-> {port.leaf}/{port.leaf_port}): validate for its "
-                   "width and speed, ib-health for symbol errors and BER; reseat or replace it, then re-run its "
-                   "tests", **port_ids(port)))
+        out.findings.append(port_finding(
+            exp, port, f"ib_write_bw slow in all {len(slow)} of its tests while each partner is fast elsewhere: "
+                       "the slow part is this port's link", ", ".join(gbps_text(results[t]) for t in slow)))
     for t, gbps in results.items():
-        least = min(exp.link_gbps.get(t.client.label, 0.0), exp.link_gbps.get(t.server.label, 0.0))
-        if t in blamed or (gbps is not None and gbps >= least):
+        bound = least(exp, t)
+        if t in blamed or (gbps is not None and gbps >= bound):
             continue
         path = (f"leaf {t.client.leaf} up to the spines and down to {t.server.leaf}" if t.cross_leaf
                 else f"within leaf {t.client.leaf}")
         out.findings.append(Finding(
             "ACC-LINK", "error", f"{t.client.label} -> {t.server.label}",
             f"ib_write_bw slow ({path}); both ports are fast in their other tests",
-            expected=f">= {least:g} Gb/s", observed=_gbps_text(gbps),
+            expected=f">= {bound:g} Gb/s", observed=gbps_text(gbps),
             floor=f"cables {t.client.cable}, {t.server.cable}",
             action=("the path between the leaves is suspect: ibtracert between the two ports names the spine and "
                     "the two uplinks it takes; check those cables" if t.cross_leaf
@@ -312,116 +299,3 @@ def _links(index: Index, exp: Expect, plan: AcceptPlan, d: Path, out: Judged,
 
 def _other(t: LinkTest, port: HostPort) -> HostPort:
     return t.server if t.client == port else t.client
-
-
-def _gbps_text(value: float | None) -> str:
-    return "failed (no result)" if value is None else f"{value:g} Gb/s"
-
-
-def _never() -> Finding:
-    """The missing-output finding of a test that is there (an extra test is read only when its file is)."""
-    return Finding("ACC-NO-DATA", "error", "-", "-")
-
-
-def _least(exp: Expect, t: LinkTest) -> float:
-    return min(exp.link_gbps.get(t.client.label, 0.0), exp.link_gbps.get(t.server.label, 0.0))
-
-
-def _routed_links(index: Index, exp: Expect, plan: AcceptPlan, routes: Routes, results: dict[LinkTest, float | None],
-                  out: Judged) -> list[HostPort]:
-    """The link tests judged along their routes (accept/locate.py): each slow cable named, node-leaf or uplink."""
-    slow = {t: gbps is None or gbps < _least(exp, t) for t, gbps in results.items()}
-    loc = locate(index, routes, slow)
-    at_cable = {p.cable: p for p in plan.ports}
-    slow_ports: list[HostPort] = []
-    for cid, tests in sorted(loc.found.items()):
-        seen = ", ".join(f"{t.name} {_gbps_text(results[t])}" for t in tests)
-        once = " (crossed by one test: run it again to confirm)" if len(tests) == 1 else ""
-        port = at_cable.get(cid)
-        if port is not None:
-            slow_ports.append(port)
-            out.findings.append(Finding(
-                "ACC-LINK", "error", port.label,
-                f"ib_write_bw slow in {len(tests)} test(s) whose every other cable is fast in another test (by the "
-                f"SM's routes): the slow part is this port's link{once}",
-                expected=f">= {exp.link_gbps.get(port.label, 0):g} Gb/s ({exp.link_rate.get(port.label, '?')})",
-                observed=seen, floor=f"cable {port.cable} to {port.leaf}/{port.leaf_port}",
-                action=f"check cable {port.cable} ({port.label} <-> {port.leaf}/{port.leaf_port}): validate for its "
-                       "width and speed, ib-health for symbol errors and BER; reseat or replace it, then re-run its "
-                       "tests", **port_ids(port)))
-            continue
-        cable = index.cables[cid]
-        low, high = _ends(index, cid)
-        trunk = route_text(index, cable)
-        out.findings.append(Finding(
-            "ACC-UPLINK", "error", f"cable {cid}",
-            f"ib_write_bw slow in {len(tests)} test(s) whose route crosses uplink {cid}, which no fast test's route "
-            f"crosses, while every other cable on them is fast in another test: the slow part is this uplink{once}",
-            expected=f">= {min(_least(exp, t) for t in tests):g} Gb/s", observed=seen,
-            floor=f"cable {cid}: {low[0]}/{low[2]} - {high[0]}/{high[2]}" + (f"; {trunk}" if trunk else ""),
-            action=f"check uplink {cid} ({low[0]}/{low[2]} <-> {high[0]}/{high[2]}"
-                   + (f", {trunk}" if trunk else "") + "): validate for its width and speed, the port counters at "
-                   "both ends (perfquery) for symbol errors; reseat or replace it, then re-run the tests that cross it",
-            details=tuple(f"{t.name}: route {' '.join(loc.routes_of[t.name])}" for t in tests),
-            **ids(low, cable=cable)))
-    _undecided(index, exp, plan, routes, loc, results, out)
-    for t, switches in loc.in_switch:
-        out.findings.append(Finding(
-            "ACC-LINK", "error", f"{t.client.label} -> {t.server.label}",
-            "ib_write_bw slow while every cable on its route is fast in another test: the slow part is inside a "
-            f"switch on the route ({', '.join(switches)}), or the test was disturbed",
-            expected=f">= {_least(exp, t):g} Gb/s", observed=_gbps_text(results[t]),
-            floor=f"route {' '.join(loc.routes_of[t.name])}",
-            action="run the test again; a repeat points at those switches (their logs, ibqueryerrors for the "
-                   "ports on the route)", **port_ids(t.client)))
-    for t, why in loc.unrouted:
-        out.findings.append(Finding(
-            "ACC-LINK", "error", f"{t.client.label} -> {t.server.label}",
-            f"ib_write_bw slow, and its route cannot be followed in the SM's tables ({why})",
-            expected=f">= {_least(exp, t):g} Gb/s", observed=_gbps_text(results[t]),
-            floor=f"cables {t.client.cable}, {t.server.cable}",
-            action="dump the forwarding tables again from the master SM (dump_fts) and judge again: tables of "
-                   "another sweep, or a route the SM could not build", **port_ids(t.client)))
-    return slow_ports
-
-
-def _ends(index: Index, cid: str) -> tuple[tuple[str, str | None, int], tuple[str, str | None, int]]:
-    """An uplink's two ends, the lower tier's first (leaf before spine before core)."""
-    tier = {"leaf": 0, "spine": 1, "core": 2}
-    c = index.cables[cid]
-    a, b = c.a.key, c.b.key
-    rank = {k: tier.get(index.switches[k[0]].role, 3) if k[0] in index.switches else -1 for k in (a, b)}
-    return (a, b) if rank[a] <= rank[b] else (b, a)
-
-
-def _undecided(index: Index, exp: Expect, plan: AcceptPlan, routes: Routes, loc: Located,
-               results: dict[LinkTest, float | None], out: Judged) -> None:
-    """A finding per group of slow tests the evidence cannot single a cable out for: the cables that remain, and
-    the next round's tests that split them."""
-    nxt = plan.rounds + 1
-    for cables, tests in loc.undecided:
-        split = splitting_tests(index, routes, plan.ports, cables, loc.cleared, nxt)
-        nxt = max([nxt, *(t.round + 1 for t in split)])
-        left = [c for c in cables if not any(c in _route_of(index, routes, t) for t in split)]
-        out.findings.append(Finding(
-            "ACC-LINK", "error", f"cables {', '.join(cables)}",
-            f"ib_write_bw slow in {len(tests)} test(s) between leaves; one of {len(cables)} cables on their routes "
-            "that no fast test crosses is slow, and the evidence cannot single it out",
-            expected=f">= {min(_least(exp, t) for t in tests):g} Gb/s",
-            observed=", ".join(f"{t.name} {_gbps_text(results[t])}" for t in tests),
-            floor=f"cables {', '.join(cables)}",
-            action=("run the next round's tests (details: each crosses one of these cables and no other), save each "
-                    "as links/<name> in this directory and judge it again with the same --routes"
-                    + (f"; no test can split {', '.join(left)} off (check it by hand)" if left else ""))
-            if split else "no flow crosses one of these cables alone: check them by hand (validate, perfquery)",
-            details=tuple(f"round {t.round}: {t.client.label} -> {t.server.label} crosses "
-                          f"{next(c for c in cables if c in _route_of(index, routes, t))}; save as links/{t.name}; "
-                          f"server: {' '.join(t.argv('<server address>')[0])}; "
-                          f"client: {' '.join(t.argv('<server address>')[1])}"
-                          for t in split),
-            **ids(_ends(index, cables[0])[0], cable=index.cables[cables[0]])))
-
-
-def _route_of(index: Index, routes: Routes, t: LinkTest) -> list[str]:
-    cables, _why = route(index, routes, t)
-    return cables
