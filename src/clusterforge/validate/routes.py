@@ -116,3 +116,26 @@ def idle_uplinks(index: Index, routes: Routes) -> list[str]:
         if (cable.a.device, cable.a.port) not in used and (cable.b.device, cable.b.port) not in used:
             out.append(cid)
     return out
+
+
+def tier(index: Index, device: str) -> int:
+    """A device's tier: a node -1, a leaf 0, a spine 1, a core 2."""
+    sw = index.switches.get(device)
+    return {"leaf": 0, "spine": 1, "core": 2}.get(sw.role, 3) if sw is not None else -1
+
+
+def hosts_below(index: Index) -> dict[str, set[tuple[str, str, int]]]:
+    """Each switch -> the HCA ports beneath it (cabled to it, or to a switch of a lower tier beneath it)."""
+    direct: dict[str, set[tuple[str, str, int]]] = {s: set() for s in index.switches}
+    lower: dict[str, set[str]] = {s: set() for s in index.switches}
+    for c in index.inv.cables:
+        for here, far in ((c.a, c.b), (c.b, c.a)):
+            if here.hca is None and here.device in index.switches:
+                if far.hca is not None:
+                    direct[here.device].add((far.device, far.hca, far.port))
+                elif far.device in index.switches and tier(index, far.device) < tier(index, here.device):
+                    lower[here.device].add(far.device)
+    out: dict[str, set[tuple[str, str, int]]] = {}
+    for s in sorted(index.switches, key=lambda n: tier(index, n)):  # lower tiers first
+        out[s] = set(direct[s]).union(*(out.get(x, set()) for x in lower[s]))
+    return out

@@ -17,7 +17,7 @@ from ..model.index import Index
 from ..parse.ibroute import SwitchLft
 from ..render import FabricView
 from .findings import Finding, ids
-from .routes import Routes, idle_uplinks, resolve
+from .routes import Routes, hosts_below, idle_uplinks, resolve, tier
 
 
 def unrouted(index: Index, tables: Iterable[SwitchLft], named: set[str]) -> list[Finding]:
@@ -25,12 +25,12 @@ def unrouted(index: Index, tables: Iterable[SwitchLft], named: set[str]) -> list
     whose two ends had destinations enough to spread over all their links (`_could_spread`)."""
     routes = resolve(index, FabricView(index).guids, tables)
     out = []
-    below = _hosts_below(index)
+    below = hosts_below(index)
     for cid in idle_uplinks(index, routes):
         cable = index.cables[cid]
         if cid in named or not (cable.a.device in routes.lft and cable.b.device in routes.lft):
             continue
-        low, high = (cable.a, cable.b) if _tier(index, cable.a.device) <= _tier(index, cable.b.device) \
+        low, high = (cable.a, cable.b) if tier(index, cable.a.device) <= tier(index, cable.b.device) \
             else (cable.b, cable.a)
         if not _could_spread(index, routes, low.device, high.device, below):
             continue
@@ -49,34 +49,12 @@ def unrouted(index: Index, tables: Iterable[SwitchLft], named: set[str]) -> list
     return out
 
 
-def _tier(index: Index, device: str) -> int:
-    sw = index.switches.get(device)
-    return {"leaf": 0, "spine": 1, "core": 2}.get(sw.role, 3) if sw is not None else -1
-
-
 def _links(index: Index, a: str, b: str) -> list[tuple[int, int]]:
     """(port of a, port of b) of every cable between switches a and b."""
     out = []
     for c in index.inv.cables:
         if c.a.hca is None and c.b.hca is None and {c.a.device, c.b.device} == {a, b} and a != b:
             out.append((c.a.port, c.b.port) if c.a.device == a else (c.b.port, c.a.port))
-    return out
-
-
-def _hosts_below(index: Index) -> dict[str, set[tuple[str, str, int]]]:
-    """Each switch -> the HCA ports beneath it (cabled to it, or to a switch of a lower tier beneath it)."""
-    direct: dict[str, set[tuple[str, str, int]]] = {s: set() for s in index.switches}
-    lower: dict[str, set[str]] = {s: set() for s in index.switches}
-    for c in index.inv.cables:
-        for here, far in ((c.a, c.b), (c.b, c.a)):
-            if here.hca is None and here.device in index.switches:
-                if far.hca is not None:
-                    direct[here.device].add((far.device, far.hca, far.port))
-                elif far.device in index.switches and _tier(index, far.device) < _tier(index, here.device):
-                    lower[here.device].add(far.device)
-    out: dict[str, set[tuple[str, str, int]]] = {}
-    for s in sorted(index.switches, key=lambda n: _tier(index, n)):  # lower tiers first
-        out[s] = set(direct[s]).union(*(out.get(x, set()) for x in lower[s]))
     return out
 
 
@@ -87,7 +65,7 @@ def _could_spread(index: Index, routes: Routes, low: str, high: str,
     small fabric whose leaf reaches fewer destinations than it has uplinks leaves some unused, healthily."""
     up_ports = {c.a.port if c.a.device == low else c.b.port for c in index.inv.cables
                 if c.a.hca is None and c.b.hca is None and low in (c.a.device, c.b.device)
-                and _tier(index, c.b.device if c.a.device == low else c.a.device) > _tier(index, low)}
+                and tier(index, c.b.device if c.a.device == low else c.a.device) > tier(index, low)}
     up_lids = sum(1 for port in routes.lft[low].values() if port in up_ports)
     beneath = {routes.lid[k] for k in below.get(low, set()) if k in routes.lid}
     down_lids = sum(1 for lid in beneath if lid in routes.lft[high])
