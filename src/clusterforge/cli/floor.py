@@ -28,7 +28,7 @@ from ..floor.serve import FloorSite, Reader, serve, write_site
 from ..util.echo import one_line
 from ..util.errors import ExitCode
 from .alerts import alertmanagers, allowed_url, fetch
-from .console import err, out
+from .console import Format, err, out, print_json
 from .loading import check_output_path, load_or_fail
 
 DEFAULT_LISTEN = "127.0.0.1:8750"
@@ -91,6 +91,7 @@ def floor(
                                          "loopback: the page has no authentication"),
     background: bool = typer.Option(False, "--background", help="a lab's page: serve it in the background until "
                                     "`lab down` (again: say where the one running is)"),
+    fmt: Format = typer.Option(Format.text, "--format", help="text or json (where the page is, or what --out wrote)"),
 ) -> None:
     """Serve the floor page: rows, racks and units, the fabric's leaves and spines, a node's cables, coloured by
     the live alerts and the last validate and accept findings."""
@@ -103,7 +104,7 @@ def floor(
         args += ["--validate", str(validate_report)] if validate_report is not None else []
         args += ["--accept", str(accept_report)] if accept_report is not None else []
         args += ["--unauthenticated"] if unauthenticated else []
-        _background(env, host, port, args)
+        _background(env, host, port, args, fmt)
         return
     if url is not None and (why := allowed_url(url)) is not None:
         _usage(f"--url: {why}")
@@ -128,8 +129,8 @@ def floor(
     site = FloorSite(index, env.name, sources, refresh_s=refresh_s)
     if out_dir is not None:
         n = write_site(site, out_dir)
-        out.print(f"floor: wrote {n} files to {one_line(str(out_dir))} (serve that directory with a web server; "
-                  "live.json is as of now)", markup=False)
+        _say(fmt, f"floor: wrote {n} files to {one_line(str(out_dir))} (serve that directory with a web server; "
+             "live.json is as of now)", out=str(out_dir), files=n)
         return
     try:
         server = serve(site, host, port)
@@ -138,9 +139,10 @@ def floor(
         raise typer.Exit(int(ExitCode.FAILURE)) from None
     bound = server.server_address[1]
     shown = f"[{host}]" if ":" in host else host
-    out.print(f"floor: http://{shown}:{bound}/ (Ctrl-C stops it; read-only"
-              + ("; NO AUTHENTICATION: anyone who reaches this address sees the floor" if unauthenticated and
-                 not ipaddress.ip_address(host).is_loopback else "") + ")", markup=False)
+    url = f"http://{shown}:{bound}/"
+    _say(fmt, f"floor: {url} (Ctrl-C stops it; read-only"
+         + ("; NO AUTHENTICATION: anyone who reaches this address sees the floor" if unauthenticated and
+            not ipaddress.ip_address(host).is_loopback else "") + ")", url=url, authenticated=False)
     try:
         server.serve_forever(poll_interval=0.5)
     except KeyboardInterrupt:
@@ -170,7 +172,14 @@ def _recorded(state_dir: Path) -> dict[str, object] | None:
     return data if isinstance(data, dict) and isinstance(data.get("pid"), int) and _ours(data["pid"]) else None
 
 
-def _background(env: Path, host: str, port: int, args: list[str]) -> None:
+def _say(fmt: Format, text: str, **fields: object) -> None:
+    if fmt is Format.json:
+        print_json({"message": text, **fields})
+    else:
+        out.print(text, markup=False)
+
+
+def _background(env: Path, host: str, port: int, args: list[str], fmt: Format) -> None:
     """Start `clusterforge floor ENV ...` as its own session, logging into the lab's state directory; return once
     it answers (or say why it did not). A lab only: `lab down` stops it."""
     from ..rehearsal import env as labenv
@@ -181,8 +190,8 @@ def _background(env: Path, host: str, port: int, args: list[str]) -> None:
     state_dir = labenv.paths(env).state_dir
     running = _recorded(state_dir)
     if running is not None:
-        out.print(f"floor: {running['url']} (already served, pid {running['pid']}; `lab down` stops it)",
-                  markup=False)
+        _say(fmt, f"floor: {running['url']} (already served, pid {running['pid']}; `lab down` stops it)",
+             url=running["url"], pid=running["pid"], started=False)
         return
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}/"
     log = state_dir / "floor.log"
@@ -205,7 +214,7 @@ def _background(env: Path, host: str, port: int, args: list[str]) -> None:
                 raise typer.Exit(int(ExitCode.FAILURE)) from None
             time.sleep(0.2)
     (state_dir / PIDFILE).write_text(json.dumps({"pid": proc.pid, "url": url, "environment": str(env)}))
-    out.print(f"floor: {url} (the lab's page, live; `lab down` stops it)", markup=False)
+    _say(fmt, f"floor: {url} (the lab's page, live; `lab down` stops it)", url=url, pid=proc.pid, started=True)
 
 
 def stop_background(state_dir: Path) -> bool:

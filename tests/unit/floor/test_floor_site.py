@@ -189,6 +189,8 @@ def test_the_command_refuses_a_network_address_without_its_flag(tmp_path: Path) 
     assert res.exit_code == 0 and (tmp_path / "site" / "index.html").is_file(), res.output
     live = json.loads((tmp_path / "site" / "live.json").read_text())
     assert live["sources"]["alertmanager"]["state"] == "missing"  # no lab up: the banner, not a green floor
+    res = CliRunner().invoke(app, ["floor", str(LAB), "--out", str(tmp_path / "again"), "--format", "json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["files"] == len(list((tmp_path / "again").rglob("*.*")))
 
 
 
