@@ -118,6 +118,8 @@ def test_drift_is_predicted_and_repaired(deploy_lab: DeployLab) -> None:
 def test_a_host_that_is_not_the_declared_os_is_refused_by_both_engines(deploy_lab: DeployLab,
                                                                        tmp_path: Path) -> None:
     # gpu02 declared Rocky 9 (it is the lab's Debian 12) and drifted: neither engine touches it, gpu01 goes on
+    first = _deploy(deploy_lab, limit=("gpu01", "gpu02"))  # converged first: alone (test-long) it runs on a fresh lab
+    assert first.exit_code == 0, first.results
     wrong = tmp_path / "lab"
     shutil.copytree(ENV, wrong)
     declare_os(wrong, {"gpu02": "rocky9"})
