@@ -70,7 +70,7 @@ def _cable(index: Index, cable: Cable, here: tuple[str, str | None, int]) -> dic
     far = _far(cable, here)
     place = index.places.get(far[0])
     trunk = index.trunks.get(cable.trunk) if cable.trunk else None
-    panels = {p.name: p for p in index.inv.patch_panels} if trunk is not None else {}
+    panels = index.panels
     return {"id": cable.id, "label": cable_label(cable), "media": cable.media, "length_m": cable.length_m,
             "trunk": cable.trunk, "lane_group": cable.lane_group,
             "panels": [{"name": n, "rack": panels[n].rack if n in panels else None,

@@ -11,7 +11,7 @@ from functools import cached_property
 
 from ..catalog import Catalog, catalog
 from .addresses import Addresses, allocate
-from .cabling import Cable, Trunk
+from .cabling import Cable, PatchPanel, Trunk
 from .hardware import Hardware, Hca, Profile
 from .inventory import Inventory
 from .nodes import Node, Switch
@@ -69,6 +69,10 @@ class Index:
             elif sw.role == "spine" and sw.group is not None:
                 out[sw.name] = sw.group
         return out if len(set(out.values())) >= 2 else {}
+
+    @cached_property
+    def panels(self) -> dict[str, PatchPanel]:
+        return {p.name: p for p in self.inv.patch_panels}
 
     @cached_property
     def trunks(self) -> dict[str, Trunk]:
