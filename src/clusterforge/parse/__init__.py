@@ -37,7 +37,7 @@ _MODULES = {
     "dcgmi-diag-json": "dcgmi_diag",
     "mlxfwmanager": "mlxfwmanager", "mlxfwmanager-xml": "mlxfwmanager", "flint-q": "flint_q", "lfs-df": "lfs_df",
     "lctl-hsm": "lctl_hsm", "lctl-pcc": "lctl_pcc",
-    "lctl-recovery": "lctl_recovery", "ibroute": "ibroute",
+    "lctl-recovery": "lctl_recovery", "ibroute": "ibroute", "sinfo-reasons": "sinfo_reasons",
 }
 
 PARSERS: dict[str, Callable[[str], object]]
@@ -95,6 +95,7 @@ _RECORDS: dict[str, tuple[str, str | None]] = {
     "lctl-pcc": ("tuple", "PccMount"),
     "lctl-recovery": ("tuple", "TargetRecovery"),
     "ibroute": ("tuple", "SwitchLft"),
+    "sinfo-reasons": ("tuple", "SinfoReason"),
 }
 _BUILTIN: dict[str, type] = {"tuple": tuple, "dict": dict, "str": str}
 

@@ -40,6 +40,7 @@ DIR_TO_TOOL = {
     "lfs-df": "lfs-df",
     "lctl-get_param-hsm": "lctl-hsm",
     "rpm-query": "rpm-query",
+    "sinfo-R": "sinfo-reasons",
 }
 
 

@@ -15,7 +15,7 @@ TOOLS = {
     "nvidia-smi-nvlink", "nvidia-smi-query-gpu", "nvidia-smi-q", "ibdev2netdev",
     "lnetctl-net-show", "lctl-list-nids", "nccl-tests", "ofed-info", "dpkg-query", "ibv-devinfo", "lustre-state",
     "mstlink", "mlxlink", "perftest", "dcgmi-diag", "dcgmi-diag-json", "mlxfwmanager", "mlxfwmanager-xml",
-    "flint-q", "lfs-df", "lctl-hsm", "lctl-pcc", "lctl-recovery", "rpm-query", "ibroute",
+    "flint-q", "lfs-df", "lctl-hsm", "lctl-pcc", "lctl-recovery", "rpm-query", "ibroute", "sinfo-reasons",
 }
 
 
