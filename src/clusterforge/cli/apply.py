@@ -7,7 +7,6 @@ import contextlib
 import fcntl
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 import typer
 
 from ..util.errors import ExitCode, InventoryInvalid
+from ..util.program import own
 from .console import Format, err, out, print_json
 from .progress import StepBar, step_progress
 
@@ -136,17 +136,11 @@ def _reported(technician: Callable[[Step], str]) -> Callable[[Step], str]:
     return run
 
 
-def _clusterforge() -> str:
-    """This clusterforge: the one next to the running Python, so the plan runs with the version that checked it."""
-    here = Path(sys.executable).parent / "clusterforge"
-    return str(here) if here.is_file() else shutil.which("clusterforge") or "clusterforge"
-
-
 def _run(argv: tuple[str, ...], cwd: Path, echo: Callable[[str], None], tag: str = "") -> tuple[int, str]:
     """Run one machine step's argv (no shell), streaming its output line by line to `echo` (stderr under
     --format json), each line under the step's number as `tag` when steps run together; returns (exit code,
     output tail)."""
-    cmd = [_clusterforge(), *argv[1:]] if argv and argv[0] == "clusterforge" else list(argv)
+    cmd = own(argv)  # the plan runs with the clusterforge that checked it
     tail: collections.deque[str] = collections.deque(maxlen=200)
     try:
         proc = subprocess.Popen(cmd, cwd=cwd if cwd.is_dir() else None, stdin=subprocess.DEVNULL,

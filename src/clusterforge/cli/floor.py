@@ -4,8 +4,9 @@ Serves the page on loopback (127.0.0.1:8750 by default) until interrupted, or wi
 directory for a web server. Live state: the inventory's Alertmanager (at its lab address when a lab is up for ENV;
 `--url` another, loopback or the lab range only, as `alerts` reads), and the last `validate` and `accept` reports
 (`--validate FILE`, `--accept FILE`: their `--format json` output; by default out/<ENV>/validate.json and
-out/<ENV>/accept.json where they exist, which `make deploy` writes for validate). The page has no authentication:
-an address other than loopback needs --unauthenticated, and the command says so.
+out/<ENV>/accept.json where they exist, which `make deploy` writes for validate), and the nodes the scheduler
+holds out of service, from `deploy.reboot.reasons` (`sinfo -R`) where the inventory declares it. The page has no
+authentication: an address other than loopback needs --unauthenticated, and the command says so.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -27,6 +29,7 @@ from ..collect.store import read_output
 from ..floor.serve import FloorSite, Reader, serve, write_site
 from ..util.echo import one_line
 from ..util.errors import ExitCode
+from ..util.program import own
 from .alerts import alertmanagers, allowed_url, fetch
 from .console import Format, err, out, print_json
 from .loading import check_output_path, load_or_fail
@@ -64,6 +67,27 @@ def _file_reader(path: Path) -> Reader:
 def _alertmanager(url: str) -> Reader:
     def read() -> str:
         return fetch(url, timeout_s=3.0)
+
+    return read
+
+
+HOOK_TIMEOUT_S = 10.0
+
+
+def _scheduler(argv: list[str]) -> Reader:
+    """`deploy.reboot.reasons` run (no shell), its standard output the source's text; a failure says why."""
+    def read() -> str:
+        try:
+            done = subprocess.run(own(argv), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  errors="replace", timeout=HOOK_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            raise ValueError(f"no answer in {HOOK_TIMEOUT_S:g} s") from None
+        except OSError as exc:
+            raise ValueError(f"{argv[0]}: {exc.strerror or exc}") from None
+        if done.returncode != 0:
+            why = one_line(done.stderr.strip().splitlines()[-1]) if done.stderr.strip() else "no message"
+            raise ValueError(f"exit {done.returncode}: {why}")
+        return done.stdout
 
     return read
 
@@ -126,6 +150,9 @@ def floor(
         path = given if given is not None else base / f"{name}.json"
         if given is not None or path.is_file():
             sources[name] = (str(path), _file_reader(path))
+    hook = list(index.inv.deploy.reboot.reasons)
+    if hook:
+        sources["scheduler"] = (shlex.join(hook), _scheduler(hook))
     site = FloorSite(index, env.name, sources, refresh_s=refresh_s)
     if out_dir is not None:
         n = write_site(site, out_dir)

@@ -2,7 +2,9 @@
 
 Sources: Alertmanager's active alerts (its /api/v2/alerts JSON, located on the floor by alerts/view.py), the last
 `validate --format json` report and the last `accept --format json` judgement (their findings name a host, a
-switch and a cable by id). Each source is read by the caller (the server, floor/serve.py) and handed in as text
+switch and a cable by id), and the scheduler's nodes out of service (`deploy.reboot.reasons`' output, `sinfo -R`:
+each declared node's reason, who set it and since when; a node the inventory does not declare is counted, not
+placed). Each source is read by the caller (the server, floor/serve.py) and handed in as text
 with the time it was read, or as the error that stopped it; a source that fails keeps what it last said, marked
 stale with the time it was last read, so the page shows "unreachable, last seen at T" instead of a stale green.
 Pure: texts and times in, the document out.
@@ -16,8 +18,10 @@ from typing import Any
 
 from ..alerts.view import located_alerts
 from ..model.index import Index
+from ..parse import ParseError
+from ..parse.sinfo_reasons import parse as parse_reasons
 
-SOURCES = ("alertmanager", "validate", "accept")
+SOURCES = ("alertmanager", "validate", "accept", "scheduler")
 
 
 @dataclass(frozen=True)
@@ -45,15 +49,18 @@ def live_doc(index: Index, readings: dict[str, Reading], now: str) -> dict[str, 
             continue
         state = "ok" if r.error is None and r.text is not None else ("stale" if r.text is not None else "missing")
         problem = r.error
+        extra: dict[str, Any] = {}
         if r.text is not None:
             try:
                 if name == "alertmanager":
                     _alerts(index, r.text, marks)
+                elif name == "scheduler":
+                    extra["undeclared"] = _drained(index, r.text, marks)
                 else:
                     _findings(r.text, name, marks)
             except ValueError as exc:
                 state, problem = "bad", f"{r.where}: {exc}"
-        sources[name] = {"state": state, "where": r.where, "read_at": r.read_at, "error": problem}
+        sources[name] = {"state": state, "where": r.where, "read_at": r.read_at, "error": problem, **extra}
     return {"schema": 1, "now": now, "sources": sources, **marks}
 
 
@@ -97,3 +104,22 @@ def _findings(text: str, source: str, marks: dict[str, dict[str, dict[str, Any]]
             m = _mark(marks, kind, value if isinstance(value, str) else None)
             if m is not None:
                 m["findings"].append(item)
+
+
+def _drained(index: Index, text: str, marks: dict[str, dict[str, dict[str, Any]]]) -> int:
+    """`sinfo -R`'s nodes on the floor (each declared node's first row); how many nodes it names that the
+    inventory does not declare. ValueError when the text is not sinfo -R's output."""
+    try:
+        rows = parse_reasons(text)
+    except ParseError as exc:
+        raise ValueError(f"not sinfo -R's output ({exc})") from None
+    undeclared: set[str] = set()
+    for row in rows:
+        for node in row.nodes:
+            if node not in index.nodes:
+                undeclared.add(node)
+                continue
+            m = _mark(marks, "hosts", node)
+            if m is not None and "drained" not in m:
+                m["drained"] = {"reason": row.reason, "user": row.user, "since": row.since, "state": row.state}
+    return len(undeclared)

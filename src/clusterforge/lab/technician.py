@@ -261,6 +261,30 @@ def set_drained(state_dir: Path, host: str, drain: bool, known: set[str], reason
     return changed
 
 
+SINFO_FORMAT = "%60E %9u %19H %6t %N"
+"""The wide `sinfo -R -o` the lab inventory's reasons hook prints (a reason kept whole, the node state)."""
+
+
+def sinfo_reasons(data: dict[str, object], user: str) -> str:
+    """The drained hosts of `drained(state_dir)` as `sinfo -R -o SINFO_FORMAT` prints them (LAB-ONLY: the lab's
+    stand-in scheduler, one row a host): the reason each was drained with, `user`, when (local time, as sinfo),
+    state `drain`. Pure."""
+    hosts = data.get("drained")
+    reasons = data.get("reasons")
+    events = data.get("events")
+    when: dict[str, float] = {}
+    for e in events if isinstance(events, list) else []:
+        if isinstance(e, dict) and e.get("event") == "drain" and isinstance(e.get("when"), (int, float)):
+            when[str(e.get("host"))] = float(e["when"])
+    lines = [f"{'REASON':<60} {'USER':<9} {'TIMESTAMP':<19} {'STATE':<6} NODELIST"]
+    for host in sorted(str(h) for h in hosts) if isinstance(hosts, list) else []:
+        why = reasons.get(host) if isinstance(reasons, dict) else None
+        text = " ".join(str(why or "cf-lab: drained").split())[:60]
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(when[host])) if host in when else "Unknown"
+        lines.append(f"{text:<60} {user[:9]:<9} {stamp:<19} {'drain':<6} {host}")
+    return "\n".join(lines) + "\n"
+
+
 @contextlib.contextmanager
 def _drained_lock(state_dir: Path) -> Iterator[None]:
     """Hold `<state>/drained.json.lock` (flock): without it two hooks that resume at once each wrote

@@ -83,7 +83,19 @@ class RebootPolicy(Model):
                                           "nodename={hosts} state=drain reason={reason}`)")
     resume: list[Text] = Field(default_factory=list,
                                description="argv run after the host is back (`{host}` or `{hosts}`, as drain)")
+    reasons: list[Text] = Field(default_factory=list,
+                                description="argv that lists the nodes the scheduler holds out of service and "
+                                            "why, as `sinfo -R` prints them (`[sinfo, -R, -o, '%60E %9u %19H %6t "
+                                            "%N']` keeps a reason whole); the floor page shows them. No "
+                                            "placeholders")
     timeout_s: int = Field(default=900, ge=30, description="seconds to wait for a host to come back")
+
+    @field_validator("reasons")
+    @classmethod
+    def _no_placeholders(cls, argv: list[str]) -> list[str]:
+        if any(k in a for a in argv for k in ("{host}", "{hosts}", "{reason}")):
+            raise ValueError("lists every node's reason: it takes no {host}, {hosts} or {reason}")
+        return argv
 
     @field_validator("drain", "resume")
     @classmethod

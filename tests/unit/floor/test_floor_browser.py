@@ -192,3 +192,36 @@ def test_an_unreachable_alertmanager_is_a_banner_not_a_green_floor(tmp_path: Pat
         finally:
             server.shutdown()
             server.server_close()
+
+
+def test_a_node_the_scheduler_drains_is_shown_out_of_service(browser: Any) -> None:
+    """The scheduler source (`deploy.reboot.reasons`' text; here the lab's stand-in's form, as `lab reasons`
+    prints it) drains gpu04 while the page is open: its slot is marked within the refresh, and its panel says
+    why, by whom and since when; resumed, the mark goes."""
+    from clusterforge.lab.technician import sinfo_reasons
+
+    said = {"text": sinfo_reasons({"drained": [], "events": []}, "root")}
+    site = FloorSite(lab_index(), "lab", {"scheduler": ("clusterforge lab reasons", lambda: said["text"])},
+                     refresh_s=1.0)
+    server = serve(site, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    cls = "return document.querySelector('rect.slot[data-name=\"gpu04\"]').getAttribute('class')"
+    try:
+        _ready(browser, f"http://127.0.0.1:{server.server_address[1]}/")
+        assert "drained" not in browser.execute_script(cls)
+        said["text"] = sinfo_reasons({"drained": ["gpu04"], "reasons": {"gpu04": "cf-health: hca mlx5_1 Down"},
+                                      "events": [{"host": "gpu04", "event": "drain", "when": time.time()}]}, "root")
+        _until(lambda: "drained" in browser.execute_script(cls), 10, "gpu04 marked out of service")
+        assert browser.execute_script("return [...document.querySelectorAll('rect.slot.drained')]"
+                                      ".map(r => r.dataset.name)") == ["gpu04"]
+        browser.execute_script("document.querySelector('g[data-slot=\"gpu04\"]').dispatchEvent(new MouseEvent("
+                               "'click', {bubbles: true}))")
+        text = _until(lambda: browser.execute_script(
+            "const li = document.querySelector('#view-node li[data-drained]'); return li ? li.textContent : ''"),
+            10, "gpu04's panel says why")
+        assert text.startswith("out of service (drain): cf-health: hca mlx5_1 Down (by root, since "), text
+        said["text"] = sinfo_reasons({"drained": [], "events": []}, "root")
+        _until(lambda: "drained" not in browser.execute_script(cls), 10, "gpu04 back in service")
+    finally:
+        server.shutdown()
+        server.server_close()

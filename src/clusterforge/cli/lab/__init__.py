@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,8 @@ import typer
 from ...inventory.selection import SelectionError, limit_tokens
 from ...lab import LabError, down, fault_injector, status
 from ...lab.sm_remedy import has_subnet_manager, wait_active_or_restart_master
-from ...lab.technician import set_drained
+from ...lab.technician import SINFO_FORMAT, set_drained, sinfo_reasons
+from ...lab.technician import drained as drained_state
 from ...rehearsal import env as labenv
 from ...rehearsal import services as labservices
 from ...util.errors import ExitCode
@@ -352,6 +354,35 @@ def lab_resume(args: list[str] = typer.Argument(..., metavar="[ENV] HOST"), env_
     """Lab only: return a drained host to service (the lab inventory's resume hook)."""
     env, (host,) = _env_first(args, env_opt, 1, "resume [ENV] HOST")
     _drain(env, host, False, fmt)
+
+
+@app.command("reasons")
+def lab_reasons(args: list[str] = typer.Argument(None, metavar="[ENV]"), env_opt: Path | None = _ENV_OPT,
+                fmt: Format = _FMT) -> None:
+    """Lab only: the drained hosts as `sinfo -R` prints them (the lab inventory's reasons hook; the real sinfo
+    of a `lab up --slurm` lab)."""
+    import getpass
+
+    from . import monitoring as lab_monitoring
+
+    env, _rest = _env_first(args or [], env_opt, 0, "reasons [ENV]")
+    state = _running(env)
+    try:
+        known = set(state.hosts)
+        lab_monitoring.drained(state.state_dir, known)  # what the containers asked for comes first
+        if state.slurm_controller:  # the lab's real Slurm: its own sinfo -R
+            from ...lab.hosts import containers
+
+            text = containers.exec_in(state.hosts[state.slurm_controller].container,
+                                      ["sinfo", "-R", "-o", SINFO_FORMAT], timeout=30).stdout
+        else:
+            text = sinfo_reasons(drained_state(state.state_dir), getpass.getuser())
+    except (LabError, OSError) as exc:
+        _fail(exc)
+    if fmt is Format.json:
+        _say(fmt, text.rstrip("\n"), sinfo=text)
+    else:
+        sys.stdout.write(text)
 
 
 def _drain(env: Path, host: str, drain: bool, fmt: Format = Format.text, reason: str | None = None) -> None:

@@ -137,6 +137,11 @@ function drawMarks(parent, mark) {
     `level ${a.level} ${a.alertname}: ${a.summary}${a.repair ? " - " + a.repair : ""}`));
   for (const f of mark.findings) list.appendChild(el("li", { "data-finding": f.rule },
     `${f.source} ${f.rule} (${f.severity}) ${f.subject}: ${f.message}`));
+  if (mark.drained) {
+    const d = mark.drained;
+    list.appendChild(el("li", { "data-drained": d.state || "out" },
+      `out of service${d.state ? " (" + d.state + ")" : ""}: ${d.reason} (by ${d.user || "?"}, since ${d.since})`));
+  }
   parent.appendChild(list);
 }
 
@@ -195,9 +200,10 @@ function paint(live) {
   const level = new Map();
   for (const [name, s] of state.slots) {
     const m = (s.rect.dataset.kind === "switch" ? live.switches : live.hosts)[name];
-    s.rect.classList.remove("level1", "level2", "level3", "finding");
+    s.rect.classList.remove("level1", "level2", "level3", "finding", "drained");
     if (m && m.level > 0) s.rect.classList.add(`level${Math.min(m.level, 3)}`);
     if (m && m.findings.length) s.rect.classList.add("finding");
+    if (m && m.drained) s.rect.classList.add("drained");
     if (m && m.level > (level.get(s.rack) || 0)) level.set(s.rack, m.level);
   }
   for (const [name, r] of state.racks) {
