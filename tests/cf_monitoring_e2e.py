@@ -162,9 +162,10 @@ def _first_live(vm: str, match: str, since: float) -> dict[str, Any]:
     return series[0] if len(series) == 1 and series[0]["values"] else {}
 
 
-def run_scenario(env: Path, *, lab_up: bool = True) -> Result:
+def run_scenario(env: Path, *, lab_up: bool = True, on_ready: Callable[[], None] | None = None) -> Result:
     """The whole scenario on `env` (inventories/lab or a copy that keeps its network). The caller brings the
-    lab down (`lab down`) afterwards, also when this raises."""
+    lab down (`lab down`) afterwards, also when this raises. `on_ready`: called once the history is stored (the
+    moment the alerts' latency counts from), before waiting for them."""
     res = Result()
     t0 = time.monotonic()
     if lab_up:
@@ -224,6 +225,8 @@ def run_scenario(env: Path, *, lab_up: bool = True) -> Result:
         hstamps = [h1 - 30_000 - k * 60_000 for k in range(200, 0, -1)]
         backfill(vm, hbm["metric"], [91.0] * len(hstamps), hstamps)
         t_ready = time.monotonic()
+        if on_ready is not None:
+            on_ready()
 
         def mailed() -> list[tuple[float, str]]:
             return sink.mails("IbSymbolErrors", CABLE)

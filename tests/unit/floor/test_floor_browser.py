@@ -12,7 +12,6 @@ Needs chromium and chromium-driver (scripts/lab-deps.sh installs them; the lab m
 
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 
 from cf_alertmanager import ALERTMANAGER, post_alerts, run_alertmanager
+from cf_browser import FILL, LEVEL3, chromium
 from cf_http import free_port
 from cf_lab_inventory import lab_index
 from clusterforge.cli.alerts import fetch
@@ -30,29 +30,13 @@ from clusterforge.model.index import Index
 from clusterforge.model.inventory import Inventory
 
 pytestmark = pytest.mark.lab
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-LEVEL3 = "rgb(229, 57, 53)"  # floor.css .level3
-FILL = "return getComputedStyle(document.querySelector('rect[data-name=\"{}\"]')).fill"
 HOSTILE = "<img src=x onerror=\"window.__pwned=1\">"
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if CHROMIUM is None or DRIVER is None:
-        pytest.fail("chromium and chromium-driver missing: run scripts/lab-deps.sh (CI does)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1600,1000",
-                f"--user-data-dir={tmp_path_factory.mktemp('chromium')}", "--no-first-run"):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=opts)
-    try:
+    with chromium(tmp_path_factory.mktemp("chromium")) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _hostile_lab() -> Index:
