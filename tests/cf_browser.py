@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -34,3 +35,15 @@ def chromium(profile: Path) -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+def until(what: Callable[[], Any], seconds: float, why: str) -> Any:
+    """`what()` once it is truthy (polled every 0.2 s); AssertionError naming `why` after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        got = what()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{why} within {seconds:.0f} s")
+        time.sleep(0.2)

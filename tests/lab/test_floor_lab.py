@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from cf_browser import FILL, LEVEL3, chromium
+from cf_browser import FILL, LEVEL3, chromium, until
 from cf_monitoring_e2e import HOT_HOST, cf, run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,17 +33,6 @@ PAGE_LEVEL3_S = 300.0
 """From the history stored to the page's level 3 colour: the scenario's own bound for the drain (its alert is
 active in Alertmanager by then) plus the page's 1 s refresh."""
 pytestmark = [pytest.mark.lab, pytest.mark.long]
-
-
-def _until(what: Any, seconds: float, why: str) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        got = what()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{why} within {seconds:.0f} s")
-        time.sleep(0.5)
 
 
 def test_a_hot_gpu_reaches_the_floor_page_and_its_drain_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,7 +47,7 @@ def test_a_hot_gpu_reaches_the_floor_page_and_its_drain_too(tmp_path: Path, monk
             try:
                 rect = FILL.format(HOST)
                 t0 = time.monotonic()
-                _until(lambda: browser.execute_script(rect) == LEVEL3, PAGE_LEVEL3_S, f"{HOST} at level 3 on the page")
+                until(lambda: browser.execute_script(rect) == LEVEL3, PAGE_LEVEL3_S, f"{HOST} at level 3 on the page")
                 seen["level3_s"] = time.monotonic() - t0
                 seen["red"] = browser.execute_script(
                     "return [...document.querySelectorAll('rect.slot.level3')].map(r => r.dataset.name)")
@@ -75,7 +64,7 @@ def test_a_hot_gpu_reaches_the_floor_page_and_its_drain_too(tmp_path: Path, monk
             url = json.loads(out[out.index("{"):])["url"]
             seen["url"] = url
             browser.get(url)
-            _until(lambda: browser.execute_script("return document.body.dataset.ready === '1'"), 30, "the page drew")
+            until(lambda: browser.execute_script("return document.body.dataset.ready === '1'"), 30, "the page drew")
             assert browser.execute_script(FILL.format(HOST)) != LEVEL3
             watcher.start()
 
@@ -87,10 +76,10 @@ def test_a_hot_gpu_reaches_the_floor_page_and_its_drain_too(tmp_path: Path, monk
             assert seen["red"] == [HOST], seen
             assert seen["racks"] == ["lab-su01-r01"], seen  # gpu03's rack (the scenario holds it to rack and U)
             drained = f"return document.querySelector('rect.slot[data-name=\"{HOST}\"]').getAttribute('class')"
-            _until(lambda: "drained" in browser.execute_script(drained), 60, f"{HOST} marked out of service")
+            until(lambda: "drained" in browser.execute_script(drained), 60, f"{HOST} marked out of service")
             browser.execute_script(f"document.querySelector('g[data-slot=\"{HOST}\"]').dispatchEvent(new MouseEvent("
                                    "'click', {bubbles: true}))")
-            panel = _until(lambda: browser.execute_script(
+            panel = until(lambda: browser.execute_script(
                 "return [...document.querySelectorAll('#view-node ul.marks li')].map(l => l.textContent)"), 15,
                 f"{HOST}'s panel")
             assert any(t.startswith("level 3 HbmTemperatureHigh") for t in panel), panel

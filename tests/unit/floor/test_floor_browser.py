@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from cf_alertmanager import ALERTMANAGER, post_alerts, run_alertmanager
-from cf_browser import FILL, LEVEL3, chromium
+from cf_browser import FILL, LEVEL3, chromium, until
 from cf_http import free_port
 from cf_lab_inventory import lab_index
 from clusterforge.cli.alerts import fetch
@@ -75,20 +75,9 @@ def _reader(am: str, stopped: dict[str, bool] | None = None) -> Callable[[], str
     return read
 
 
-def _until(what: Callable[[], Any], seconds: float, why: str) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        got = what()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{why} within {seconds:.0f} s")
-        time.sleep(0.2)
-
-
 def _ready(browser: Any, url: str) -> None:
     browser.get(url)
-    _until(lambda: browser.execute_script("return document.body.dataset.ready === '1'"), 20, "the page drew")
+    until(lambda: browser.execute_script("return document.body.dataset.ready === '1'"), 20, "the page drew")
 
 
 def test_every_rack_and_device_is_in_its_slot(browser: Any, floor: tuple[str, str, Index]) -> None:
@@ -122,7 +111,7 @@ def test_a_level_3_alert_turns_the_node_and_its_rack_red(browser: Any, floor: tu
     post_alerts(am, [{"labels": {"alertname": "GpuTemperatureHigh", "level": "3", "host": "gpu01", "gpu": "0"},
                       "annotations": {"summary": "GPU 0 above 87 C", "repair": "check the airflow"}}])
     t0 = time.monotonic()
-    _until(lambda: browser.execute_script(fill) == LEVEL3, 15, "gpu01 turned to the level 3 colour")
+    until(lambda: browser.execute_script(fill) == LEVEL3, 15, "gpu01 turned to the level 3 colour")
     seconds = time.monotonic() - t0
     rack = index.nodes["gpu01"].rack
     assert "level3" in browser.execute_script(
@@ -139,7 +128,7 @@ def test_clicking_a_node_shows_its_cables(browser: Any, floor: tuple[str, str, I
     _ready(browser, url)
     browser.execute_script("document.querySelector('g[data-slot=\"gpu01\"]').dispatchEvent(new MouseEvent('click', "
                            "{bubbles: true}))")
-    rows = _until(lambda: browser.execute_script(
+    rows = until(lambda: browser.execute_script(
         "return [...document.querySelectorAll('table[data-cables=\"gpu01\"] tr[data-cable]')]"
         ".map(r => [r.dataset.cable, [...r.children].map(c => c.textContent)])"), 10, "gpu01's cables shown")
     declared = {c.id: c for c in index.inv.cables if "gpu01" in (c.a.device, c.b.device)}
@@ -166,9 +155,9 @@ def test_an_unreachable_alertmanager_is_a_banner_not_a_green_floor(tmp_path: Pat
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
             _ready(browser, f"http://127.0.0.1:{server.server_address[1]}/")
-            _until(lambda: browser.execute_script(FILL.format("gpu02")) == LEVEL3, 15, "gpu02 at level 3 first")
+            until(lambda: browser.execute_script(FILL.format("gpu02")) == LEVEL3, 15, "gpu02 at level 3 first")
             stopped["now"] = True
-            text = _until(lambda: browser.execute_script(
+            text = until(lambda: browser.execute_script(
                 "const b = document.querySelector('#banners [data-source=\"alertmanager\"]'); "
                 "return b ? b.textContent : ''"), 15, "the Alertmanager banner")
             assert "unreachable" in text and "connection refused" in text and "last seen at" in text, text
@@ -195,17 +184,17 @@ def test_a_node_the_scheduler_drains_is_shown_out_of_service(browser: Any) -> No
         assert "drained" not in browser.execute_script(cls)
         said["text"] = sinfo_reasons({"drained": ["gpu04"], "reasons": {"gpu04": "cf-health: hca mlx5_1 Down"},
                                       "events": [{"host": "gpu04", "event": "drain", "when": time.time()}]}, "root")
-        _until(lambda: "drained" in browser.execute_script(cls), 10, "gpu04 marked out of service")
+        until(lambda: "drained" in browser.execute_script(cls), 10, "gpu04 marked out of service")
         assert browser.execute_script("return [...document.querySelectorAll('rect.slot.drained')]"
                                       ".map(r => r.dataset.name)") == ["gpu04"]
         browser.execute_script("document.querySelector('g[data-slot=\"gpu04\"]').dispatchEvent(new MouseEvent("
                                "'click', {bubbles: true}))")
-        text = _until(lambda: browser.execute_script(
+        text = until(lambda: browser.execute_script(
             "const li = document.querySelector('#view-node li[data-drained]'); return li ? li.textContent : ''"),
             10, "gpu04's panel says why")
         assert text.startswith("out of service (drain): cf-health: hca mlx5_1 Down (by root, since "), text
         said["text"] = sinfo_reasons({"drained": [], "events": []}, "root")
-        _until(lambda: "drained" not in browser.execute_script(cls), 10, "gpu04 back in service")
+        until(lambda: "drained" not in browser.execute_script(cls), 10, "gpu04 back in service")
     finally:
         server.shutdown()
         server.server_close()
