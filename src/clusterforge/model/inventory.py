@@ -29,7 +29,7 @@ from .fabric import FabricSpec
 from .firmware import Firmware
 from .hardware import Profile
 from .health import HealthCheck
-from .hooks import HOST, takes_many
+from .hooks import HOST, HOSTS, REASON, takes_many
 from .monitoring import Monitoring
 from .nodes import Node, Switch
 from .services import LustreFs, OpenSm, SoftwarePins
@@ -93,7 +93,7 @@ class RebootPolicy(Model):
     @field_validator("reasons")
     @classmethod
     def _no_placeholders(cls, argv: list[str]) -> list[str]:
-        if any(k in a for a in argv for k in ("{host}", "{hosts}", "{reason}")):
+        if any(k in a for a in argv for k in (HOST, HOSTS, REASON)):
             raise ValueError("lists every node's reason: it takes no {host}, {hosts} or {reason}")
         return argv
 
