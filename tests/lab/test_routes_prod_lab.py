@@ -86,9 +86,17 @@ def test_staging_names_a_sample_of_its_uplinks_slowed_by_their_cable_trunk_and_l
     node = sm.sm_nodes[0].node
     routed = route_fabric(render_environment(index, "staging")["fabric/ibsim.net"],
                           f"{node} {index.hardware[node].hcas[0].name}", "minhop", tmp_path / "sm", diags=False)
-    plan, routes, cov = routed_plan(index, accept_plan(index), ibroute.parse(routed.lfts_dump))
+    tables = ibroute.parse(routed.lfts_dump)
     ups = uplinks(index)
+    # in the default 5 rounds: all but the uplinks of the two leaves of 3 host ports under 16 uplinks (each port
+    # crosses one a round), said with the 7 rounds that cross them all
+    _, _, cov = routed_plan(index, accept_plan(index), tables)
+    sparse = {c for c in ups if index.cables[c].a.device in ("leaf-su03-r0", "leaf-su04-r0")}
+    assert set(cov.unreachable) < sparse and len(cov.unreachable) == 8, sorted(cov.unreachable)
+    assert all("not crossed in the plan's 5 rounds" in why and "--rounds 7" in why for why in cov.unreachable.values())
+    plan, routes, cov = routed_plan(index, accept_plan(index), tables, rounds=7)
     assert len(ups) == 96 and all(cov.crossing[c] for c in ups) and cov.unreachable == {}
+    assert plan.rounds == 7
     sample = ups[::8]
     trunked = [c for c in sample if index.cables[c].trunk]
     assert len(sample) == 12 and trunked, sample

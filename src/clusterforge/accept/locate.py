@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 
 from ..model.index import Index
 from ..validate.routes import Routes, path
+from .flows import Flows
 from .plan import HostPort, LinkTest, tcp_ports
-from .route_plan import CANDIDATE_LIMIT, crossing_flows, ports_by_leaf
+from .route_plan import CANDIDATE_LIMIT
 
 
 @dataclass
@@ -133,8 +134,7 @@ def splitting_tests(index: Index, routes: Routes, ports: list[HostPort], cables:
     """Tests for the rounds after `first_round - 1` that split `cables`: each crosses one of them and no other,
     one whose other cables are all cleared first; no port twice in a round. A cable no such flow crosses gets
     none (the finding says so)."""
-    by_leaf = ports_by_leaf(ports)
-    host_at = {routes.lid[(p.node, p.hca, p.port)]: p for p in ports if (p.node, p.hca, p.port) in routes.lid}
+    flows = Flows.of(index, routes, ports)
     at_cable = {p.cable: p for p in ports}
     busy: dict[int, set[tuple[str, str, int]]] = defaultdict(set)
     out: list[LinkTest] = []
@@ -142,7 +142,7 @@ def splitting_tests(index: Index, routes: Routes, ports: list[HostPort], cables:
     for cid in cables:
         # the best flow: fewest cables not cleared besides this one, then the earliest round its ports are free in
         best: tuple[int, int, HostPort, HostPort] | None = None
-        for tried, (client, server) in enumerate(_flows_over(index, routes, by_leaf, host_at, at_cable, cid)):
+        for tried, (client, server) in enumerate(_flows_over(flows, at_cable, cid)):
             if tried >= CANDIDATE_LIMIT or (best is not None and best[:2] == (0, first_round)):
                 break
             crossed, why = path(index, routes, (client.node, client.hca, client.port),
@@ -169,15 +169,14 @@ def _free_round(busy: Mapping[int, set[tuple[str, str, int]]], first: int, a: Ho
     return rnd
 
 
-def _flows_over(index: Index, routes: Routes, by_leaf: dict[str, list[HostPort]], host_at: dict[int, HostPort],
-                at_cable: dict[str, HostPort], cid: str) -> Iterable[tuple[HostPort, HostPort]]:
+def _flows_over(flows: Flows, at_cable: dict[str, HostPort], cid: str) -> Iterable[tuple[HostPort, HostPort]]:
     """Candidate flows over cable `cid`: for a node-leaf cable, its port to the other ports of its leaf (and
-    then the other way); for an uplink, the flows route_plan finds crossing it."""
+    then the other way); for an uplink, the flows the tables send over it (accept/flows.py)."""
     port = at_cable.get(cid)
     if port is None:
-        yield from crossing_flows(index, routes, by_leaf, host_at, cid, set())
+        yield from flows.crossing(cid)
         return
-    for other in by_leaf.get(port.leaf, []):
+    for other in flows.by_leaf.get(port.leaf, []):
         if other != port:
             yield port, other
             yield other, port

@@ -1,33 +1,51 @@
 """Acceptance link tests chosen from the subnet manager's routes (issue #36; docs/accept.md, "Routes"): every
-switch-to-switch cable crossed by at least one ib_write_bw test, twice where the fabric allows, read off the
+switch-to-switch cable crossed by at least one ib_write_bw test, twice where the rounds have room, read off the
 forwarding tables the SM programmed instead of assumed from how ftree and updn usually spread destinations.
 
-Start from the plan's rounds (accept/plan.py: every node-leaf cable, the cross-leaf round-robin); follow each
-cross-leaf test's flow through the tables (validate/routes.py) and count the uplinks it crosses. For each uplink
-crossed fewer than `want` times (a second time only where the rounds have room), look for a flow that crosses
-it: one from a port of the leaf whose table sends some destination out of the uplink's port (up), or one to a
-port of that leaf that the switch above sends down the uplink (down), found by following candidate flows. Each
-such test goes into the first round where neither of its ports is busy (the plan's rule: no port twice in a
-round), else into a new round. An uplink no flow can cross (a leaf with no hosts, a link the SM routes around)
-is reported by cable id with why. Pure.
+The plan's first round stays (accept/plan.py: the ports of each leaf paired with each other, every node-leaf
+cable). The cross-leaf rounds are built from the tables (accept/flows.py), one round at a time:
+
+1. each uplink not yet crossed gets a test whose flow crosses it, of the flows the tables send over it, the one
+   crossing the most uplinks still short of a test (then short of a second), among the first few that fit;
+2. then, while the round has room, each uplink crossed once gets a second test the same way;
+3. then each port in fewer than two tests gets one (a slow port is told from its partner by being slow in all
+   of its tests), to a free port of another leaf.
+
+In a round no port is in two tests (the plan's rule), and no cable carries two flows the same way: each test has
+its route to itself at full rate. Rounds are added while an uplink that a flow can cross is crossed fewer than
+`want` times or a port is in fewer than two tests, up to ROUNDS. An uplink no flow crosses (a leaf with no hosts,
+a link the SM routes around) is reported by cable id with why, and so is one that the rounds had no room for
+(an infrastructure leaf's uplinks, more than its one SM port can cross in the rounds). Pure.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 
 from ..model.index import Index
 from ..parse.ibroute import SwitchLft
 from ..render import FabricView
-from ..validate.routes import Routes, path, resolve, uplinks
+from ..validate.routes import Routes, resolve, uplinks
+from .flows import Flows, key
 from .plan import AcceptPlan, HostPort, LinkTest, tcp_ports
 
+__all__ = ["CANDIDATE_LIMIT", "RoutedCoverage", "cover", "routed_plan"]
+
 CANDIDATE_LIMIT = 256
-"""Flows followed at most per uplink and direction when looking for one that crosses it (enough at 2,048
-nodes: a leaf's table sends a destination out of each of its up-ports)."""
+"""Flows looked at at most for one uplink in a round (a class whose ports or cables are busy is passed over)."""
+BEST_OF = 6
+"""Of the flows over an uplink that fit the round, the one crossing most uplinks short of tests among this many."""
+ROUNDS = 5
+"""The rounds a routed plan takes at most by default (`accept --rounds`), the first (within leaves) included. A
+leaf with fewer host ports than uplinks (an infrastructure leaf's one SM port under 32 uplinks) gets one crossing
+a round per port: its uplinks left over are said, with the rounds a plan crossing them all takes."""
+MAX_ROUNDS = 256
+"""How far the rounds past ROUNDS are built to say how many a plan crossing every uplink takes (a leaf of one
+port under 64 uplinks takes 64): a guard, not a plan."""
 
 
 @dataclass
@@ -40,135 +58,206 @@ class RoutedCoverage:
     """Planned tests whose flow the tables cannot follow (a test name and why)."""
 
 
-def _key(p: HostPort) -> tuple[str, str, int]:
-    return (p.node, p.hca, p.port)
+class _Round:
+    """One round being filled: its ports and its cables by direction."""
 
+    def __init__(self, number: int, flows: Flows) -> None:
+        self.number = number
+        self.ports: set[tuple[str, str, int]] = set()
+        self.links: set[tuple[str, str]] = set()
+        self.free = {leaf: list(ps) for leaf, ps in flows.by_leaf.items()}
 
-def _flow(index: Index, routes: Routes, client: HostPort, server: HostPort) -> tuple[list[str], str | None]:
-    return path(index, routes, _key(client), _key(server))
+    def free_port(self, leaf: str) -> HostPort | None:
+        ps = self.free.get(leaf, [])
+        while ps and key(ps[-1]) in self.ports:
+            ps.pop()
+        return ps[-1] if ps else None
+
+    def take(self, client: HostPort, server: HostPort, links: list[tuple[str, str]]) -> None:
+        self.ports |= {key(client), key(server)}
+        self.links.update(links)
 
 
 def cover(index: Index, routes: Routes, ports: list[HostPort], tests: list[LinkTest],
-          want: int = 2) -> tuple[list[LinkTest], RoutedCoverage]:
-    """`tests` and the tests added so that every uplink is crossed `want` times where a flow can cross it, with
-    what each uplink is crossed by."""
+          want: int = 2, rounds: int = 0) -> tuple[list[LinkTest], RoutedCoverage]:
+    """The plan's first round (within leaves) and cross-leaf rounds built from the routes, so that every uplink
+    is crossed `want` times where the rounds have room (`want=0`: the plan's own tests, only counted), in
+    `rounds` at most (0: ROUNDS), with what each uplink is crossed by."""
+    flows = Flows.of(index, routes, ports)
     ups = uplinks(index)
-    up_set = set(ups)
     cov = RoutedCoverage(crossing={u: [] for u in ups})
-    busy: dict[int, set[tuple[str, str, int]]] = defaultdict(set)
-    for t in tests:
-        busy[t.round] |= {_key(t.client), _key(t.server)}
-    out = list(tests)
-
-    def count(t: LinkTest) -> None:
-        if not t.cross_leaf:
-            return
-        cables, why = _flow(index, routes, t.client, t.server)
-        if why is not None:
-            cov.problems.append(f"{t.name}: {why}")
-        for c in cables:
-            if c in up_set:
-                cov.crossing[c].append(t.name)
-
-    for t in tests:
-        count(t)
-    by_leaf = ports_by_leaf(ports)
-    host_at = {routes.lid[_key(p)]: p for p in ports if _key(p) in routes.lid}  # once, not once an uplink
-    last = max(busy, default=1)
-    for need in range(1, want + 1):
-        for cid in ups:
-            if len(cov.crossing[cid]) >= need or cid in cov.unreachable:
-                continue
-            first: tuple[HostPort, HostPort] | None = None
-            chosen: tuple[tuple[HostPort, HostPort], int] | None = None
-            for pair in crossing_flows(index, routes, by_leaf, host_at, cid, set(cov.crossing[cid])):
-                first = first or pair
-                placed = _place(pair, busy, last, new_round=False)
-                if placed is not None:  # a test that fits a round there is: no round more for it
-                    chosen = (pair, placed)
-                    break
-            if first is None:
-                if need == 1:
-                    cov.unreachable[cid] = _why_not(index, cid)
-                continue
-            if chosen is None:
-                if need > 1:  # a second crossing only where the rounds have room
-                    continue
-                chosen = (first, last + 1)
-            (client, server), rnd = chosen
-            test = LinkTest(rnd, server, client)
-            busy[rnd] |= {_key(client), _key(server)}
-            last = max(last, rnd)
-            out.append(test)
-            count(test)
+    state = _State(flows, cov, want, defaultdict(int))
+    if want == 0:
+        for t in tests:
+            state.add(t)
+        return list(tests), cov
+    out = [t for t in tests if not t.cross_leaf]
+    for t in out:
+        state.add(t)
+    for cid in ups:
+        if next(flows.classes(cid), None) is None:
+            cov.unreachable[cid] = _why_not(index, cid)
+    limit = rounds or ROUNDS
+    wanted = sorted((c for c in ups if c not in cov.unreachable), key=partial(_scarcity, index, flows))
+    number = max((t.round for t in out), default=0)
+    while number < MAX_ROUNDS:
+        # past the limit the rounds go on for the first crossings only: to say how many a whole plan takes
+        short = [c for c in wanted if not cov.crossing[c]]
+        once = [c for c in wanted if 0 < len(cov.crossing[c]) < want] if number < limit else []
+        lonely = [p for p in ports if state.uses[key(p)] < 2] if number < limit else []
+        if not short and not once and not lonely:
+            break
+        number += 1
+        rnd = _Round(number, flows)
+        placed = [*_fill(state, rnd, short), *_fill(state, rnd, once), *_pair(state, rnd, lonely)]
+        if not placed:
+            break
+        out += placed
+    needed = max((t.round for t in out), default=0)
+    if needed > limit:
+        dropped = {t.name for t in out if t.round > limit}
+        out = [t for t in out if t.round <= limit]
+        for names in cov.crossing.values():
+            names[:] = [n for n in names if n not in dropped]
+    for cid in wanted:
+        if not cov.crossing[cid]:
+            cov.unreachable[cid] = _why_not(index, cid, flows, limit, needed)
     return out, cov
 
 
-def ports_by_leaf(ports: Iterable[HostPort]) -> dict[str, list[HostPort]]:
-    by_leaf: dict[str, list[HostPort]] = defaultdict(list)
-    for p in ports:
-        by_leaf[p.leaf].append(p)
-    return by_leaf
+@dataclass
+class _State:
+    """The plan so far: what each uplink is crossed by, each test's route, each port's tests."""
 
+    flows: Flows
+    cov: RoutedCoverage
+    want: int
+    uses: dict[tuple[str, str, int], int]
+    route_of: dict[str, list[str]] = field(default_factory=dict)
 
-def _place(pair: tuple[HostPort, HostPort], busy: dict[int, set[tuple[str, str, int]]], last: int,
-           new_round: bool) -> int | None:
-    """The first cross-leaf round (2 on) where neither port is busy; else the round after the last when
-    `new_round`, else None."""
-    a, b = _key(pair[0]), _key(pair[1])
-    for r in range(2, last + 1):
-        if a not in busy[r] and b not in busy[r]:
-            return r
-    return last + 1 if new_round else None
+    def short(self, cid: str) -> int:
+        """How many more crossings uplink `cid` wants (0 for a cable that is not an uplink)."""
+        names = self.cov.crossing.get(cid)
+        return 0 if names is None else max(self.want - len(names), 0)
 
-
-def crossing_flows(index: Index, routes: Routes, by_leaf: dict[str, list[HostPort]],
-                    host_at: dict[int, HostPort], cid: str, taken: set[str]) -> Iterator[tuple[HostPort, HostPort]]:
-    """(client, server) pairs whose flow crosses cable `cid`, not tests named in `taken`: of the first
-    CANDIDATE_LIMIT candidate flows."""
-    cable = index.cables[cid]
-    for tried, (client, server) in enumerate(_candidates(routes, by_leaf, host_at, cable.a.device, cable.a.port,
-                                                         cable.b.device, cable.b.port)):
-        if tried >= CANDIDATE_LIMIT:
+    def add(self, t: LinkTest, cables: list[str] | None = None) -> None:
+        self.uses[key(t.client)] += 1
+        self.uses[key(t.server)] += 1
+        if not t.cross_leaf:
             return
-        if LinkTest(0, server, client).name in taken:
-            continue
-        cables, why = _flow(index, routes, client, server)
-        if why is None and cid in cables:
-            yield client, server
+        if cables is None:
+            cables, why = self.flows.route(t.client, t.server)
+            if why is not None:
+                self.cov.problems.append(f"{t.name}: {why}")
+        self.route_of[t.name] = cables
+        for c in cables:
+            if c in self.cov.crossing:
+                self.cov.crossing[c].append(t.name)
+
+    def beside(self, cid: str) -> set[str]:
+        """The other uplinks on the routes of the tests crossing `cid`: a second test over `cid` crossing none of
+        them tells `cid` slow from each of them (each has a fast test `cid` is not on)."""
+        return {c for name in self.cov.crossing.get(cid, []) for c in self.route_of.get(name, [])
+                if c != cid and c in self.cov.crossing}
 
 
-def _why_not(index: Index, cid: str) -> str:
+def _scarcity(index: Index, flows: Flows, cid: str) -> tuple[float, str]:
+    """The fewest host ports a leaf at either end of the cable has per uplink (the uplinks of a leaf with few
+    hosts go first in each round: they compete for the same ports), then the id."""
     cable = index.cables[cid]
-    return (f"cable {cid} ({cable.a.device}/{cable.a.port} - {cable.b.device}/{cable.b.port}): no route sends a "
-            f"host's traffic over it (of {CANDIDATE_LIMIT} candidate flows at most, each way): the SM routes around "
-            "it, or no host reaches it")
+    ends = [len(flows.by_leaf[d]) / max(flows.uplinks.get(d, 1), 1)
+            for d in (cable.a.device, cable.b.device) if d in flows.by_leaf]
+    return (min(ends, default=float("inf")), cid)
 
 
-def _candidates(routes: Routes, by_leaf: dict[str, list[HostPort]], host_at: dict[int, HostPort], a: str, pa: int,
-                b: str, pb: int) -> Iterator[tuple[HostPort, HostPort]]:
-    """Flows that may cross the cable a/pa - b/pb: out of a by pa (from a's hosts up, to any destination the
-    table sends that way), then out of b by pb, then from other leaves to the far leaf's hosts. `host_at`: the
-    planned host port at each LID."""
-    for sw, port, other in ((a, pa, b), (b, pb, a)):
-        table = routes.lft.get(sw, {})
-        dests = [host_at[lid] for lid, out in sorted(table.items()) if out == port and lid in host_at]
-        sources = by_leaf.get(sw, [])
-        for d in dests:
-            for s in sources:
-                if s.leaf != d.leaf:
-                    yield s, d
-        # down: to the hosts of the leaf at the other end, from any other leaf's hosts
-        for d in by_leaf.get(other, []):
-            for leaf, ps in sorted(by_leaf.items()):
-                if leaf != other:
-                    for s in ps[:4]:
-                        yield s, d
+def _fill(state: _State, rnd: _Round, cables: list[str]) -> list[LinkTest]:
+    """A test in `rnd` for each of `cables` still short of its crossings where one fits: of the first BEST_OF
+    that fit, the one crossing the most uplinks short of a first crossing (3 each) or a later one (1 each); a
+    later crossing only by a route that shares no other uplink with the earlier ones (`_State.beside`)."""
+    flows = state.flows
+    placed: list[LinkTest] = []
+    for cid in cables:
+        if state.short(cid) == 0:
+            continue
+        avoid = state.beside(cid)
+        best: tuple[int, HostPort, HostPort, list[str], list[tuple[str, str]]] | None = None
+        fits = 0
+        for tried, (leaf, lid) in enumerate(flows.classes(cid)):
+            if tried >= CANDIDATE_LIMIT or fits >= BEST_OF:
+                break
+            server = flows.host_at[lid]
+            if key(server) in rnd.ports:
+                continue
+            client = rnd.free_port(leaf)
+            if client is None:
+                continue
+            cables_, why = flows.route(client, server)
+            if why is not None or cid not in cables_ or any(c in avoid for c in cables_):
+                continue
+            links = flows.directed(client, cables_)
+            if any(x in rnd.links for x in links):
+                continue
+            fits += 1
+            gain = sum(1 + 2 * (state.short(c) >= state.want) for c in cables_ if state.short(c) > 0)
+            if best is None or gain > best[0]:
+                best = (gain, client, server, cables_, links)
+        if best is None:
+            continue
+        _, client, server, cables_, links = best
+        rnd.take(client, server, links)
+        test = LinkTest(rnd.number, server, client)
+        state.add(test, cables_)
+        placed.append(test)
+    return placed
 
 
-def routed_plan(index: Index, plan: AcceptPlan, tables: Iterable[SwitchLft],
-                want: int = 2) -> tuple[AcceptPlan, Routes, RoutedCoverage]:
-    """`plan` with the link tests the SM's tables call for (`cover`), each server on its own TCP port again."""
+def _pair(state: _State, rnd: _Round, lonely: list[HostPort]) -> list[LinkTest]:
+    """A test in `rnd` for each port of `lonely` still in fewer than two tests and free: to a free port of another
+    leaf (one of `lonely` first) whose route the round's cables have room for."""
+    flows = state.flows
+    placed: list[LinkTest] = []
+    waiting = [p for p in lonely if key(p) not in rnd.ports and state.uses[key(p)] < 2]
+    for p in waiting:
+        if key(p) in rnd.ports:
+            continue
+        others = [q for q in waiting if q.leaf != p.leaf and key(q) not in rnd.ports]
+        others += [q for leaf, ps in sorted(flows.by_leaf.items()) if leaf != p.leaf
+                   for q in ps[:1] if key(q) not in rnd.ports]
+        for q in others[:CANDIDATE_LIMIT]:
+            if key(q) in rnd.ports:
+                continue
+            cables_, why = flows.route(p, q)
+            links = flows.directed(p, cables_)
+            if why is None and not any(x in rnd.links for x in links):
+                rnd.take(p, q, links)
+                test = LinkTest(rnd.number, q, p)
+                state.add(test, cables_)
+                placed.append(test)
+                break
+    return placed
+
+
+def _why_not(index: Index, cid: str, flows: Flows | None = None, limit: int = 0, needed: int = 0) -> str:
+    cable = index.cables[cid]
+    head = f"cable {cid} ({cable.a.device}/{cable.a.port} - {cable.b.device}/{cable.b.port})"
+    if flows is None:
+        return f"{head}: no route sends a host's traffic over it: the SM routes around it, or no host reaches it"
+    sources: set[str] = set()
+    dests: set[int] = set()
+    for leaf, lid in flows.classes(cid):
+        sources.add(leaf)
+        dests.add(lid)
+    ports = sum(len(flows.by_leaf[leaf]) for leaf in sources)
+    named = ", ".join(sorted(sources)[:3]) + (", ..." if len(sources) > 3 else "")
+    return (f"{head}: not crossed in the plan's {limit} rounds: its flows start at {ports} host port(s) "
+            f"({named}) and end at {len(dests)}, and each round had those ports or the cables on the way taken "
+            f"(every uplink is crossed in {needed} rounds: --rounds {needed})")
+
+
+def routed_plan(index: Index, plan: AcceptPlan, tables: Iterable[SwitchLft], want: int = 2,
+                rounds: int = 0) -> tuple[AcceptPlan, Routes, RoutedCoverage]:
+    """`plan` with its cross-leaf rounds built from the SM's tables (`cover`), each server on its own TCP port
+    again."""
     routes = resolve(index, FabricView(index).guids, tables)
-    links, cov = cover(index, routes, plan.ports, plan.links, want)
+    links, cov = cover(index, routes, plan.ports, plan.links, want, rounds)
     return dataclasses.replace(plan, links=tcp_ports(links)), routes, cov

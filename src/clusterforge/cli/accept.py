@@ -10,7 +10,7 @@ import typer
 from ..accept.expect import expect
 from ..accept.judge import judge
 from ..accept.plan import AcceptPlan, accept_plan
-from ..accept.route_plan import RoutedCoverage, routed_plan
+from ..accept.route_plan import MAX_ROUNDS, ROUNDS, RoutedCoverage, routed_plan
 from ..collect.store import read_output
 from ..parse import ParseError, ibroute
 from ..util.echo import one_line
@@ -36,6 +36,10 @@ def accept(
         "(or `dump_fts`, or OpenSM's opensm-lfts.dump), or OpenSM's dump directory (its opensm-lfts.dump): the "
         "cross-leaf tests are chosen so that every uplink is crossed; with --from (give it the same file) each test "
         "is judged along its route, so that a slow uplink is named by its cable"),
+    rounds: int = typer.Option(
+        ROUNDS, "--rounds", min=2, max=MAX_ROUNDS, help="with --routes: the link rounds at most (the first, within "
+        "leaves, included); an uplink the rounds have no room for is said with the rounds that cross them all; "
+        "give --from the same number as --plan"),
 ) -> None:
     """The acceptance tests the model implies (DCGM, PCIe, NVLink, ib_write_bw over every cable and uplink,
     NCCL per unit and cluster) with the bound each must reach; --from judges a run's outputs: exit 0 when
@@ -54,7 +58,7 @@ def accept(
     plan = accept_plan(checked.index)
     routed, tables = None, None
     if routes is not None:
-        plan, tables, routed = routed_or_exit(checked.index, plan, routes)
+        plan, tables, routed = routed_or_exit(checked.index, plan, routes, rounds)
     if plan_only:
         _print_plan(checked.index, plan, fmt, routed)
         return
@@ -129,11 +133,15 @@ def _print_judged(report: Report, run: int, planned: int, extra: int) -> None:
     print_summary(out, report)
 
 
+SHOWN = 20
+"""The uplinks not crossed that the text lists one by one (a 3-tier fabric under minhop leaves thousands)."""
+
 Routed = tuple[Path, RoutedCoverage, tuple[str, ...]]
 """Where the tables came from, what the plan crosses by them, what in them fit no declared device."""
 
 
-def routed_or_exit(index: Any, plan: AcceptPlan, where: Path) -> tuple[AcceptPlan, Routes, Routed]:
+def routed_or_exit(index: Any, plan: AcceptPlan, where: Path,
+                   rounds: int = ROUNDS) -> tuple[AcceptPlan, Routes, Routed]:
     """The plan with the tests the tables call for; a file that is not tables is a usage error naming its line."""
     path = where / "opensm-lfts.dump" if where.is_dir() else where
     try:
@@ -147,7 +155,7 @@ def routed_or_exit(index: Any, plan: AcceptPlan, where: Path) -> tuple[AcceptPla
         err.print(f"accept: --routes {one_line(str(path))}: {exc} (not forwarding tables: ibroute, dump_fts or "
                   "opensm-lfts.dump)", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
-    new, resolved, cov = routed_plan(index, plan, tables)
+    new, resolved, cov = routed_plan(index, plan, tables, rounds=rounds)
     if not resolved.lft:
         err.print(f"accept: --routes {one_line(str(path))}: no table is of a declared switch (GUIDs: learn them "
                   "with `clusterforge learn`)", markup=False)
@@ -203,8 +211,12 @@ def _print_plan(index: Any, plan: AcceptPlan, fmt: Format,
         twice = sum(1 for names in rcov.crossing.values() if len(names) >= 2)
         out.print(f"  uplinks (routes from {source}): {crossed} of {len(rcov.crossing)} crossed by a test, {twice} "
                   "twice", markup=False)
-        for _cable, why in sorted(rcov.unreachable.items()):
+        left = sorted(rcov.unreachable.items())
+        for _cable, why in left[:SHOWN]:
             out.print(f"  uplink not crossed: {why}", markup=False)
+        if len(left) > SHOWN:
+            out.print(f"  ... and {len(left) - SHOWN} more uplinks not crossed (--format json lists each, with why)",
+                      markup=False)
         for line in [*problems, *rcov.problems]:
             out.print(f"  routes: {line}", markup=False)
     for f in plan.fabric:

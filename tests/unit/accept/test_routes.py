@@ -5,13 +5,15 @@ two HCA ports followed cable by cable; what does not fit the declaration said, n
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from cf_lab_inventory import LAB
-from clusterforge.accept.plan import host_ports
+from clusterforge.accept.plan import LinkTest, host_ports
 from clusterforge.api import load_checked
+from clusterforge.model.index import Index
 from clusterforge.parse import ibroute
 from clusterforge.parse.ibroute import SwitchLft
 from clusterforge.render import FabricView
@@ -138,7 +140,8 @@ def test_tables_of_undeclared_switches_and_different_sweeps_are_problems(lab: Fa
 def test_the_plan_from_routes_crosses_every_uplink(lab: FabricView, engine: str) -> None:
     """The plan without routes leaves an uplink of the lab uncrossed under each engine (its assumption fails on a
     leaf of 4 hosts and 4 uplinks); from the routes every uplink is crossed, each twice, in 5 rounds, no port twice
-    in a round, and what the coverage says each test crosses is what its flow crosses."""
+    in a round, no cable twice the same way in a round, every port in two tests, and what the coverage says each
+    test crosses is what its flow crosses."""
     from clusterforge.accept import route_plan
     from clusterforge.accept.plan import accept_plan
 
@@ -148,14 +151,20 @@ def test_the_plan_from_routes_crosses_every_uplink(lab: FabricView, engine: str)
     _, assumed = route_plan.cover(index, routes, plan.ports, plan.links, want=0)
     assert sorted(c for c, names in assumed.crossing.items() if not names) != []
     tests, cov = route_plan.cover(index, routes, plan.ports, plan.links)
-    assert tests[:len(plan.links)] == plan.links  # the plan's tests stay; the new ones come after
+    within = [t for t in plan.links if t.round == 1]
+    assert tests[:len(within)] == within and all(not t.cross_leaf for t in within)  # round 1 stays
+    assert all(t.cross_leaf for t in tests[len(within):])  # the rounds after it come from the routes
     assert cov.unreachable == {} and cov.problems == []
     assert all(len(names) >= 1 for names in cov.crossing.values())
     assert all(len(names) >= 2 for names in cov.crossing.values())  # the lab has room for a second crossing
-    assert max(t.round for t in tests) <= plan.rounds + 1
+    assert max(t.round for t in tests) <= 5
+    uses = Counter(p for t in tests for p in (t.client, t.server))
+    assert all(uses[p] >= 2 for p in plan.ports), [p.label for p in plan.ports if uses[p] < 2]
     for r in {t.round for t in tests}:
         used = [p for t in tests if t.round == r for p in (t.client, t.server)]
         assert len(used) == len(set(used)), f"round {r}: a port twice"
+        if r > 1:
+            assert _one_way_each(index, routes, [t for t in tests if t.round == r]), f"round {r}: a cable twice"
     by_name = {t.name: t for t in tests}
     for cid, names in cov.crossing.items():
         for name in names:
@@ -163,6 +172,19 @@ def test_the_plan_from_routes_crosses_every_uplink(lab: FabricView, engine: str)
             cables, why = R.path(index, routes, (t.client.node, t.client.hca, t.client.port),
                                  (t.server.node, t.server.hca, t.server.port))
             assert why is None and cid in cables
+
+
+def _one_way_each(index: Index, routes: R.Routes, tests: list[LinkTest]) -> bool:
+    """No cable carries two of these tests' flows the same way (a cable is full duplex: one each way)."""
+    ways: list[tuple[str, str]] = []
+    for t in tests:
+        at = t.client.node
+        for cid in R.path(index, routes, (t.client.node, t.client.hca, t.client.port),
+                          (t.server.node, t.server.hca, t.server.port))[0]:
+            ways.append((cid, at))
+            c = index.cables[cid]
+            at = c.b.device if c.a.device == at else c.a.device
+    return len(ways) == len(set(ways))
 
 
 def test_an_uplink_the_sm_routes_around_is_reported_by_cable(lab: FabricView) -> None:
