@@ -236,3 +236,29 @@ def test_accept_plan_refuses_routes_that_are_not_tables_or_not_this_fabric(tmp_p
     assert code == 2 and "no table is of a declared switch" in out, out
     code, out = _cli("--routes", str(tmp_path / "absent"))
     assert code == 2 and "--routes" in out
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_flows_over_each_uplink_are_exactly_those_whose_route_crosses_it(lab: FabricView, engine: str) -> None:
+    """accept/flows.py walks the tables backwards from a cable's near end; every (source leaf, destination) class
+    it names is one whose route crosses the cable, and it misses none: checked against every leaf's route to
+    every destination, followed forwards."""
+    from clusterforge.accept.flows import Flows
+    from clusterforge.accept.plan import accept_plan
+
+    index = lab.index
+    routes = R.resolve(index, lab.guids, _tables(engine))
+    flows = Flows.of(index, routes, accept_plan(index).ports)
+    forwards: dict[str, set[tuple[str, int]]] = {c: set() for c in R.uplinks(index)}
+    for leaf, ports in flows.by_leaf.items():
+        for lid, server in flows.host_at.items():
+            if server.leaf == leaf:
+                continue
+            cables, why = flows.route(ports[0], server)
+            assert why is None, why
+            for c in cables:
+                if c in forwards:
+                    forwards[c].add((leaf, lid))
+    backwards = {c: set(flows.classes(c)) for c in forwards}
+    assert backwards == forwards
+    assert all(backwards.values())  # the lab's every uplink carries some host's flow
