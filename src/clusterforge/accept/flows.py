@@ -13,15 +13,31 @@ are what the tables program.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Set
+from array import array
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator, Set
 from dataclasses import dataclass, field
 
 from ..model.index import Index
+from ..parse.ibroute import NO_ROUTE
 from ..validate.routes import Routes, path
 from .plan import HostPort
 
 CaKey = tuple[str, str, int]
+
+DESTS_KEPT = 256
+"""The destinations kept per switch port to start flows over its cable from (in LID order): enough to find a
+free server in every round; a byte-array each, so that 60,000 ports of a 2,048-node fabric keep 30 MB."""
+_NONE = bytes([NO_ROUTE])
+_ONES: dict[int, bytes] = {}
+
+
+def _one(port: int) -> bytes:
+    """A bytes.translate table: `port` -> 1, every other byte -> 0."""
+    table = _ONES.get(port)
+    if table is None:
+        table = _ONES[port] = bytes(1 if b == port else 0 for b in range(256))
+    return table
 
 
 def key(p: HostPort) -> CaKey:
@@ -48,7 +64,12 @@ class Flows:
     """Switch -> (each switch cabled to it, that switch's port on the cable): the cables walked backwards."""
     uplinks: dict[str, int]
     """Leaf -> its cables to other switches."""
-    _out: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+    _out: dict[tuple[str, int], array[int]] = field(default_factory=dict)
+    _carried: dict[str, int] | None = None
+    _bytes: dict[str, bytes] = field(default_factory=dict)
+    _rows: dict[str, bytes] = field(default_factory=dict)
+    _arrive: dict[str, bytes] = field(default_factory=dict)
+    _width: int = 0
 
     @classmethod
     def of(cls, index: Index, routes: Routes, ports: Iterable[HostPort]) -> Flows:
@@ -63,37 +84,100 @@ class Flows:
                 ups[c.a.device] += 1
                 ups[c.b.device] += 1
         host_at = {routes.lid[key(p)]: p for p in ports if key(p) in routes.lid}
-        return cls(index, routes, ports_by_leaf(ports), host_at, dict(into), dict(ups))
+        width = max([len(t.ports) for t in routes.lft.values()] + [max(host_at, default=0) + 1])
+        return cls(index, routes, ports_by_leaf(ports), host_at, dict(into), dict(ups), _width=width)
 
-    def dests(self, switch: str, port: int) -> list[int]:
-        """The planned hosts' LIDs `switch` sends out of `port`, in LID order."""
-        by_port = self._out.get(switch)
-        if by_port is None:
-            by_port = defaultdict(list)
-            for lid, out in sorted(self.routes.lft.get(switch, {}).items()):
-                if lid in self.host_at:
-                    by_port[out].append(lid)
-            self._out[switch] = by_port
-        return by_port.get(port, [])
+    def dests(self, switch: str, port: int) -> array[int]:
+        """The planned hosts' LIDs `switch` sends out of `port` that some host's flow brings to `switch`
+        (`carried`), in LID order: the first DESTS_KEPT of them."""
+        kept = self._out.get((switch, port))
+        if kept is None:
+            table, carried = self.routes.lft.get(switch), self.carried().get(switch, 0)
+            kept = array("H")
+            if table is not None and carried:
+                n = self._width
+                out = int.from_bytes(table.ports.ljust(n, _NONE).translate(_one(port)), "little") & carried
+                if out:
+                    hits = out.to_bytes(n, "little")
+                    at = hits.find(1)
+                    while at >= 0 and len(kept) < DESTS_KEPT:
+                        kept.append(at)
+                        at = hits.find(1, at + 1)
+            self._out[(switch, port)] = kept
+        return kept
+
+    def carried(self) -> dict[str, int]:
+        """Each switch -> the LIDs some host's flow to them passes it by, a byte a LID (1: passes) as an int:
+        a leaf carries every planned host's LID but its own hosts'; a switch carries what a neighbour that
+        carries it sends it. The tables' bytes masked port by port (a 2,048-node fabric in seconds)."""
+        if self._carried is not None:
+            return self._carried
+        n = self._width
+        hosts = bytearray(n)
+        for lid in self.host_at:
+            hosts[lid] = 1
+        carried: dict[str, int] = {}
+        fresh: dict[str, int] = {}
+        for leaf, ports in self.by_leaf.items():
+            mine = bytearray(hosts)
+            for hp in ports:
+                if (own := self.routes.lid.get(key(hp))) is not None:
+                    mine[own] = 0
+            carried[leaf] = fresh[leaf] = int.from_bytes(mine, "little")
+        out_of: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        for far, ends in self.into.items():
+            for near, port in ends:
+                out_of[near].append((port, far))
+        arrive: dict[str, int] = {}  # what neighbours send each switch: where a walk back goes on
+        queue = deque(fresh)
+        while queue:
+            at = queue.popleft()
+            new, table = fresh.pop(at, 0), self.routes.lft.get(at)
+            if not new or table is None:
+                continue
+            row = table.ports.ljust(n, _NONE)
+            for port, far in out_of.get(at, ()):
+                sent = int.from_bytes(row.translate(_one(port)), "little") & new
+                if sent:
+                    arrive[far] = arrive.get(far, 0) | sent
+                more = sent & ~carried.get(far, 0)
+                if more:
+                    carried[far] = carried.get(far, 0) | more
+                    if far not in fresh:
+                        queue.append(far)
+                    fresh[far] = fresh.get(far, 0) | more
+        self._carried = carried
+        self._bytes = {sw: v.to_bytes(n, "little") for sw, v in carried.items()}
+        self._rows = {sw: t.ports.ljust(n, _NONE) for sw, t in self.routes.lft.items()}
+        self._arrive = {sw: v.to_bytes(n, "little") for sw, v in arrive.items()}
+        return carried
 
     def feeders(self, switch: str, lid: int) -> Iterator[str]:
-        """The leaves whose flows to `lid` reach `switch` (it first, then by distance): the tables walked back."""
+        """The leaves whose flows to `lid` reach `switch` (it first, then by distance): the tables walked back,
+        through the switches that carry `lid`."""
+        self.carried()
+        rows, carries, arrive = self._rows, self._bytes, self._arrive
         seen = {switch}
         queue = [switch]
         for at in queue:
             if at in self.by_leaf:
                 yield at
+            if not (a := arrive.get(at)) or not a[lid]:
+                continue  # no neighbour sends it `lid`
             for w, port in self.into.get(at, ()):
-                if w not in seen and self.routes.lft.get(w, {}).get(lid) == port:
+                if w not in seen and (c := carries.get(w)) is not None and c[lid] and rows[w][lid] == port:
                     seen.add(w)
                     queue.append(w)
 
-    def classes(self, cid: str) -> Iterator[tuple[str, int]]:
+    def classes(self, cid: str, usable: Callable[[int], bool] | None = None) -> Iterator[tuple[str, int]]:
         """(source leaf, destination LID) of the flows that cross cable `cid`, in either direction: each
-        destination the near end sends over it, with each leaf whose flows to it reach the near end."""
+        destination the near end sends over it (those `usable` says yes to), with each leaf whose flows to it
+        reach the near end."""
         cable = self.index.cables[cid]
         for near, port in ((cable.a.device, cable.a.port), (cable.b.device, cable.b.port)):
             for lid in self.dests(near, port):
+                if usable is not None and not usable(lid):
+                    continue
                 home = self.host_at[lid].leaf
                 for leaf in self.feeders(near, lid):
                     if leaf != home:

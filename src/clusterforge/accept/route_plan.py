@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from ..model.index import Index
-from ..parse.ibroute import SwitchLft
+from ..parse.ibroute import SwitchLft, Tables
 from ..render import FabricView
 from ..validate.routes import Routes, resolve, uplinks
 from .flows import Flows, key
@@ -182,7 +182,7 @@ def _fill(state: _State, rnd: _Round, cables: list[str]) -> list[LinkTest]:
         avoid = state.beside(cid)
         best: tuple[int, HostPort, HostPort, list[str], list[tuple[str, str]]] | None = None
         fits = 0
-        for tried, (leaf, lid) in enumerate(flows.classes(cid)):
+        for tried, (leaf, lid) in enumerate(flows.classes(cid, lambda d: key(flows.host_at[d]) not in rnd.ports)):
             if tried >= CANDIDATE_LIMIT or fits >= BEST_OF:
                 break
             server = flows.host_at[lid]
@@ -254,7 +254,7 @@ def _why_not(index: Index, cid: str, flows: Flows | None = None, limit: int = 0,
             f"(every uplink is crossed in {needed} rounds: --rounds {needed})")
 
 
-def routed_plan(index: Index, plan: AcceptPlan, tables: Iterable[SwitchLft], want: int = 2,
+def routed_plan(index: Index, plan: AcceptPlan, tables: Tables | Iterable[SwitchLft], want: int = 2,
                 rounds: int = 0) -> tuple[AcceptPlan, Routes, RoutedCoverage]:
     """`plan` with its cross-leaf rounds built from the SM's tables (`cover`), each server on its own TCP port
     again."""

@@ -11,7 +11,7 @@ from ..accept.expect import expect
 from ..accept.judge import judge
 from ..accept.plan import AcceptPlan, accept_plan
 from ..accept.route_plan import MAX_ROUNDS, ROUNDS, RoutedCoverage, routed_plan
-from ..collect.store import read_output
+from ..collect.store import read_lines
 from ..parse import ParseError, ibroute
 from ..util.echo import one_line
 from ..util.errors import ExitCode
@@ -144,16 +144,14 @@ def routed_or_exit(index: Any, plan: AcceptPlan, where: Path,
                    rounds: int = ROUNDS) -> tuple[AcceptPlan, Routes, Routed]:
     """The plan with the tests the tables call for; a file that is not tables is a usage error naming its line."""
     path = where / "opensm-lfts.dump" if where.is_dir() else where
-    try:
-        text = read_output(path)
-    except (OSError, ValueError) as exc:
-        err.print(f"accept: --routes {one_line(str(path))}: {exc}", markup=False)
-        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
-    try:
-        tables = ibroute.parse(text)
+    try:  # a stream: a 2,048-node fabric's tables are 2 GB of text, read a line at a time into a byte a LID
+        tables = ibroute.read(read_lines(path))
     except ParseError as exc:
         err.print(f"accept: --routes {one_line(str(path))}: {exc} (not forwarding tables: ibroute, dump_fts or "
                   "opensm-lfts.dump)", markup=False)
+        raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
+    except (OSError, ValueError) as exc:
+        err.print(f"accept: --routes {one_line(str(path))}: {exc}", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE)) from None
     new, resolved, cov = routed_plan(index, plan, tables, rounds=rounds)
     if not resolved.lft:

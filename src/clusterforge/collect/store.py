@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -56,6 +57,42 @@ def read_output(source: Path | BinaryIO, max_mb: int = DEFAULT_MAX_MB) -> str:
     if isinstance(source, Path):
         return _read_regular(source, max_mb)
     return _capped(source, max_mb)
+
+
+STREAM_MAX_MB = 32 * 1024
+"""The most a streamed output is read to (`read_lines`): the SM's forwarding tables of a 2,048-node fabric are
+2.1 GB, a line per switch and LID; the cap stops an endless stream."""
+
+
+def read_lines(path: Path, max_mb: int = STREAM_MAX_MB) -> Iterator[str]:
+    """The lines of a saved output as they are read, for one too large to hold as text (the forwarding tables):
+    opened as `read_output` opens a path (a FIFO, device or directory is CaptureRefused before a byte is read),
+    bytes that are not UTF-8 read as U+FFFD, each line without its end; OutputTooLarge past the cap."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise CaptureRefused(path, exc.strerror or str(exc)) from None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        os.close(fd)
+        raise
+    if not regular:
+        os.close(fd)
+        raise CaptureRefused(path, "not a regular file (a FIFO, device or directory): refused, not read")
+    return _lines(fd, path, max_mb * 1024 * 1024)
+
+
+def _lines(fd: int, path: Path, cap: int) -> Iterator[str]:
+    seen = 0
+    with os.fdopen(fd, "rb") as fh:
+        for raw in fh:
+            seen += len(raw)
+            if seen > cap:
+                exc = OutputTooLarge(f"input is larger than {cap // 1024 // 1024} MB")
+                exc.filename = str(path)
+                raise exc
+            yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def _capped(fh: BinaryIO, max_mb: int) -> str:

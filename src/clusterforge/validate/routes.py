@@ -12,11 +12,11 @@ is a problem in words, never a silently shorter path. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ..model.index import Index, PortKey
-from ..parse.ibroute import SwitchLft
+from ..parse.ibroute import NO_ROUTE, SwitchLft, Tables, compact
 from ..render import GuidBook, guid_text
 
 MAX_HOPS = 16
@@ -25,9 +25,50 @@ MAX_HOPS = 16
 CaPort = tuple[str, str, int]
 
 
+class LidTable(Mapping[int, int]):
+    """One switch's table as a mapping, destination LID -> out port, over its compact bytes (parse.ibroute.Lft):
+    a byte a LID, so that 1,570 switches' tables of 18,000 LIDs are 28 MB, not gigabytes of dicts."""
+
+    __slots__ = ("ports",)
+
+    def __init__(self, ports: bytes) -> None:
+        self.ports = ports
+
+    def __getitem__(self, lid: int) -> int:
+        if 0 <= lid < len(self.ports) and (port := self.ports[lid]) != NO_ROUTE:
+            return port
+        raise KeyError(lid)
+
+    def get(self, lid: int, default: int | None = None) -> int | None:  # type: ignore[override]
+        if 0 <= lid < len(self.ports) and (port := self.ports[lid]) != NO_ROUTE:
+            return port
+        return default
+
+    def __contains__(self, lid: object) -> bool:
+        return isinstance(lid, int) and 0 <= lid < len(self.ports) and self.ports[lid] != NO_ROUTE
+
+    def __iter__(self) -> Iterator[int]:
+        return (lid for lid, port in enumerate(self.ports) if port != NO_ROUTE)
+
+    def __len__(self) -> int:
+        return len(self.ports) - self.ports.count(NO_ROUTE)
+
+    def out_ports(self) -> set[int]:
+        """Every port some LID leaves by."""
+        return set(self.ports) - {NO_ROUTE}
+
+    def sent_out(self, port: int) -> list[int]:
+        """The LIDs sent out of `port`, in order."""
+        out, at = [], self.ports.find(port)
+        while at >= 0:
+            out.append(at)
+            at = self.ports.find(port, at + 1)
+        return out
+
+
 @dataclass(frozen=True)
 class Routes:
-    lft: dict[str, dict[int, int]]
+    lft: dict[str, LidTable]
     """Declared switch -> {destination LID: the port it forwards that LID out of}."""
     lid: dict[CaPort, int]
     """Declared HCA port (node, hca, port) -> its LID, as the tables name their destinations."""
@@ -38,14 +79,15 @@ class Routes:
         return f"{key[0]} {key[1]}/{key[2]}"
 
 
-def resolve(index: Index, guids: GuidBook, tables: Iterable[SwitchLft]) -> Routes:
-    """The tables bound to the inventory: switches and CA ports by GUID."""
+def resolve(index: Index, guids: GuidBook, tables: Tables | Iterable[SwitchLft]) -> Routes:
+    """The tables bound to the inventory: switches and CA ports by GUID (records are made compact first)."""
+    if not isinstance(tables, Tables):
+        tables = compact(tables)
     switch_of = {guid_text(g): name for name, g in guids.switches.items()}
     port_of = {guid_text(g): key for key, g in guids.ca_ports.items()}
-    lft: dict[str, dict[int, int]] = {}
-    lid: dict[CaPort, int] = {}
+    lft: dict[str, LidTable] = {}
     problems: list[str] = []
-    for table in tables:
+    for table in tables.switches:
         name = switch_of.get(table.guid)
         if name is None:
             problems.append(f"the table of switch {table.guid} ({table.name}) is of no declared switch's GUID")
@@ -53,15 +95,19 @@ def resolve(index: Index, guids: GuidBook, tables: Iterable[SwitchLft]) -> Route
         if name in lft:
             problems.append(f"two tables of {name} ({table.guid}): the input holds a switch twice")
             continue
-        lft[name] = {r.lid: r.port for r in table.routes}
-        for r in table.routes:
-            key = port_of.get(r.guid)
-            if r.kind != "Channel Adapter" or key is None:
-                continue
-            seen = lid.setdefault(key, r.lid)
-            if seen != r.lid:
-                problems.append(f"{key[0]} {key[1]}/{key[2]} ({r.guid}) is LID {seen} in one table and {r.lid} "
-                                f"in {name}'s: the tables are of different sweeps")
+        lft[name] = LidTable(table.ports)
+    # each CA port at the LID the tables name it by: the first table's word for each LID, then the others'
+    lid: dict[CaPort, int] = {}
+    named = [(n, d, tables.first[n]) for n, d in tables.dests.items()]
+    named += [(n, d, t.name) for t in tables.switches for n, d in t.other.items()]
+    for number, dest, where in named:
+        key = port_of.get(dest.guid)
+        if dest.kind != "Channel Adapter" or key is None:
+            continue
+        seen = lid.setdefault(key, number)
+        if seen != number:
+            problems.append(f"{key[0]} {key[1]}/{key[2]} ({dest.guid}) is LID {seen} in one table and {number} "
+                            f"in {where}'s: the tables are of different sweeps")
     return Routes(lft, lid, tuple(problems))
 
 
@@ -109,7 +155,7 @@ def uplinks(index: Index) -> list[str]:
 def idle_uplinks(index: Index, routes: Routes) -> list[str]:
     """Switch-to-switch cables that no route uses in either direction (a link the SM routes around: dead, or
     not there): each switch's table is read for the port at each end."""
-    used: set[tuple[str, int]] = {(sw, port) for sw, table in routes.lft.items() for port in table.values()}
+    used: set[tuple[str, int]] = {(sw, port) for sw, table in routes.lft.items() for port in table.out_ports()}
     out = []
     for cid in uplinks(index):
         cable = index.cables[cid]

@@ -66,7 +66,7 @@ def _could_spread(index: Index, routes: Routes, low: str, high: str,
     up_ports = {c.a.port if c.a.device == low else c.b.port for c in index.inv.cables
                 if c.a.hca is None and c.b.hca is None and low in (c.a.device, c.b.device)
                 and tier(index, c.b.device if c.a.device == low else c.a.device) > tier(index, low)}
-    up_lids = sum(1 for port in routes.lft[low].values() if port in up_ports)
+    up_lids = sum(routes.lft[low].ports.count(port) for port in up_ports)
     beneath = {routes.lid[k] for k in below.get(low, set()) if k in routes.lid}
     down_lids = sum(1 for lid in beneath if lid in routes.lft[high])
     return up_lids >= len(up_ports) and down_lids >= len(_links(index, high, low))

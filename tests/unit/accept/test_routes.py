@@ -5,6 +5,7 @@ two HCA ports followed cable by cable; what does not fit the declaration said, n
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -236,6 +237,27 @@ def test_accept_plan_refuses_routes_that_are_not_tables_or_not_this_fabric(tmp_p
     assert code == 2 and "no table is of a declared switch" in out, out
     code, out = _cli("--routes", str(tmp_path / "absent"))
     assert code == 2 and "--routes" in out
+    fifo = tmp_path / "fifo"  # read as a stream, still never a FIFO (the read would block forever)
+    os.mkfifo(fifo)
+    code, out = _cli("--routes", str(fifo))
+    assert code == 2 and "not a regular file" in out, out
+    binary = tmp_path / "binary"
+    binary.write_bytes(b"\x00\xff\xfe" * 100)
+    code, out = _cli("--routes", str(binary))
+    assert code == 2 and "line 1: not a table header" in out, out
+
+
+def test_the_tables_are_read_as_a_stream_up_to_a_cap(tmp_path: Path) -> None:
+    from clusterforge.collect.store import OutputTooLarge, read_lines
+
+    text = (FIX / "lab-minhop" / "opensm-lfts.dump").read_bytes()
+    big = tmp_path / "lfts"
+    big.write_bytes(text * 100)  # 1.3 MB
+    lines = read_lines(big, max_mb=1)
+    assert next(lines).startswith("Unicast lids")  # lines come before the whole file is read
+    with pytest.raises(OutputTooLarge, match="larger than 1 MB"):
+        for _ in lines:
+            pass
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -90,10 +90,12 @@ def test_a_table_cut_short_is_an_error_naming_the_line(form: str) -> None:
     ("Unicast lids [0-2] of switch Lid 2 guid 0x1 ('a'):\nUnicast lids [0-2] of switch Lid 3 guid 0x3 ('b'):\n", 2,
      "a new table before the footer"),
 ])
-def test_garbage_raises_with_the_line(text: str, line: int, says: str) -> None:
-    """CONSTRUCTED inputs (each a real line shape, broken one way)."""
+@pytest.mark.parametrize("reader", ["parse", "read"])
+def test_garbage_raises_with_the_line(text: str, line: int, says: str, reader: str) -> None:
+    """CONSTRUCTED inputs (each a real line shape, broken one way): the record form and the compact stream say
+    the same."""
     with pytest.raises(ParseError) as err:
-        ibroute.parse(text)
+        ibroute.parse(text) if reader == "parse" else ibroute.read(iter(text.split("\n")))
     assert err.value.line_no == line and says in str(err.value), str(err.value)
 
 
@@ -127,3 +129,33 @@ def test_an_lmc_path_is_refused_by_name() -> None:
     with pytest.raises(ParseError) as exc:
         ibroute.parse(edited)
     assert exc.value.line_no == 4 and "LMC" in exc.value.message
+
+
+@pytest.mark.parametrize("engine", [*ENGINES, "port-down", "uplink-down"])
+def test_the_compact_stream_reads_what_the_records_say(engine: str) -> None:
+    """`read` (a line at a time, a byte a LID: what a 2,048-node fabric's 2 GB fits in) holds every table's every
+    route as `parse` does, in each form captured; every destination named once, where first listed."""
+    from clusterforge.validate.routes import LidTable
+
+    for form in FORMS:
+        path = FIX / f"lab-{engine}" / form
+        if not path.exists():
+            continue
+        records = ibroute.parse(path.read_text(encoding="utf-8"))
+        with path.open(encoding="utf-8") as fh:
+            tables = ibroute.read(line.rstrip("\n") for line in fh)
+        assert [(t.guid, t.name, t.lid) for t in tables.switches] == [(t.guid, t.name, t.lid) for t in records]
+        for rec, lft in zip(records, tables.switches, strict=True):
+            assert dict(LidTable(lft.ports)) == {r.lid: r.port for r in rec.routes} and lft.count == len(rec.routes)
+            for r in rec.routes:
+                assert lft.other.get(r.lid, tables.dests[r.lid]) == ibroute.Dest(r.kind, r.guid, r.name)
+        assert tables == ibroute.compact(records)
+
+
+def test_a_table_lists_a_lid_at_most_0xbfff_and_a_port_below_255() -> None:
+    """CONSTRUCTED: a header past the unicast LIDs, and an out port that is the compact form's "no route"."""
+    with pytest.raises(ParseError, match="at most 0xbfff"):
+        ibroute.read(["Unicast lids [0x0-0x10000] of switch Lid 2 guid 0x1 ('a'):"])
+    with pytest.raises(ParseError, match="out port 255"):
+        ibroute.read(["Unicast lids [0-2] of switch Lid 2 guid 0x1 ('a'):",
+                      "0x0001 255 # Channel Adapter portguid 0x2: 'h'", "2 lids dumped"])
