@@ -26,8 +26,9 @@ ROUTED = re.compile(r"[^\n]*(\w+) tables configured on all switches")
 
 @dataclass(frozen=True)
 class RoutedFabric:
-    lfts_dump: str
-    """OpenSM's own opensm-lfts.dump."""
+    lfts_path: Path
+    """OpenSM's own opensm-lfts.dump, where it wrote it (2.1 GB for a 2,048-node fabric: read it as a stream,
+    `ibroute.read(read_lines(path))`)."""
     routed_line: str
     """OpenSM's log line saying which engine configured the tables."""
     route_s: float
@@ -36,6 +37,11 @@ class RoutedFabric:
     ibroute: str = ""
     dump_fts: str = ""
     ibnetdiscover: str = ""
+
+    @property
+    def lfts_dump(self) -> str:
+        """The dump's text (a small fabric's)."""
+        return self.lfts_path.read_text(encoding="utf-8", errors="replace")
 
 
 def route_fabric(net: str, sm_desc: str, engine: str, workdir: Path, *, diags: bool = True,
@@ -57,7 +63,8 @@ def route_fabric(net: str, sm_desc: str, engine: str, workdir: Path, *, diags: b
         start = time.monotonic()
         osm = start_opensm(client, sm_desc, workdir / "opensm", config=conf, sweep_interval=0, timeout=timeout_s)
         try:
-            lfts, line = _dumped(dumps / "opensm-lfts.dump", workdir / "opensm" / "opensm.log", start + timeout_s)
+            lfts = dumps / "opensm-lfts.dump"
+            line = _dumped(lfts, workdir / "opensm" / "opensm.log", start + timeout_s)
             route_s = time.monotonic() - start
             if not line.endswith(f"{engine} tables configured on all switches"):
                 raise RuntimeError(f"OpenSM routed with another engine than {engine}: {line}")
@@ -87,19 +94,23 @@ def _limits(net: str) -> tuple[int, int, int] | None:
     return 2 * nodes, 2 * switches + 64, 2 * ports + 4096
 
 
-def _dumped(path: Path, log: Path, deadline: float) -> tuple[str, str]:
-    """OpenSM's LFT dump once its log says the tables are configured and the file is whole (its last block's
-    footer written), and that log line."""
+def _dumped(path: Path, log: Path, deadline: float) -> str:
+    """OpenSM's log line saying the tables are configured, once it is logged and the LFT dump is whole: its last
+    block's footer written and its size still for half a second (the file is never read whole here)."""
     while True:
         text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
         lines = [m.group(0).split("]")[-1].strip() for m in ROUTED.finditer(text)]
-        if lines and path.is_file():
-            dump = path.read_text(encoding="utf-8", errors="replace")
-            if dump.rstrip().endswith("lids dumped"):
-                time.sleep(0.5)
-                again = path.read_text(encoding="utf-8", errors="replace")
-                if again == dump:
-                    return dump, lines[0]
+        if lines and path.is_file() and _tail(path).rstrip().endswith(b"lids dumped"):
+            size = path.stat().st_size
+            time.sleep(0.5)
+            if path.stat().st_size == size:
+                return lines[0]
         if time.monotonic() > deadline:
             raise RuntimeError(f"OpenSM did not dump its tables in time ({path}): {text[-2000:]}")
         time.sleep(0.5)
+
+
+def _tail(path: Path, size: int = 256) -> bytes:
+    with path.open("rb") as fh:
+        fh.seek(max(path.stat().st_size - size, 0))
+        return fh.read()
