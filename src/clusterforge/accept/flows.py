@@ -9,6 +9,13 @@ walking the cables into X backwards, keeping each neighbour W whose table sends 
 (`feeders`). The leaves in it, with their host ports, are the sources. Nothing is assumed of the engine: minhop,
 ftree, updn, an LMC-0 table that does not spread, a leaf with its link routed around, three tiers: the classes
 are what the tables program.
+
+Which destinations some host's flow brings to each switch at all (`carried`) is found once for the whole fabric,
+forwards: a leaf brings every planned host's LID but its own hosts', and each switch passes what it carries to
+the neighbour its table sends it to, a port at a time, each table's bytes masked in one operation (a byte a LID,
+as an int). A route a switch holds for a destination that no host's flow ever brings there (minhop programs a
+spine's routes to every core; the leaves send each destination to one spine) starts no candidate, and a cable
+none of whose routes is carried is known to be crossed by none without a walk.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ Layout (what `collect` writes and `validate --from DIR` reads):
     DIR/hosts/<host>/UNREACHABLE        why the host could not be reached
 
 What is missing from DIR is reported by validate.coverage (FAB-NO-DATA, HOST-NO-DATA,
-HOST-UNKNOWN), never passed over. Every file is read through `read_output` (capped).
+HOST-UNKNOWN), never passed over. Every file is read through `read_output` (capped), but the forwarding
+tables (fabric/dump_fts*.txt), which are read as a stream when used (`read_lines`).
 """
 
 from __future__ import annotations
@@ -155,9 +156,16 @@ def _entries(directory: Path, root: Path, pattern: str) -> list[Path]:
     return found
 
 
+STREAMED = "dump_fts"
+"""The fabric captures `load_dir` leaves on disk, to be read as a stream (`Observations.streams`): the SM's
+forwarding tables, a line per switch and LID (2.1 GB for a 2,048-node fabric; per plane `dump_fts-plane<P>`)."""
+
+
 @dataclass
 class Observations:
     fabric: dict[str, str] = field(default_factory=dict)  # tool -> text
+    streams: dict[str, Path] = field(default_factory=dict)
+    """Fabric captures too large to hold as text (STREAMED): the stem -> its file, inside the directory."""
     hosts: dict[str, dict[str, str]] = field(default_factory=dict)  # host -> file stem -> text
     unreachable: dict[str, str] = field(default_factory=dict)  # host -> reason
     root: Path | None = None
@@ -179,7 +187,10 @@ def load_dir(root: Path) -> Observations:
     if fabric.is_dir() or fabric.is_symlink():
         _inside(fabric, real)
         for f in _entries(fabric, real, "*.txt"):
-            obs.fabric[f.stem] = read_capture(f, real)
+            if f.stem == STREAMED or f.stem.startswith(f"{STREAMED}-plane"):
+                obs.streams[f.stem] = _inside(f, real)  # read_lines refuses a FIFO or non-file when read
+            else:
+                obs.fabric[f.stem] = read_capture(f, real)
     hosts = root / "hosts"
     if hosts.is_dir() or hosts.is_symlink():
         _inside(hosts, real)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import io
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ..collect.plan import mlxlink_port
-from ..collect.store import Observations
+from ..collect.store import Observations, OutputTooLarge, read_lines
 from ..model.index import Index
 from ..model.place_text import port_text
 from ..parse import (
@@ -50,6 +52,7 @@ from .switch_firmware import check_switch_firmware, pinned_switches, saved_queri
 from .unrouted import unrouted
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 @dataclass
@@ -148,10 +151,14 @@ def _down_hosts(findings: list[Finding]) -> list[Finding]:
 
 
 def _parse(
-    obs: Observations, host: str | None, stem: str, text: str, fn: Callable[[str], T], report: Report
+    obs: Observations, host: str | None, stem: str, text: S, fn: Callable[[S], T], report: Report
 ) -> T | None:
     try:
         return fn(text)
+    except (OSError, OutputTooLarge) as exc:  # a stream read as it is parsed (`Observations.streams`)
+        report.findings.append(Finding("PARSE", "error", host or "fabric", f"{obs.path_of(host, stem)}: {exc}",
+                                       action="re-collect it as a regular file", host=host))
+        return None
     except ParseError as exc:
         report.findings.append(
             Finding(
@@ -185,16 +192,27 @@ def _fabric(index: Index, obs: Observations, report: Report) -> None:
 
 def _routes(index: Index, obs: Observations, report: Report, stems: list[str]) -> None:
     """The SM's forwarding tables where collected (`dump_fts`, per plane `dump_fts-plane<P>`): FAB-UNROUTED for
-    an uplink no route uses that no finding so far names."""
-    tables: list[ibroute.SwitchLft] = []
+    an uplink no route uses that no finding so far names. Read a line at a time into a byte a LID (a 2,048-node
+    fabric's are 2 GB of text): from the collected text, or from the saved file as a stream."""
+    planes: list[ibroute.Tables] = []
     for stem in stems:
         if stem in obs.fabric:
-            parsed = _parse(obs, None, stem, obs.fabric[stem], ibroute.parse, report)
-            if parsed is None:
-                return  # its PARSE says so; a half-read input is not judged
-            tables.extend(parsed)
-    if tables:
-        report.findings += unrouted(index, tables, {f.cable for f in report.findings if f.cable is not None})
+            lines: Iterable[str] = (ln.rstrip("\r\n") for ln in io.StringIO(obs.fabric[stem]))
+            parsed = _parse(obs, None, stem, lines, ibroute.read, report)
+        elif stem in obs.streams:
+            parsed = _parse(obs, None, stem, obs.streams[stem], _read_stream, report)
+        else:
+            continue
+        if parsed is None:
+            return  # its PARSE says so; a half-read input is not judged
+        planes.append(parsed)
+    named = {f.cable for f in report.findings if f.cable is not None}
+    for tables in planes:  # each plane its own subnet: its own LIDs
+        report.findings += unrouted(index, tables, named)
+
+
+def _read_stream(path: Path) -> ibroute.Tables:
+    return ibroute.read(read_lines(path))
 
 
 def _planes(index: Index, obs: Observations, report: Report) -> None:
@@ -231,7 +249,7 @@ def _planes(index: Index, obs: Observations, report: Report) -> None:
     where = f" in {one_line(str(obs.root))}/fabric" if obs.root is not None else ""
     report.findings += planes.uncollected(index, diff_fabric(index, topo, links), missing, failed, where)
     report.fabric_checked = True
-    _routes(index, obs, report, sorted(k for k in obs.fabric if k.startswith("dump_fts-plane")))
+    _routes(index, obs, report, sorted(k for k in (*obs.fabric, *obs.streams) if k.startswith("dump_fts-plane")))
 
 
 def _switch_firmware(index: Index, obs: Observations, report: Report, only: str | None = None) -> None:

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..model.index import Index
-from ..parse.ibroute import SwitchLft
+from ..parse.ibroute import SwitchLft, Tables
 from ..render import FabricView
 from .findings import Finding, ids
 from .routes import Routes, hosts_below, idle_uplinks, resolve, tier
 
 
-def unrouted(index: Index, tables: Iterable[SwitchLft], named: set[str]) -> list[Finding]:
+def unrouted(index: Index, tables: Tables | Iterable[SwitchLft], named: set[str]) -> list[Finding]:
     """FAB-UNROUTED for each idle uplink of the tables' switches that no finding in `named` (cable ids) covers and
     whose two ends had destinations enough to spread over all their links (`_could_spread`)."""
     routes = resolve(index, FabricView(index).guids, tables)

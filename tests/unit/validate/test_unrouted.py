@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -77,6 +78,21 @@ def test_validate_reads_the_savedtables(tmp_path: Path) -> None:
     assert code == 4 and [(f["rule"], f["cable"]) for f in found] == [("FAB-UNROUTED", cid)], found
     code, found = _validate(_saved(tmp_path / "garbage", clean.replace("Unicast lids", "Unicorn lids", 1)))
     assert code != 0 and [f["rule"] for f in found] == ["PARSE"] and "dump_fts" in found[0]["message"], found
+    # read as a stream (not capped at 64 MB: 2.1 GB at 2,048 nodes), and still never a FIFO: a PARSE finding
+    fifo = _saved(tmp_path / "fifo", None)
+    os.mkfifo(fifo / "fabric" / "dump_fts.txt")
+    code, found = _validate(fifo)
+    assert code != 0 and [f["rule"] for f in found] == ["PARSE"] and "not a regular file" in found[0]["message"]
+
+
+def test_saved_tables_are_left_on_disk_and_read_as_they_are_used(tmp_path: Path) -> None:
+    from clusterforge.collect.store import load_dir
+
+    clean = (FIX / "lab-minhop" / "dump_fts.txt").read_text(encoding="utf-8")
+    saved = _saved(tmp_path, clean)
+    obs = load_dir(saved)
+    assert "dump_fts" not in obs.fabric and obs.streams["dump_fts"] == (saved / "fabric" / "dump_fts.txt").resolve()
+    assert "ibnetdiscover" in obs.fabric
 
 
 def test_the_real_tables_after_a_port_went_down(tmp_path: Path) -> None:
