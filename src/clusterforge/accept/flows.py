@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from ..model.index import Index
 from ..parse.ibroute import NO_ROUTE
-from ..validate.routes import Routes, path
+from ..validate.routes import MAX_HOPS, Routes, path
 from .plan import HostPort
 
 CaKey = tuple[str, str, int]
@@ -75,6 +75,8 @@ class Flows:
     _carried: dict[str, int] | None = None
     _bytes: dict[str, bytes] = field(default_factory=dict)
     _rows: dict[str, bytes] = field(default_factory=dict)
+    _hops: dict[str, dict[int, tuple[str, str, bool]]] = field(default_factory=dict)
+    """Switch -> its cabled port -> (cable id, the device at the far end, whether that is an HCA port)."""
     _arrive: dict[str, bytes] = field(default_factory=dict)
     _width: int = 0
 
@@ -92,7 +94,15 @@ class Flows:
                 ups[c.b.device] += 1
         host_at = {routes.lid[key(p)]: p for p in ports if key(p) in routes.lid}
         width = max([len(t.ports) for t in routes.lft.values()] + [max(host_at, default=0) + 1])
-        return cls(index, routes, ports_by_leaf(ports), host_at, dict(into), dict(ups), _width=width)
+        hops: dict[str, dict[int, tuple[str, str, bool]]] = defaultdict(dict)
+        for c in index.inv.cables:
+            for near, far in ((c.a, c.b), (c.b, c.a)):
+                if near.hca is None and near.device in index.switches:
+                    hops[near.device][near.port] = (c.id, far.device, far.hca is not None)
+        flows = cls(index, routes, ports_by_leaf(ports), host_at, dict(into), dict(ups), _width=width)
+        flows._hops = dict(hops)
+        flows._rows = {sw: t.ports.ljust(width, _NONE) for sw, t in routes.lft.items()}
+        return flows
 
     def dests(self, switch: str, port: int) -> array[int]:
         """The planned hosts' LIDs `switch` sends out of `port` that some host's flow brings to `switch`
@@ -155,7 +165,6 @@ class Flows:
                     fresh[far] = fresh.get(far, 0) | more
         self._carried = carried
         self._bytes = {sw: v.to_bytes(n, "little") for sw, v in carried.items()}
-        self._rows = {sw: t.ports.ljust(n, _NONE) for sw, t in self.routes.lft.items()}
         self._arrive = {sw: v.to_bytes(n, "little") for sw, v in arrive.items()}
         return carried
 
@@ -200,6 +209,28 @@ class Flows:
             for client in self.by_leaf[leaf]:
                 if LinkTest(0, server, client).name not in taken:
                     yield client, server
+
+    def walk(self, client: HostPort, server: HostPort) -> tuple[list[str], list[tuple[str, str]]] | None:
+        """The route of a planned flow, fast: its cables and each with the device the flow leaves it from; None
+        where `route` would say why not (an unrouted LID, an uncabled port, a loop: ask it for the words)."""
+        lid = self.routes.lid.get(key(server))
+        if lid is None:
+            return None
+        cables, ways = [client.cable], [(client.cable, client.node)]
+        at = client.leaf
+        rows, hops = self._rows, self._hops
+        for _ in range(MAX_HOPS + 1):
+            row = rows.get(at)
+            hop = hops.get(at, {}).get(row[lid]) if row is not None else None
+            if hop is None:
+                return None
+            cid, far, host = hop
+            cables.append(cid)
+            ways.append((cid, at))
+            if host:
+                return (cables, ways) if cid == server.cable else None
+            at = far
+        return None
 
     def route(self, client: HostPort, server: HostPort) -> tuple[list[str], str | None]:
         return path(self.index, self.routes, key(client), key(server))

@@ -37,7 +37,7 @@ __all__ = ["CANDIDATE_LIMIT", "RoutedCoverage", "cover", "routed_plan"]
 
 CANDIDATE_LIMIT = 256
 """Flows looked at at most for one uplink in a round (a class whose ports or cables are busy is passed over)."""
-BEST_OF = 6
+BEST_OF = 4
 """Of the flows over an uplink that fit the round, the one crossing most uplinks short of tests among this many."""
 ROUNDS = 5
 """The rounds a routed plan takes at most by default (`accept --rounds`), the first (within leaves) included. A
@@ -64,8 +64,11 @@ class _Round:
     def __init__(self, number: int, flows: Flows) -> None:
         self.number = number
         self.ports: set[tuple[str, str, int]] = set()
+        self.lids: set[int] = set()
+        """The LIDs of the ports taken: a destination whose port is busy starts no walk."""
         self.links: set[tuple[str, str]] = set()
         self.free = {leaf: list(ps) for leaf, ps in flows.by_leaf.items()}
+        self._lid = flows.routes.lid
 
     def free_port(self, leaf: str) -> HostPort | None:
         ps = self.free.get(leaf, [])
@@ -74,7 +77,10 @@ class _Round:
         return ps[-1] if ps else None
 
     def take(self, client: HostPort, server: HostPort, links: list[tuple[str, str]]) -> None:
-        self.ports |= {key(client), key(server)}
+        for p in (client, server):
+            self.ports.add(key(p))
+            if (lid := self._lid.get(key(p))) is not None:
+                self.lids.add(lid)
         self.links.update(links)
 
 
@@ -182,20 +188,20 @@ def _fill(state: _State, rnd: _Round, cables: list[str]) -> list[LinkTest]:
         avoid = state.beside(cid)
         best: tuple[int, HostPort, HostPort, list[str], list[tuple[str, str]]] | None = None
         fits = 0
-        for tried, (leaf, lid) in enumerate(flows.classes(cid, lambda d: key(flows.host_at[d]) not in rnd.ports)):
+        for tried, (leaf, lid) in enumerate(flows.classes(cid, lambda d: d not in rnd.lids)):
             if tried >= CANDIDATE_LIMIT or fits >= BEST_OF:
                 break
             server = flows.host_at[lid]
-            if key(server) in rnd.ports:
+            if lid in rnd.lids:
                 continue
             client = rnd.free_port(leaf)
             if client is None:
                 continue
-            cables_, why = flows.route(client, server)
-            if why is not None or cid not in cables_ or any(c in avoid for c in cables_):
+            walked = flows.walk(client, server)
+            if walked is None:
                 continue
-            links = flows.directed(client, cables_)
-            if any(x in rnd.links for x in links):
+            cables_, links = walked
+            if cid not in cables_ or any(c in avoid for c in cables_) or any(x in rnd.links for x in links):
                 continue
             fits += 1
             gain = sum(1 + 2 * (state.short(c) >= state.want) for c in cables_ if state.short(c) > 0)
@@ -226,9 +232,11 @@ def _pair(state: _State, rnd: _Round, lonely: list[HostPort]) -> list[LinkTest]:
         for q in others[:CANDIDATE_LIMIT]:
             if key(q) in rnd.ports:
                 continue
-            cables_, why = flows.route(p, q)
-            links = flows.directed(p, cables_)
-            if why is None and not any(x in rnd.links for x in links):
+            walked = flows.walk(p, q)
+            if walked is None:
+                continue
+            cables_, links = walked
+            if not any(x in rnd.links for x in links):
                 rnd.take(p, q, links)
                 test = LinkTest(rnd.number, q, p)
                 state.add(test, cables_)
