@@ -102,6 +102,7 @@ class Flows:
         flows = cls(index, routes, ports_by_leaf(ports), host_at, dict(into), dict(ups), _width=width)
         flows._hops = dict(hops)
         flows._rows = {sw: t.ports.ljust(width, _NONE) for sw, t in routes.lft.items()}
+        flows.carried()
         return flows
 
     def dests(self, switch: str, port: int) -> array[int]:
@@ -171,7 +172,6 @@ class Flows:
     def feeders(self, switch: str, lid: int) -> Iterator[str]:
         """The leaves whose flows to `lid` reach `switch` (it first, then by distance): the tables walked back,
         through the switches that carry `lid`."""
-        self.carried()
         rows, carries, arrive = self._rows, self._bytes, self._arrive
         seen = {switch}
         queue = [switch]
@@ -185,12 +185,15 @@ class Flows:
                     seen.add(w)
                     queue.append(w)
 
-    def classes(self, cid: str, usable: Callable[[int], bool] | None = None) -> Iterator[tuple[str, int]]:
+    def classes(self, cid: str, usable: Callable[[int], bool] | None = None,
+                busy: Set[tuple[str, str]] = frozenset()) -> Iterator[tuple[str, int]]:
         """(source leaf, destination LID) of the flows that cross cable `cid`, in either direction: each
         destination the near end sends over it (those `usable` says yes to), with each leaf whose flows to it
-        reach the near end."""
+        reach the near end; not the way out of a near end in `busy` ((cable, device left from) pairs)."""
         cable = self.index.cables[cid]
         for near, port in ((cable.a.device, cable.a.port), (cable.b.device, cable.b.port)):
+            if (cid, near) in busy:
+                continue
             for lid in self.dests(near, port):
                 if usable is not None and not usable(lid):
                     continue
@@ -210,9 +213,11 @@ class Flows:
                 if LinkTest(0, server, client).name not in taken:
                     yield client, server
 
-    def walk(self, client: HostPort, server: HostPort) -> tuple[list[str], list[tuple[str, str]]] | None:
+    def walk(self, client: HostPort, server: HostPort,
+             busy: Set[tuple[str, str]] = frozenset()) -> tuple[list[str], list[tuple[str, str]]] | None:
         """The route of a planned flow, fast: its cables and each with the device the flow leaves it from; None
-        where `route` would say why not (an unrouted LID, an uncabled port, a loop: ask it for the words)."""
+        where `route` would say why not (an unrouted LID, an uncabled port, a loop: ask it for the words), or
+        where it leaves a cable the way `busy` names ((cable, device left from): a round's flows)."""
         lid = self.routes.lid.get(key(server))
         if lid is None:
             return None
@@ -225,6 +230,8 @@ class Flows:
             if hop is None:
                 return None
             cid, far, host = hop
+            if (cid, at) in busy:
+                return None
             cables.append(cid)
             ways.append((cid, at))
             if host:

@@ -188,7 +188,7 @@ def _fill(state: _State, rnd: _Round, cables: list[str]) -> list[LinkTest]:
         avoid = state.beside(cid)
         best: tuple[int, HostPort, HostPort, list[str], list[tuple[str, str]]] | None = None
         fits = 0
-        for tried, (leaf, lid) in enumerate(flows.classes(cid, lambda d: d not in rnd.lids)):
+        for tried, (leaf, lid) in enumerate(flows.classes(cid, lambda d: d not in rnd.lids, rnd.links)):
             if tried >= CANDIDATE_LIMIT or fits >= BEST_OF:
                 break
             server = flows.host_at[lid]
@@ -197,11 +197,11 @@ def _fill(state: _State, rnd: _Round, cables: list[str]) -> list[LinkTest]:
             client = rnd.free_port(leaf)
             if client is None:
                 continue
-            walked = flows.walk(client, server)
+            walked = flows.walk(client, server, rnd.links)
             if walked is None:
                 continue
             cables_, links = walked
-            if cid not in cables_ or any(c in avoid for c in cables_) or any(x in rnd.links for x in links):
+            if cid not in cables_ or any(c in avoid for c in cables_) or links[0] in rnd.links:
                 continue
             fits += 1
             gain = sum(1 + 2 * (state.short(c) >= state.want) for c in cables_ if state.short(c) > 0)
@@ -232,11 +232,11 @@ def _pair(state: _State, rnd: _Round, lonely: list[HostPort]) -> list[LinkTest]:
         for q in others[:CANDIDATE_LIMIT]:
             if key(q) in rnd.ports:
                 continue
-            walked = flows.walk(p, q)
+            walked = flows.walk(p, q, rnd.links)
             if walked is None:
                 continue
             cables_, links = walked
-            if not any(x in rnd.links for x in links):
+            if links[0] not in rnd.links:
                 rnd.take(p, q, links)
                 test = LinkTest(rnd.number, q, p)
                 state.add(test, cables_)
