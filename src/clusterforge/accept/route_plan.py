@@ -30,7 +30,7 @@ from ..model.index import Index
 from ..parse.ibroute import SwitchLft, Tables
 from ..render import FabricView
 from ..validate.routes import Routes, resolve, uplinks
-from .flows import Flows, key
+from .flows import DESTS_KEPT, Flows, key
 from .plan import AcceptPlan, HostPort, LinkTest, tcp_ports
 
 __all__ = ["CANDIDATE_LIMIT", "RoutedCoverage", "cover", "routed_plan"]
@@ -120,7 +120,9 @@ def cover(index: Index, routes: Routes, ports: list[HostPort], tests: list[LinkT
             break
         out += placed
     needed = max((t.round for t in out), default=0)
-    if needed > limit:
+    if not all(cov.crossing[c] for c in wanted):
+        needed = 0  # no number of rounds crosses them all (a flow the walk cannot follow)
+    if max((t.round for t in out), default=0) > limit:
         dropped = {t.name for t in out if t.round > limit}
         out = [t for t in out if t.round <= limit]
         for names in cov.crossing.values():
@@ -257,9 +259,11 @@ def _why_not(index: Index, cid: str, flows: Flows | None = None, limit: int = 0,
         dests.add(lid)
     ports = sum(len(flows.by_leaf[leaf]) for leaf in sources)
     named = ", ".join(sorted(sources)[:3]) + (", ..." if len(sources) > 3 else "")
+    ends = f"{len(dests)}{' or more' if len(dests) >= DESTS_KEPT else ''}"
     return (f"{head}: not crossed in the plan's {limit} rounds: its flows start at {ports} host port(s) "
-            f"({named}) and end at {len(dests)}, and each round had those ports or the cables on the way taken "
-            f"(every uplink is crossed in {needed} rounds: --rounds {needed})")
+            f"({named}) and end at {ends}, and each round had those ports or the cables on the way taken "
+            + (f"(every uplink is crossed in {needed} rounds: --rounds {needed})" if needed else
+               "(no number of rounds crosses every uplink: the problems say which flows the tables break)"))
 
 
 def routed_plan(index: Index, plan: AcceptPlan, tables: Tables | Iterable[SwitchLft], want: int = 2,
