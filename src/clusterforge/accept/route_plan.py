@@ -7,13 +7,15 @@ cable). The cross-leaf rounds are built from the tables (accept/flows.py), one r
 
 1. each uplink not yet crossed gets a test whose flow crosses it, of the flows the tables send over it, the one
    crossing the most uplinks still short of a test (then short of a second), among the first few that fit;
-2. then, while the round has room, each uplink crossed once gets a second test the same way;
+2. then, while the round has room, each uplink crossed once gets a second test the same way, by a route that
+   shares no other uplink with its first (so that a slow uplink is told from every uplink beside it);
 3. then each port in fewer than two tests gets one (a slow port is told from its partner by being slow in all
    of its tests), to a free port of another leaf.
 
 In a round no port is in two tests (the plan's rule), and no cable carries two flows the same way: each test has
 its route to itself at full rate. Rounds are added while an uplink that a flow can cross is crossed fewer than
-`want` times or a port is in fewer than two tests, up to ROUNDS. An uplink no flow crosses (a leaf with no hosts,
+`want` times or a port is in fewer than two tests, up to `rounds` (ROUNDS), the uplinks of leaves with the fewest
+host ports per uplink first in each. An uplink no flow crosses (a leaf with no hosts,
 a link the SM routes around) is reported by cable id with why, and so is one that the rounds had no room for
 (an infrastructure leaf's uplinks, more than its one SM port can cross in the rounds). Pure.
 """

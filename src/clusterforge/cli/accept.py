@@ -33,9 +33,9 @@ def accept(
     junit: Path | None = typer.Option(None, "--junit", help="also write a JUnit XML report (with --from)"),
     routes: Path | None = typer.Option(
         None, "--routes", help="the built fabric's forwarding tables: a file of `ibroute <lid>` for every switch "
-        "(or `dump_fts`, or OpenSM's opensm-lfts.dump), or OpenSM's dump directory (its opensm-lfts.dump): the "
-        "cross-leaf tests are chosen so that every uplink is crossed; with --from (give it the same file) each test "
-        "is judged along its route, so that a slow uplink is named by its cable"),
+        "(or `dump_fts`, or OpenSM's opensm-lfts.dump), or OpenSM's dump directory (its opensm-lfts.dump), read as "
+        "a stream: the cross-leaf rounds are built from them so that every uplink is crossed; with --from (give it "
+        "the same file) each test is judged along its route, so that a slow uplink is named by its cable"),
     rounds: int = typer.Option(
         ROUNDS, "--rounds", min=2, max=MAX_ROUNDS, help="with --routes: the link rounds at most (the first, within "
         "leaves, included); an uplink the rounds have no room for is said with the rounds that cross them all; "
