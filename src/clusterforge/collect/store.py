@@ -69,19 +69,7 @@ def read_lines(path: Path, max_mb: int = STREAM_MAX_MB) -> Iterator[str]:
     """The lines of a saved output as they are read, for one too large to hold as text (the forwarding tables):
     opened as `read_output` opens a path (a FIFO, device or directory is CaptureRefused before a byte is read),
     bytes that are not UTF-8 read as U+FFFD, each line without its end; OutputTooLarge past the cap."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise CaptureRefused(path, exc.strerror or str(exc)) from None
-    try:
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
-    except OSError:
-        os.close(fd)
-        raise
-    if not regular:
-        os.close(fd)
-        raise CaptureRefused(path, "not a regular file (a FIFO, device or directory): refused, not read")
-    return _lines(fd, path, max_mb * 1024 * 1024)
+    return _lines(_open_regular(path), path, max_mb * 1024 * 1024)
 
 
 def _lines(fd: int, path: Path, cap: int) -> Iterator[str]:
@@ -104,7 +92,9 @@ def _capped(fh: BinaryIO, max_mb: int) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _read_regular(path: Path, max_mb: int) -> str:
+def _open_regular(path: Path) -> int:
+    """A descriptor of `path`, opened without blocking and fstat'd: CaptureRefused for a FIFO, device or
+    directory (before a byte is read) or what cannot be opened."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
@@ -117,6 +107,11 @@ def _read_regular(path: Path, max_mb: int) -> str:
     if not regular:
         os.close(fd)
         raise CaptureRefused(path, "not a regular file (a FIFO, device or directory): refused, not read")
+    return fd
+
+
+def _read_regular(path: Path, max_mb: int) -> str:
+    fd = _open_regular(path)
     with os.fdopen(fd, "rb") as fh:
         try:
             return _capped(fh, max_mb)
