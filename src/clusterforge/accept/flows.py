@@ -110,11 +110,11 @@ class Flows:
         (`carried`), in LID order: the first DESTS_KEPT of them."""
         kept = self._out.get((switch, port))
         if kept is None:
-            table, carried = self.routes.lft.get(switch), self.carried().get(switch, 0)
+            row, carried = self._rows.get(switch), self.carried().get(switch, 0)
             kept = array("H")
-            if table is not None and carried:
+            if row is not None and carried:
                 n = self._width
-                out = int.from_bytes(table.ports.ljust(n, _NONE).translate(_one(port)), "little") & carried
+                out = int.from_bytes(row.translate(_one(port)), "little") & carried
                 if out:
                     hits = out.to_bytes(n, "little")
                     at = hits.find(1)
