@@ -284,3 +284,19 @@ def test_the_flows_over_each_uplink_are_exactly_those_whose_route_crosses_it(lab
     backwards = {c: set(flows.classes(c)) for c in forwards}
     assert backwards == forwards
     assert all(backwards.values())  # the lab's every uplink carries some host's flow
+
+
+def test_lab_accept_plans_in_the_rounds_accept_plans_in() -> None:
+    """`lab accept --rounds` (its lazy CLI spells the numbers) has accept's default and bound."""
+    import typer
+    import typer.main
+
+    from clusterforge.accept.route_plan import MAX_ROUNDS, ROUNDS
+    from clusterforge.cli.lab import app as lab_app
+    from clusterforge.cli.main import app as main_app
+
+    for app in (lab_app, main_app):
+        group = typer.main.get_command(app)
+        cmd = group.get_command(typer.Context(group), "accept")  # type: ignore[attr-defined]
+        opt = next(p for p in cmd.params if p.name == "rounds")
+        assert (opt.default, opt.min, opt.max) == (ROUNDS, 2, MAX_ROUNDS)

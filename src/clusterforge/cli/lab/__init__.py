@@ -322,6 +322,10 @@ def lab_accept_run(
                              "`clusterforge accept ENV --run DIR` over SSH (`lab heal` disarms)"),
     routes: Path | None = typer.Option(None, "--routes", help="the SM's forwarding tables (as `accept --routes` "
                                        "takes them): the routed plan's tests, each rated along its route"),
+    # accept.route_plan's ROUNDS and MAX_ROUNDS, spelled here (the lab CLI imports no planner at start; a test
+    # holds them equal)
+    rounds: int = typer.Option(5, "--rounds", min=2, max=256, help="with --routes: the plan's rounds at most, as "
+                               "given to `accept --plan --rounds`"),
     fmt: Format = _FMT,
 ) -> None:
     """LAB-ONLY: write what `accept ENV --plan`'s tools would print here (real captures, figures from the lab's
@@ -333,10 +337,10 @@ def lab_accept_run(
         err.print("lab accept: give exactly one of --output DIR or --arm", markup=False)
         raise typer.Exit(int(ExitCode.USAGE_OR_PARSE))
     if arm:
-        lab_accept.arm_lab(env, fmt, routes)
+        lab_accept.arm_lab(env, fmt, routes, rounds)
     else:
         assert output is not None
-        lab_accept.run(env, output, fmt, routes)
+        lab_accept.run(env, output, fmt, routes, rounds)
 
 
 @app.command("drain")

@@ -24,6 +24,7 @@ import typer
 
 from ...accept.locate import rates_along
 from ...accept.plan import AcceptPlan, accept_plan
+from ...accept.route_plan import ROUNDS
 from ...lab import LabError, LabState, fault_injector
 from ...lab.accept_guest import answers, arm, disarm
 from ...lab.accept_standins import LABEL, AcceptFaults, cable_end, link_gbps, outputs
@@ -100,8 +101,8 @@ def fault(env: Path, kind: str, args: list[str], *, gen: int | None, fmt: Format
         out.print(text, markup=False)
 
 
-def _texts(env: Path, routes: Path | None = None) -> tuple[LabState, AcceptPlan, dict[str, float | None],
-                                                          dict[str, str]]:
+def _texts(env: Path, routes: Path | None = None, rounds: int = ROUNDS) -> tuple[
+        LabState, AcceptPlan, dict[str, float | None], dict[str, str]]:
     """The running lab, the plan (routed by `routes`, as `accept --routes` routes it), each port's rate now and
     every output as the stand-ins print it now (with routes: each link test at the slowest link on its route)."""
     checked = load_or_fail(env)
@@ -111,7 +112,7 @@ def _texts(env: Path, routes: Path | None = None) -> tuple[LabState, AcceptPlan,
     plan = accept_plan(checked.index)
     tables = None
     if routes is not None:
-        plan, tables, _ = routed_or_exit(checked.index, plan, routes)
+        plan, tables, _ = routed_or_exit(checked.index, plan, routes, rounds)
     try:
         disc = fault_injector(state).discover()
     except (LabError, OSError) as exc:
@@ -124,9 +125,9 @@ def _texts(env: Path, routes: Path | None = None) -> tuple[LabState, AcceptPlan,
     return state, plan, rates, outputs(plan, rates, read_faults(state.state_dir), along)
 
 
-def arm_lab(env: Path, fmt: Format, routes: Path | None = None) -> None:
+def arm_lab(env: Path, fmt: Format, routes: Path | None = None, rounds: int = ROUNDS) -> None:
     """The stand-in tools on the lab hosts answer the plan's commands over SSH as the lab is now."""
-    state, plan, _rates, texts = _texts(env, routes)
+    state, plan, _rates, texts = _texts(env, routes, rounds)
     per_host = answers(plan, texts)
     host_dirs = {name: state.state_dir / "hosts" / name for name in state.hosts}
     n = arm(state.state_dir / "guest" / "sbin", host_dirs, per_host)
@@ -150,12 +151,12 @@ def write_outputs(output: Path, texts: Mapping[str, str]) -> None:
         write_atomic(output / "STAND-IN.txt", f"{LABEL}\n(lab/accept_standins.py says how each figure is made)\n")
 
 
-def run(env: Path, output: Path, fmt: Format, routes: Path | None = None) -> None:
+def run(env: Path, output: Path, fmt: Format, routes: Path | None = None, rounds: int = ROUNDS) -> None:
     """Write the acceptance plan's outputs, as the lab's stand-ins print them now, under `output`."""
     problem = new_directory_problem(output)
     if problem is not None:
         _fail(f"--output {one_line(str(output))}: {problem}")
-    _state, _plan, rates, texts = _texts(env, routes)
+    _state, _plan, rates, texts = _texts(env, routes, rounds)
     try:
         write_outputs(output, texts)
     except KeyboardInterrupt:
