@@ -85,6 +85,9 @@ class Dest:
     name: str
 
 
+MAX_DESTS = 4 * 0xBFFF
+"""The most distinct destination texts read (a subnet has 0xbfff unicast LIDs, each named once, a few of them
+unknown to a tool's scan): an input past it is no tables, and its names are not kept without bound."""
 NO_ROUTE = 0xFF
 """In a compact table: the switch does not route this LID (no port is numbered 255)."""
 
@@ -154,6 +157,9 @@ def _scan(lines: Iterable[str], sink: _Sink) -> int:
                 info = m.group(3) if m.group(3) is not None else m.group(4)
                 dest = dests.get(info)
                 if dest is None:
+                    if len(dests) >= MAX_DESTS:
+                        raise ParseError(TOOL, no, raw, f"more than {MAX_DESTS} distinct destinations: more than "
+                                                        "a subnet's LIDs name, not tables")
                     dest = dests[info] = _dest(no, raw, info.strip())
                 lid, port = int(m.group(1), 16), int(m.group(2))
                 if lid > top:

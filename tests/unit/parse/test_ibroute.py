@@ -159,3 +159,13 @@ def test_a_table_lists_a_lid_at_most_0xbfff_and_a_port_below_255() -> None:
     with pytest.raises(ParseError, match="out port 255"):
         ibroute.read(["Unicast lids [0-2] of switch Lid 2 guid 0x1 ('a'):",
                       "0x0001 255 # Channel Adapter portguid 0x2: 'h'", "2 lids dumped"])
+
+
+def test_names_beyond_what_a_subnet_has_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CONSTRUCTED: every line another destination's name; the reader keeps no unbounded set of them."""
+    monkeypatch.setattr(ibroute, "MAX_DESTS", 3)
+    lines = ["Unicast lids [0-9] of switch Lid 2 guid 0x1 ('a'):",
+             *(f"0x000{i} 001 # Channel Adapter portguid 0x{i + 2}: 'h{i}'" for i in range(1, 6)), "5 lids dumped"]
+    with pytest.raises(ParseError) as err:
+        ibroute.read(lines)
+    assert err.value.line_no == 5 and "more than 3 distinct destinations" in err.value.message
