@@ -20,12 +20,14 @@ holds no entry or the lab is gone (its lab.json removed by `lab down`). Stdlib o
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -113,16 +115,32 @@ def load(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {"faults": []}
 
 
+@contextmanager
+def locked(journal: Path) -> Iterator[None]:
+    """The journal's lock (`<journal>.lock`, flock): a tick reads the journal and writes its values under it, and
+    so do `lab fault` and `lab heal`, so that no tick writes a value from a journal read before theirs."""
+    if not journal.parent.is_dir():  # a lab brought down: no journal, nothing to hold
+        yield
+        return
+    fd = os.open(journal.with_name(journal.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def run(journal: Path, lab_json: Path) -> int:
     while lab_json.exists():
-        try:
-            entries = entries_of(load(journal))
-        except ValueError:  # caught mid-rewrite (the journal is written atomically: should not happen)
-            entries = []
-        if not entries:
-            return 0
-        now = time.time()
-        apply(entries, [value_at(e, now) for e in entries])
+        with locked(journal):
+            try:
+                entries = entries_of(load(journal))
+            except ValueError:  # caught mid-rewrite (the journal is written atomically: should not happen)
+                entries = []
+            if not entries:
+                return 0
+            now = time.time()
+            apply(entries, [value_at(e, now) for e in entries])
         time.sleep(TICK_S)
     return 0
 

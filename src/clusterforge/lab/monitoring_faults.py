@@ -172,6 +172,11 @@ def inject(state: LabState, fault: MonitorFault) -> None:
     """Apply `fault` (journaled; every value read first, so a missing stand-in changes nothing) and make sure
     the driver runs."""
     _check_hosts(state, fault)
+    with fault_driver.locked(journal_path(state.state_dir)):  # no driver tick from the journal before this one
+        _inject(state, fault)
+
+
+def _inject(state: LabState, fault: MonitorFault) -> None:
     data = journal(state.state_dir)
     previous = fault_driver.entries_of(data)
     now = time.time()
@@ -200,11 +205,13 @@ def heal(state_dir: Path) -> int:
     rec = _driver(data)
     if rec is not None:
         stop_process(rec)
-    entries = fault_driver.entries_of(data)
-    present = [e for e in entries if Path(e["path"]).parent.is_dir()]  # a lab brought down keeps nothing
-    fault_driver.apply(present, [e["original"] for e in present])
-    n = len(data["faults"])
-    journal_path(state_dir).unlink(missing_ok=True)
+    with fault_driver.locked(journal_path(state_dir)):
+        data = journal(state_dir)
+        entries = fault_driver.entries_of(data)
+        present = [e for e in entries if Path(e["path"]).parent.is_dir()]  # a lab brought down keeps nothing
+        fault_driver.apply(present, [e["original"] for e in present])
+        n = len(data["faults"])
+        journal_path(state_dir).unlink(missing_ok=True)
     return n
 
 

@@ -127,6 +127,30 @@ def test_a_second_fault_on_the_same_value_continues(tmp_path: Path) -> None:
     assert _dcgm(state, "DCGM_FI_DEV_MEMORY_TEMP", 0) == "45"  # the first original, not the 90 in between
 
 
+def test_a_driver_tick_waits_for_the_journals_lock(tmp_path: Path) -> None:
+    """`lab fault` writes the journal and its values under the lock each driver tick takes: a tick never writes a
+    value from a journal read before a newer fault's (make test once caught 90 written back over a second
+    fault's 95)."""
+    from clusterforge.lab import fault_driver
+
+    state = _lab(tmp_path)
+    mf.inject(state, mf.hot_fault("gpu01", 0, 90))
+    assert mf.driver_running(tmp_path)
+    path = dcgm_file(tmp_path, "gpu01")
+    with fault_driver.locked(mf.journal_path(tmp_path)):
+        lines = path.read_text().splitlines(keepends=True)
+        at = next(i for i, ln in enumerate(lines) if ln.startswith("DCGM_FI_DEV_MEMORY_TEMP{") and 'gpu="0"' in ln)
+        lines[at] = lines[at].rsplit(" ", 1)[0] + " 77\n"
+        path.write_text("".join(lines))
+        time.sleep(2.5 * fault_driver.TICK_S)  # ticks due: each waits for the lock
+        assert _dcgm(state, "DCGM_FI_DEV_MEMORY_TEMP", 0) == "77"
+    deadline = time.monotonic() + 10
+    while _dcgm(state, "DCGM_FI_DEV_MEMORY_TEMP", 0) != "90" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _dcgm(state, "DCGM_FI_DEV_MEMORY_TEMP", 0) == "90"  # the next tick, once the lock is free
+    assert mf.heal(tmp_path) == 1
+
+
 def test_the_driver_stops_when_the_lab_is_gone(tmp_path: Path) -> None:
     state = _lab(tmp_path)
     mf.inject(state, mf.hot_fault("gpu01", 0, 90))
