@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from ..model.index import Index
 from ..parse.ibroute import NO_ROUTE
 from ..validate.routes import MAX_HOPS, Routes, path
-from .plan import HostPort
+from .plan import HostPort, LinkTest
 
 CaKey = tuple[str, str, int]
 
@@ -85,20 +85,16 @@ class Flows:
         ports = list(ports)
         into: dict[str, list[tuple[str, int]]] = defaultdict(list)
         ups: dict[str, int] = defaultdict(int)
-        for c in index.inv.cables:
-            if c.a.hca is None and c.b.hca is None and c.a.device in index.switches \
-                    and c.b.device in index.switches:
-                into[c.b.device].append((c.a.device, c.a.port))
-                into[c.a.device].append((c.b.device, c.b.port))
-                ups[c.a.device] += 1
-                ups[c.b.device] += 1
-        host_at = {routes.lid[key(p)]: p for p in ports if key(p) in routes.lid}
-        width = max([len(t.ports) for t in routes.lft.values()] + [max(host_at, default=0) + 1])
         hops: dict[str, dict[int, tuple[str, str, bool]]] = defaultdict(dict)
-        for c in index.inv.cables:
+        for c in index.inv.cables:  # once: the cables walked back, the uplinks counted, each port's hop
             for near, far in ((c.a, c.b), (c.b, c.a)):
                 if near.hca is None and near.device in index.switches:
                     hops[near.device][near.port] = (c.id, far.device, far.hca is not None)
+                    if far.hca is None and far.device in index.switches:
+                        into[far.device].append((near.device, near.port))
+                        ups[near.device] += 1
+        host_at = {routes.lid[key(p)]: p for p in ports if key(p) in routes.lid}
+        width = max([len(t.ports) for t in routes.lft.values()] + [max(host_at, default=0) + 1])
         flows = cls(index, routes, ports_by_leaf(ports), host_at, dict(into), dict(ups), _width=width)
         flows._hops = dict(hops)
         flows._rows = {sw: t.ports.ljust(width, _NONE) for sw, t in routes.lft.items()}
@@ -110,7 +106,7 @@ class Flows:
         (`carried`), in LID order: the first DESTS_KEPT of them."""
         kept = self._out.get((switch, port))
         if kept is None:
-            row, carried = self._rows.get(switch), self.carried().get(switch, 0)
+            row, carried = self._rows.get(switch), (self._carried or {}).get(switch, 0)
             kept = array("H")
             if row is not None and carried:
                 n = self._width
@@ -205,8 +201,6 @@ class Flows:
     def crossing(self, cid: str, taken: Set[str] = frozenset()) -> Iterator[tuple[HostPort, HostPort]]:
         """(client, server) pairs whose flow crosses `cid`: every port of each source leaf, for each class;
         not the tests named in `taken`."""
-        from .plan import LinkTest
-
         for leaf, lid in self.classes(cid):
             server = self.host_at[lid]
             for client in self.by_leaf[leaf]:
@@ -241,14 +235,3 @@ class Flows:
 
     def route(self, client: HostPort, server: HostPort) -> tuple[list[str], str | None]:
         return path(self.index, self.routes, key(client), key(server))
-
-    def directed(self, client: HostPort, cables: list[str]) -> list[tuple[str, str]]:
-        """Each cable of a route with the device the flow leaves it from: a cable carries one flow each way
-        at full rate."""
-        at = client.node
-        out: list[tuple[str, str]] = []
-        for cid in cables:
-            c = self.index.cables[cid]
-            out.append((cid, at))
-            at = c.b.device if c.a.device == at else c.a.device
-        return out
