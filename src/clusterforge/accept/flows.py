@@ -69,8 +69,6 @@ class Flows:
     """The planned host port at each destination LID."""
     into: dict[str, list[tuple[str, int]]]
     """Switch -> (each switch cabled to it, that switch's port on the cable): the cables walked backwards."""
-    uplinks: dict[str, int]
-    """Leaf -> its cables to other switches."""
     _out: dict[tuple[str, int], array[int]] = field(default_factory=dict)
     _carried: dict[str, int] | None = None
     _bytes: dict[str, bytes] = field(default_factory=dict)
@@ -84,18 +82,16 @@ class Flows:
     def of(cls, index: Index, routes: Routes, ports: Iterable[HostPort]) -> Flows:
         ports = list(ports)
         into: dict[str, list[tuple[str, int]]] = defaultdict(list)
-        ups: dict[str, int] = defaultdict(int)
         hops: dict[str, dict[int, tuple[str, str, bool]]] = defaultdict(dict)
-        for c in index.inv.cables:  # once: the cables walked back, the uplinks counted, each port's hop
+        for c in index.inv.cables:  # once: each port's hop, and the cables walked back
             for near, far in ((c.a, c.b), (c.b, c.a)):
                 if near.hca is None and near.device in index.switches:
                     hops[near.device][near.port] = (c.id, far.device, far.hca is not None)
                     if far.hca is None and far.device in index.switches:
                         into[far.device].append((near.device, near.port))
-                        ups[near.device] += 1
         host_at = {routes.lid[key(p)]: p for p in ports if key(p) in routes.lid}
         width = max([len(t.ports) for t in routes.lft.values()] + [max(host_at, default=0) + 1])
-        flows = cls(index, routes, ports_by_leaf(ports), host_at, dict(into), dict(ups), _width=width)
+        flows = cls(index, routes, ports_by_leaf(ports), host_at, dict(into), _width=width)
         flows._hops = dict(hops)
         flows._rows = {sw: t.ports.ljust(width, _NONE) for sw, t in routes.lft.items()}
         flows.carried()

@@ -33,7 +33,7 @@ from ..parse.ibroute import SwitchLft, Tables
 from ..render import FabricView
 from ..validate.routes import Routes, resolve, uplinks
 from .flows import DESTS_KEPT, Flows, key
-from .plan import AcceptPlan, HostPort, LinkTest, tcp_ports
+from .plan import AcceptPlan, HostPort, LinkTest, leaf_uplinks, tcp_ports
 
 __all__ = ["CANDIDATE_LIMIT", "RoutedCoverage", "cover", "routed_plan"]
 
@@ -106,7 +106,8 @@ def cover(index: Index, routes: Routes, ports: list[HostPort], tests: list[LinkT
         if next(flows.classes(cid), None) is None:
             cov.unreachable[cid] = _why_not(index, cid)
     limit = rounds or ROUNDS
-    wanted = sorted((c for c in ups if c not in cov.unreachable), key=partial(_scarcity, index, flows))
+    wanted = sorted((c for c in ups if c not in cov.unreachable), key=partial(_scarcity, index, flows,
+                                                                              leaf_uplinks(index)))
     number = max((t.round for t in out), default=0)
     while number < MAX_ROUNDS:
         # past the limit the rounds go on for the first crossings only: to say how many a whole plan takes
@@ -171,11 +172,11 @@ class _State:
                 if c != cid and c in self.cov.crossing}
 
 
-def _scarcity(index: Index, flows: Flows, cid: str) -> tuple[float, str]:
+def _scarcity(index: Index, flows: Flows, ups: dict[str, int], cid: str) -> tuple[float, str]:
     """The fewest host ports a leaf at either end of the cable has per uplink (the uplinks of a leaf with few
     hosts go first in each round: they compete for the same ports), then the id."""
     cable = index.cables[cid]
-    ends = [len(flows.by_leaf[d]) / max(flows.uplinks.get(d, 1), 1)
+    ends = [len(flows.by_leaf[d]) / max(ups.get(d, 1), 1)
             for d in (cable.a.device, cable.b.device) if d in flows.by_leaf]
     return (min(ends, default=float("inf")), cid)
 
